@@ -1,0 +1,1 @@
+"""Collectors: read consumer state and advisories from NATS, write them to the store."""

@@ -1,0 +1,238 @@
+"""`jetwatch collect`: sample consumer state on an interval, capture advisories continuously.
+
+Two loops share one NATS connection and one writer thread: the sampling loop (every
+`interval`) and the advisory loop (flushes within about half a second). Store writes go through a
+single-thread executor, so the async loops never block on DuckDB and never write concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import logging
+import os
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
+
+from nats.aio.client import Client
+
+from collectors.advisories import (
+    Capture, CoreCapture, DurableCapture, MalformedAdvisory, ensure_capture_stream, parse_advisory,
+)
+from collectors.consumer_list import ConsumerListCollector
+from collectors.consumer_state import Scope
+from collectors.filters import NameFilter
+from collectors.jsz import JszCollector
+from jetwatch.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
+from jetwatch.settings import Settings
+from store import writes
+from store.database import Store, StoreError
+
+log = logging.getLogger("jetwatch.collector")
+T = TypeVar("T")
+
+
+def _iso(t: dt.datetime) -> str:
+    return t.isoformat().replace("+00:00", "Z")
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+async def account_scope(nc: Client) -> Scope:
+    """Which account and server this connection sees, from the server itself."""
+    account = "$G"
+    try:
+        reply = json.loads((await nc.request("$SYS.REQ.USER.INFO", b"", timeout=2)).data)
+        account = reply.get("data", {}).get("account") or account
+    except Exception as exc:  # old servers and restricted users: fall back to the default
+        log.info("could not read the account name (%s); using %s", exc, account)
+    domain = None
+    try:
+        domain = json.loads((await nc.request("$JS.API.INFO", b"", timeout=2)).data).get("domain")
+    except Exception:
+        pass
+    return Scope(account=account, server=(nc._server_info or {}).get("server_name"), domain=domain)
+
+
+class Collector:
+    def __init__(self, settings: Settings, nc: Client, store: Store,
+                 clock: Callable[[], dt.datetime] = utcnow):
+        self.settings = settings
+        self.nc = nc
+        self.store = store
+        self.clock = clock
+        self.api = JetStreamAPI(nc, timeout=settings.request_timeout)
+        self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-writer")
+        self.capture: Capture | None = None
+        self.caught_up = False
+        self.capture_pending: int | None = None
+        self.last_event_at: dt.datetime | None = None
+        self.last_error: tuple[str, dt.datetime] | None = None
+        self.started_at = clock()
+        self.name_filter = self._make_filter()
+        self.cycles = 0
+
+    async def write(self, fn: Callable[[Any], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._writer, self.store.write, fn)
+
+    def _make_filter(self) -> NameFilter:
+        s = self.settings
+        return NameFilter(s.include_streams, s.exclude_streams, s.include_consumers,
+                          s.exclude_consumers, s.show_internal, s.capture_stream)
+
+    async def start(self) -> None:
+        self.scope = await account_scope(self.nc)
+        known = await self.write(writes.latest_config_hashes)
+        self.store_id = await self.write(writes.store_id)
+        if self.settings.monitor_url:
+            self.sampler: Any = JszCollector(self.settings.monitor_url, self.name_filter,
+                                             lambda: _iso(self.clock()), self.settings.request_timeout)
+        else:
+            self.sampler = ConsumerListCollector(self.api, self.scope, self.name_filter, lambda: _iso(self.clock()))
+        self.sampler.known_hashes = known
+        self.capture = await self._open_capture()
+
+    async def _open_capture(self) -> Capture:
+        s = self.settings
+        if await ensure_capture_stream(self.api, s.capture_stream, s.capture_max_age, s.capture_max_bytes):
+            durable = DurableCapture(self.nc, self.api, s.capture_stream, f"jetwatch-{self.store_id[:16]}",
+                                     forget_after_s=s.capture_max_age)
+            try:
+                await durable.open()
+                log.info("capturing advisories durably through stream %s", s.capture_stream)
+                return durable
+            except (JetStreamAPIError, NoReply) as exc:
+                log.warning("cannot read capture stream %s: %s", s.capture_stream, exc)
+        log.warning(
+            "advisories are captured with a plain subscription: pin events that happen while the "
+            "collector is down will be missed. Run `jetwatch setup` with JetStream admin rights "
+            "to create the capture stream %s.", s.capture_stream)
+        core = CoreCapture(self.nc)
+        await core.open()
+        self.caught_up = True
+        return core
+
+    def _error(self, message: str) -> None:
+        log.error("%s", message)
+        self.last_error = (message, self.clock())
+
+    async def sample_once(self) -> int:
+        """One sampling cycle; returns the number of consumers stored."""
+        began = time.monotonic()
+        batch = await self.sampler.collect()
+        now = self.clock()
+        if self.capture is not None:
+            try:
+                self.capture_pending = await self.capture.backlog()
+            except (JetStreamAPIError, NoReply):
+                self.capture_pending = None
+            self.caught_up = self.capture_pending == 0
+        accounts = sorted(batch.accounts)
+        caught_up = self.caught_up
+        status = self._status(now, time.monotonic() - began, batch.streams, batch.consumers)
+
+        def tx(con: Any) -> None:
+            writes.write_samples(con, accounts, batch.samples)
+            writes.write_configs(con, batch.configs)
+            writes.write_rejects(con, now, "consumer_state", batch.rejects)
+            if caught_up:
+                writes.reconcile_pins(con, now, self.settings.inference_grace)
+            writes.write_status(con, status)
+
+        await self.write(tx)
+        self.cycles += 1
+        return batch.consumers
+
+    def _status(self, now: dt.datetime, seconds: float, streams: int, consumers: int) -> dict[str, Any]:
+        return {
+            "collector": self.name, "started_at": self.started_at, "last_cycle_at": now,
+            "cycle_seconds": seconds, "streams": streams, "consumers": consumers,
+            "sample_mode": "jsz" if self.settings.monitor_url else "consumer_list",
+            "capture_mode": self.capture.mode if self.capture else None,
+            "capture_pending": self.capture_pending, "capture_caught_up": self.caught_up,
+            "last_event_at": self.last_event_at,
+            "last_error": self.last_error[0] if self.last_error else None,
+            "last_error_at": self.last_error[1] if self.last_error else None,
+            "server_url": self.nc.connected_url.geturl() if self.nc.connected_url else None,
+        }
+
+    async def events_once(self) -> int:
+        """Fetch, store, then acknowledge one batch of advisories; returns how many were read."""
+        assert self.capture is not None
+        fetched = await self.capture.fetch()
+        if not fetched.messages:
+            return 0
+        now = self.clock()
+        rows, rejects = [], []
+        for subject, data in fetched.messages:
+            try:
+                row = parse_advisory(subject, data, self.scope.account, _iso(now))
+            except MalformedAdvisory as exc:
+                rejects.append((subject, str(exc), data.decode("utf-8", "replace")[:10000]))
+                continue
+            if self._watched(row):
+                rows.append(row)
+
+        def tx(con: Any) -> None:
+            writes.write_advisories(con, rows)
+            writes.write_rejects(con, now, "advisory", rejects)
+
+        await self.write(tx)
+        await self.capture.ack(fetched)  # only now: the rows are committed
+        self.last_event_at = now
+        return len(fetched.messages)
+
+    def _watched(self, row: dict[str, Any]) -> bool:
+        f = self.name_filter
+        return (row["stream"] is None or f.stream_ok(row["stream"])) and (
+            row["consumer"] is None or f.consumer_ok(row["consumer"]))
+
+    async def _sample_loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            began = time.monotonic()
+            try:
+                await self.sample_once()
+            except (NoReply, JetStreamAPIError, StoreError, OSError) as exc:
+                self._error(f"sampling failed: {exc}")
+            except Exception as exc:  # keep collecting whatever one cycle trips over
+                log.exception("sampling cycle failed")
+                self._error(f"sampling failed: {type(exc).__name__}: {exc}")
+            wait = max(0.0, self.settings.interval - (time.monotonic() - began))
+            try:
+                await asyncio.wait_for(stop.wait(), wait)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _event_loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.events_once()
+            except StoreError as exc:
+                self._error(f"storing advisories failed (they stay in the capture stream): {exc}")
+            except Exception as exc:
+                if self.nc.is_closed:
+                    return
+                log.warning("advisory fetch failed: %s", exc)
+                try:
+                    await asyncio.wait_for(stop.wait(), 0.5)
+                except asyncio.TimeoutError:
+                    pass
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.start()
+        try:
+            await asyncio.gather(self._sample_loop(stop), self._event_loop(stop))
+            # Last flush: whatever arrived before the stop is stored and acknowledged.
+            for _ in range(10):
+                if not await self.events_once():
+                    break
+        finally:
+            if self.capture is not None:
+                await self.capture.close()
+            self._writer.shutdown(wait=True)

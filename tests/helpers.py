@@ -1,0 +1,92 @@
+"""Shared test helpers: waiting on conditions, creating streams and consumers, running a collector."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
+
+from collectors.runner import Collector
+from jetwatch.connection import connect
+from jetwatch.jsapi import JetStreamAPI
+from jetwatch.settings import Settings
+from store.database import Store
+
+T = TypeVar("T")
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = 20.0, interval: float = 0.05,
+               message: str = "condition") -> T:
+    """Poll until predicate() is truthy; never a fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {message}")
+        time.sleep(interval)
+
+
+async def eventually(predicate: Callable[[], Awaitable[T]] | Callable[[], T], timeout: float = 20.0,
+                     interval: float = 0.05, message: str = "condition") -> T:
+    """Async form of wait_until; the predicate may be sync or async."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {message}")
+        await asyncio.sleep(interval)
+
+
+async def make_stream(api: JetStreamAPI, name: str, subjects: list[str] | None = None, **extra: Any) -> None:
+    await api.add_stream({"name": name, "subjects": subjects or [f"{name}.>"], "storage": "memory", **extra})
+
+
+async def make_consumer(api: JetStreamAPI, stream: str, name: str, policy: str | None = None,
+                        group: str = "jobs", timeout_s: float | None = None, **extra: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {"durable_name": name, "ack_policy": "explicit", **extra}
+    if policy:
+        config["priority_policy"] = policy
+        config["priority_groups"] = [group]
+        if timeout_s is not None:
+            config["priority_timeout"] = int(timeout_s * 1e9)
+    return await api.add_consumer(stream, config)
+
+
+async def publish(nc: Any, subject: str, count: int) -> None:
+    for i in range(count):
+        await nc.request(subject, str(i).encode(), timeout=5)
+
+
+def collector_settings(server_url: str, db: str, streams: tuple[str, ...] = (), **extra: Any) -> Settings:
+    return Settings({"server": server_url, "db": db, "interval": 0.5, "inference_grace": 1.5,
+                     "include_streams": streams, "lock_timeout": 30.0, **extra})
+
+
+@contextlib.asynccontextmanager
+async def collecting(settings: Settings) -> AsyncIterator[Collector]:
+    """A real collector running in the test's event loop, stopped cleanly afterwards."""
+    nc = await connect(settings, name="test-collector")
+    collector = Collector(settings, nc, Store(settings.db, lock_timeout=settings.lock_timeout))
+    stop = asyncio.Event()
+    task = asyncio.create_task(collector.run(stop))
+    await eventually(lambda: collector.cycles > 0 or task.done(), message="first collector cycle")
+    if task.done():
+        task.result()
+    try:
+        yield collector
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+        await nc.drain()
+
+
+def rows(store: Store, sql_text: str, params: Any = ()) -> list[tuple[Any, ...]]:
+    """Ad-hoc read for assertions (tests only; product code reads named queries)."""
+    return store.read(lambda con: con.execute(sql_text, params).fetchall())
