@@ -73,7 +73,7 @@ class Fetched:
     """A batch of advisories read but not yet acknowledged."""
 
     messages: list[tuple[str, bytes]] = field(default_factory=list)
-    to_ack: Msg | None = None
+    to_ack: list[Msg] = field(default_factory=list)
 
 
 class Capture(Protocol):
@@ -123,7 +123,7 @@ class DurableCapture:
 
     async def open(self) -> None:
         await self.api.add_consumer(self.stream, {
-            "durable_name": self.durable, "ack_policy": "all", "deliver_policy": "all",
+            "durable_name": self.durable, "ack_policy": "explicit", "deliver_policy": "all",
             "ack_wait": 5_000_000_000, "max_ack_pending": 10_000, "max_waiting": 16,
             "inactive_threshold": int(self.forget_after_s * 1e9),
             "description": "jetwatch collector: advisories not yet in its store",
@@ -136,11 +136,14 @@ class DurableCapture:
             msgs = await self._sub.fetch(self.batch, timeout=self.wait)
         except (nats.errors.TimeoutError, asyncio.TimeoutError):
             return Fetched()
-        return Fetched([(m.subject, m.data) for m in msgs], msgs[-1] if msgs else None)
+        return Fetched([(m.subject, m.data) for m in msgs], msgs)
 
     async def ack(self, fetched: Fetched) -> None:
-        if fetched.to_ack is not None:
-            await fetched.to_ack.ack()  # AckAll: covers the whole batch
+        # One ack per message: an AckAll for this batch would also ack messages that a killed
+        # predecessor received and never stored, and they would never be redelivered.
+        for msg in fetched.to_ack:
+            await self.nc.publish(msg.reply, b"+ACK")
+        await self.nc.flush()
 
     async def backlog(self) -> int | None:
         """Advisories stored but not yet acknowledged; 0 means the store has them all."""

@@ -1,0 +1,86 @@
+"""A three-node loopback cluster: a consumer leader change clears the pin with no advisory."""
+
+from __future__ import annotations
+
+import json
+
+import nats
+import pytest
+
+from demo.server import cluster
+from demo.workers import PullWorker
+from jetwatch.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
+from store.database import Store
+from tests.helpers import collecting, collector_settings, eventually, make_consumer, publish, rows
+
+pytestmark = pytest.mark.cluster
+
+PIN_ROWS = ("SELECT event, pinned_id, reason, source FROM pin_events WHERE stream = 'JOBS' "
+            "ORDER BY ts, CASE event WHEN 'unpinned' THEN 0 ELSE 1 END")
+
+
+@pytest.fixture(scope="module")
+def three_nodes(tmp_path_factory):
+    nodes = cluster(tmp_path_factory.mktemp("cluster"))
+    for node in nodes:
+        node.start()
+    yield nodes
+    for node in nodes:
+        node.stop()
+
+
+async def _leader(api: JetStreamAPI) -> str:
+    try:
+        return (await api.consumer_info("JOBS", "work")).get("cluster", {}).get("leader", "")
+    except (JetStreamAPIError, NoReply):
+        return ""  # no leader during an election
+
+
+def test_leader_stepdown_yields_one_inferred_unpin_and_the_next_pin_once(three_nodes, tmp_path, run):
+    db = str(tmp_path / "jw.duckdb")
+    store = Store(db)
+    urls = ",".join(n.url for n in three_nodes)
+
+    async def scenario() -> None:
+        nc = await nats.connect(urls.split(","))
+        api = JetStreamAPI(nc, timeout=10)
+        await eventually(lambda: _try_stream(api), timeout=30, message="cluster accepts an R3 stream")
+        await make_consumer(api, "JOBS", "work", "pinned_client", timeout_s=60, num_replicas=3)
+        await eventually(lambda: _leader(api), timeout=30, message="consumer leader")
+        worker = PullWorker(nc, "JOBS", "work", "jobs", name="w").start()
+        async with collecting(collector_settings(urls, db, ("JOBS",), request_timeout=10.0)) as collector:
+            await publish(nc, "jobs.x", 2)
+            await eventually(lambda: worker.pin_id, timeout=30, message="first pin")
+            first = worker.pin_id
+            await eventually(lambda: rows(store, PIN_ROWS) == [("pinned", first, None, "advisory")],
+                             timeout=30, message="first pin stored")
+            old_leader = await _leader(api)
+            reply = await nc.request("$JS.API.CONSUMER.LEADER.STEPDOWN.JOBS.work", b"", timeout=10)
+            assert "error" not in json.loads(reply.data), reply.data
+            await eventually(lambda: _leader(api), timeout=30, message="new consumer leader")
+            assert await _leader(api) != old_leader
+            await publish(nc, "jobs.x", 2)
+            await eventually(lambda: worker.pin_id and worker.pin_id != first, timeout=30,
+                             message="a new pin after the leader change")
+            await eventually(lambda: len(rows(store, PIN_ROWS)) >= 3, timeout=30,
+                             message="inferred unpin and new pin stored")
+            target = collector.cycles + 6
+            await eventually(lambda: collector.cycles >= target, timeout=30, message="cycles past grace")
+            history = rows(store, PIN_ROWS)
+        await worker.stop()
+        await nc.close()
+        assert history == [
+            ("pinned", first, None, "advisory"),
+            ("unpinned", None, None, "inferred"),
+            ("pinned", worker.pin_id, None, "advisory"),
+        ]
+
+    run(scenario())
+
+
+async def _try_stream(api: JetStreamAPI) -> bool:
+    try:
+        await api.add_stream({"name": "JOBS", "subjects": ["jobs.>"], "num_replicas": 3})
+        return True
+    except Exception:
+        return False

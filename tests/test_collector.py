@@ -1,0 +1,261 @@
+"""The collector against a real server: completeness, durability and faults."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nats
+
+from demo.server import NatsServer, free_port
+from demo.workers import PullWorker
+from jetwatch.jsapi import JetStreamAPI
+from store.database import Store
+from tests.helpers import (
+    collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows, wait_until,
+)
+
+PIN_ROWS = ("SELECT event, pinned_id, reason, source FROM pin_events WHERE stream = ? "
+            "ORDER BY ts, CASE event WHEN 'unpinned' THEN 0 ELSE 1 END")
+
+
+def collector_process(server_url: str, db: str, streams: str, *extra: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "JETWATCH_INCLUDE_STREAMS": streams, "JETWATCH_INFERENCE_GRACE": "1.5s"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "collect", "--server", server_url, "--db", db,
+         "--interval", "0.5s", *extra],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def test_stream_with_600_consumers_is_sampled_completely_each_cycle(nats_server, db_path, uid, run):
+    stream = f"{uid}_MANY"
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.>"])
+        await asyncio.gather(*(make_consumer(api, stream, f"c{i:03d}") for i in range(600)))
+        async with collecting(collector_settings(nats_server.url, db_path, (stream,))) as collector:
+            cycles = collector.cycles
+            await eventually(lambda: collector.cycles >= cycles + 2, message="two more cycles")
+            per_cycle = rows(store, "SELECT ts, count(*) FROM samples WHERE stream = ? GROUP BY ts", [stream])
+            # Each CONSUMER.LIST page carries its own server time, so count per collector cycle instead.
+            total = rows(store, "SELECT count(*), count(DISTINCT consumer) FROM samples WHERE stream = ?", [stream])[0]
+            assert total[1] == 600
+            assert total[0] % 600 == 0 and total[0] >= 1200, per_cycle[:3]
+            assert rows(store, "SELECT count(*) FROM consumer_latest WHERE stream = ?", [stream]) == [(600,)]
+
+            await api.delete_consumer(stream, "c000")
+            await make_consumer(api, stream, "new-one")
+            names = "SELECT consumer FROM consumer_latest WHERE stream = ? AND consumer IN ('c000', 'new-one')"
+            await eventually(lambda: rows(store, names, [stream]) == [("new-one",)],
+                             message="deleted consumer gone, new one present")
+            assert rows(store, "SELECT count(*) FROM consumer_latest WHERE stream = ?", [stream]) == [(600,)]
+        await nc.close()
+
+    run(scenario())
+
+
+def test_pin_switches_while_collector_is_stopped_appear_once_after_restart(nats_server, db_path, uid, run):
+    stream, consumer = f"{uid}_RESTART", "w"
+    store = Store(db_path)
+    settings = collector_settings(nats_server.url, db_path, (stream,))
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.work"])
+        await make_consumer(api, stream, consumer, "pinned_client", timeout_s=30)
+        workers = [PullWorker(nc, stream, consumer, "jobs", name=n).start() for n in "ab"]
+        async with collecting(settings):
+            await publish(nc, f"{uid}.work", 2)
+            await eventually(lambda: len(rows(store, PIN_ROWS, [stream])) >= 1, message="first pin stored")
+        # Collector stopped: three admin unpins, each followed by a new pin.
+        seen_pins = {w.pin_id for w in workers if w.pin_id}
+        for _ in range(3):
+            await api.unpin(stream, consumer, "jobs")
+            await publish(nc, f"{uid}.work", 2)
+            await eventually(lambda: {w.pin_id for w in workers if w.pin_id} - seen_pins, message="new pin")
+            seen_pins |= {w.pin_id for w in workers if w.pin_id}
+        async with collecting(settings) as collector:
+            await eventually(lambda: len(rows(store, PIN_ROWS, [stream])) >= 7, message="backlog stored")
+            # Let the reconciler see caught-up state for longer than its grace period.
+            target = collector.cycles + 6
+            await eventually(lambda: collector.cycles >= target, message="cycles past the grace period")
+        history = rows(store, PIN_ROWS, [stream])
+        assert [h[0] for h in history] == ["pinned", "unpinned"] * 3 + ["pinned"]
+        assert [h[2] for h in history if h[0] == "unpinned"] == ["admin"] * 3
+        assert {h[3] for h in history} == {"advisory"}
+        assert len({h[1] for h in history if h[0] == "pinned"}) == 4
+        for w in workers:
+            await w.stop()
+        await nc.close()
+
+    run(scenario())
+
+
+def test_sigkilled_collector_loses_no_advisory(nats_server, db_path, uid, run):
+    stream, consumer = f"{uid}_KILL", "w"
+    store = Store(db_path)
+
+    async def churn(api: JetStreamAPI, nc: nats.NATS, count: int) -> None:
+        for _ in range(count):
+            await api.unpin(stream, consumer, "jobs")
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.work"])
+        await make_consumer(api, stream, consumer, "pinned_client", timeout_s=30)
+        proc = collector_process(nats_server.url, db_path, stream)
+        try:
+            await eventually(lambda: store.exists() and rows(store, "SELECT count(*) FROM collector_status")[0][0] > 0,
+                             message="collector running")
+            # Every unpin sends an UNPINNED advisory even with nothing pinned: a steady flow of events.
+            await churn(api, nc, 300)
+            await eventually(lambda: rows(store, "SELECT count(*) FROM advisories WHERE stream = ?", [stream])[0][0] > 20,
+                             message="some advisories stored")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            await churn(api, nc, 100)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        sent = 400
+        proc = collector_process(nats_server.url, db_path, stream)
+        try:
+            await eventually(
+                lambda: rows(store, "SELECT count(*) FROM advisories WHERE stream = ? AND kind = 'consumer_group_unpinned'",
+                             [stream])[0][0] >= sent, timeout=60, message="every advisory stored")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=30)
+        stored = rows(store, "SELECT count(*), count(DISTINCT id) FROM advisories "
+                             "WHERE stream = ? AND kind = 'consumer_group_unpinned'", [stream])[0]
+        assert stored == (sent, sent)
+        await nc.close()
+
+    run(scenario())
+
+
+def test_malformed_advisories_are_kept_as_rejects_and_collection_goes_on(nats_server, db_path, uid, run):
+    stream, consumer = f"{uid}_BAD", "w"
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.work"])
+        await make_consumer(api, stream, consumer, "pinned_client", timeout_s=30)
+        async with collecting(collector_settings(nats_server.url, db_path, (stream,))):
+            subject = f"$JS.EVENT.ADVISORY.CONSUMER.PINNED.{stream}.{consumer}"
+            await nc.publish(subject, b"{not json")
+            await nc.publish(subject, json.dumps({"type": "io.nats.jetstream.advisory.v1.consumer_group_pinned",
+                                                  "timestamp": "2026-01-01T00:00:00Z"}).encode())
+            await api.unpin(stream, consumer, "jobs")
+            await eventually(lambda: rows(store, "SELECT count(*) FROM rejects WHERE origin = 'advisory'")[0][0] >= 2,
+                             message="rejects stored")
+            await eventually(lambda: rows(store, PIN_ROWS, [stream]), message="the good advisory stored")
+        errors = [r[0] for r in rows(store, "SELECT error FROM rejects WHERE origin = 'advisory' ORDER BY error")]
+        assert errors[0] == "advisory without an id"
+        assert errors[1].startswith("not JSON")
+        await nc.close()
+
+    run(scenario())
+
+
+def test_reader_process_never_fails_while_collector_writes(nats_server, db_path, uid, run, tmp_path):
+    stream = f"{uid}_READ"
+    reader_script = tmp_path / "reader.py"
+    reader_script.write_text(
+        "import sys, time\n"
+        "from store.database import Store\n"
+        "s = Store(sys.argv[1], lock_timeout=30)\n"
+        "n = errors = 0\n"
+        "end = time.monotonic() + float(sys.argv[2])\n"
+        "while time.monotonic() < end:\n"
+        "    try:\n"
+        "        s.read(lambda c: c.execute('SELECT count(*) FROM consumer_latest').fetchall()); n += 1\n"
+        "    except Exception as e:\n"
+        "        errors += 1; print('ERR', e, flush=True)\n"
+        "print('reads', n, 'errors', errors)\n")
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.>"])
+        for i in range(50):
+            await make_consumer(api, stream, f"c{i}")
+        async with collecting(collector_settings(nats_server.url, db_path, (stream,), interval=0.2)) as collector:
+            reader = await asyncio.create_subprocess_exec(
+                sys.executable, str(reader_script), db_path, "6", stdout=asyncio.subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+            start_cycles = collector.cycles
+            out, _ = await reader.communicate()
+            assert collector.cycles > start_cycles + 3, "the collector kept writing"
+        text = out.decode()
+        assert "errors 0" in text, text
+        assert int(text.split("reads ")[1].split()[0]) > 10
+        await nc.close()
+
+    run(scenario())
+
+
+def test_collector_carries_on_when_the_server_restarts(tmp_path, run):
+    server = NatsServer(store_dir=tmp_path / "js").start()
+    db = str(tmp_path / "jw.duckdb")
+    store = Store(db)
+    proc = None
+    try:
+        async def create() -> None:
+            nc = await nats.connect(server.url)
+            api = JetStreamAPI(nc)
+            await make_stream(api, "ORDERS", ["orders.>"], storage="file")
+            await make_consumer(api, "ORDERS", "billing")
+            await nc.close()
+        run(create())
+        proc = collector_process(server.url, db, "ORDERS")
+        count = "SELECT count(*) FROM samples WHERE consumer = 'billing'"
+        wait_until(lambda: store.exists() and rows(store, count)[0][0] >= 2, message="samples before restart")
+        server.stop(signal.SIGKILL)
+        before = rows(store, count)[0][0]
+        server.start()
+        wait_until(lambda: rows(store, count)[0][0] >= before + 3, timeout=30, message="samples after restart")
+        assert proc.poll() is None, "collector is still running"
+    finally:
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=30)
+            assert proc.returncode == 0, out.decode()[-3000:]
+        server.stop()
+
+
+def test_jsz_mode_reads_every_consumer_from_the_monitoring_endpoint(nats_server, db_path, uid, run):
+    stream = f"{uid}_JSZ"
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.>"])
+        await make_consumer(api, stream, "a", "pinned_client", timeout_s=30)
+        await make_consumer(api, stream, "b", max_ack_pending=7)
+        await publish(nc, f"{uid}.x", 4)
+        settings = collector_settings(nats_server.url, db_path, (stream,), monitor_url=(nats_server.monitor_url,))
+        async with collecting(settings):
+            pass
+        got = rows(store, "SELECT consumer, num_pending, max_ack_pending, priority_policy, account "
+                          "FROM consumer_latest WHERE stream = ? ORDER BY consumer", [stream])
+        assert got == [("a", 4, 1000, "pinned_client", "$G"), ("b", 4, 7, None, "$G")]
+        status = rows(store, "SELECT sample_mode FROM collector_status")
+        assert status == [("jsz",)]
+        await nc.close()
+
+    run(scenario())
