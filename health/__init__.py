@@ -1,0 +1,1 @@
+"""The health model: window features and one table of rules, shared by dashboard and pipeline."""
