@@ -53,7 +53,8 @@ async def connect(settings: Settings, name: str = "jetwatch") -> Client:
         log.warning("NATS connection error: %s", exc)
 
     async def on_disconnect() -> None:
-        log.warning("disconnected from NATS; reconnecting")
+        if not (nc.is_closed or nc.is_draining):
+            log.warning("disconnected from NATS; reconnecting")
 
     async def on_reconnect() -> None:
         log.info("reconnected to NATS at %s", nc.connected_url.netloc if nc.connected_url else "?")

@@ -1,0 +1,239 @@
+"""What the pages show, as plain DataFrames: no Streamlit here, so it is tested with plain pytest.
+
+Each function opens the store for one page's worth of named queries and closes it again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from health.rules import SEVERITY, Thresholds, evaluate
+from store.database import Store, StoreMissing
+
+KEY = ["account", "stream", "consumer"]
+RAW_RANGE_LIMIT = dt.timedelta(hours=6)  # longer ranges read rollups when the pipeline made them
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass
+class Fleet:
+    consumers: pd.DataFrame  # one row per consumer: live state, limits, verdict, rates
+    collector: pd.DataFrame  # the collectors' own health
+    as_of: dt.datetime | None  # newest sample time
+    store_exists: bool = True
+
+
+FLEET_COLUMNS = KEY + [
+    "verdict", "reason", "num_pending", "num_ack_pending", "max_ack_pending", "num_waiting",
+    "max_waiting", "redelivered_per_second", "delivered_per_second", "acked_per_second",
+    "priority_policy", "pin_group", "pinned_id", "pinned_ts", "paused", "findings", "ts",
+]
+
+
+def fleet(store: Store, thresholds: Thresholds, now: dt.datetime | None = None) -> Fleet:
+    """Every consumer in the live state with its verdict, worst first."""
+    now = now or utcnow()
+    since = now - dt.timedelta(seconds=thresholds.window_seconds)
+    try:
+        latest, window, counts, collector = store.queries([
+            ("fleet_latest", {}), ("window_samples", {"since": since}),
+            ("window_event_counts", {"since": since}), ("collector_health", {}),
+        ])
+    except StoreMissing:
+        return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), pd.DataFrame(), None, store_exists=False)
+    if latest.empty:
+        return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), collector, None)
+    limits = latest[KEY + ["is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy"]]
+    verdicts = evaluate(window, limits, thresholds, counts)
+    out = latest.merge(verdicts.drop(columns=["last_ts", "samples"]), on=KEY, how="left")
+    out["verdict"] = out["verdict"].fillna("COLLECTING")
+    out["reason"] = out["reason"].fillna("no samples in the window yet")
+    out["_rank"] = out["verdict"].map(SEVERITY)
+    out = out.sort_values(["_rank", "num_pending", "stream", "consumer"], ascending=[True, False, True, True])
+    as_of = pd.to_datetime(latest["ts"]).max().to_pydatetime()
+    return Fleet(out[FLEET_COLUMNS].reset_index(drop=True), collector, as_of)
+
+
+def staleness(fleet_view: Fleet, now: dt.datetime, stale_after_s: float) -> str | None:
+    """A warning in words when the newest data is older than `stale_after_s`, else None."""
+    if not fleet_view.store_exists:
+        return "No store yet: is the collector running? Start it with `jetwatch collect` or `jetwatch up`."
+    if fleet_view.collector.empty:
+        return "The collector has not completed a cycle yet."
+    last = pd.to_datetime(fleet_view.collector["last_cycle_at"]).max()
+    if pd.isna(last):
+        return "The collector has not completed a cycle yet."
+    age = (pd.Timestamp(now) - last).total_seconds()
+    if age > stale_after_s:
+        return (f"Data is stale: the collector's last cycle was {age:.0f}s ago. Check that "
+                "`jetwatch collect` is running and can reach the server.")
+    return None
+
+
+# -- Consumer page ---------------------------------------------------------------------------
+
+@dataclass
+class ConsumerDetail:
+    samples: pd.DataFrame
+    source: str  # "raw samples" or "1-minute rollups" / "1-hour rollups"
+    configs: pd.DataFrame
+    advisories: pd.DataFrame
+    pins: pd.DataFrame
+    latest: pd.DataFrame
+
+
+def consumer_detail(store: Store, account: str, stream: str, consumer: str,
+                    since: dt.datetime, until: dt.datetime) -> ConsumerDetail:
+    ident = {"account": account, "stream": stream, "consumer": consumer}
+    rng = {**ident, "since": since, "until": until}
+    span = until - since
+    calls: list[tuple[str, Any]] = [
+        ("consumer_configs", ident), ("consumer_advisories", rng),
+        ("pin_events_range", {"since": since, "until": until}), ("fleet_latest", {}),
+    ]
+    if span > RAW_RANGE_LIMIT:
+        gran = "1h" if span > dt.timedelta(days=3) else "1m"
+        calls.append(("consumer_rollups", {**rng, "granularity": gran}))
+    calls.append(("consumer_samples", rng))
+    frames = store.queries(calls)
+    configs, advisories, pins, latest = frames[:4]
+    samples, source = frames[-1], "raw samples"
+    if span > RAW_RANGE_LIMIT and not frames[4].empty:
+        samples, source = frames[4], f"{'1-hour' if gran == '1h' else '1-minute'} rollups"
+    pins = pins[(pins["account"] == account) & (pins["stream"] == stream) & (pins["consumer"] == consumer)]
+    latest = latest[(latest["account"] == account) & (latest["stream"] == stream) & (latest["consumer"] == consumer)]
+    return ConsumerDetail(samples, source, configs, advisories, pins.reset_index(drop=True), latest)
+
+
+def rates(samples: pd.DataFrame) -> pd.DataFrame:
+    """Delivery, ack and redelivery rates per second from sequence deltas between samples.
+
+    A negative delta means the consumer was recreated: that step is dropped, not counted.
+    """
+    if samples.empty or "delivered_consumer_seq" not in samples:
+        return pd.DataFrame(columns=["ts", "delivered_per_second", "acked_per_second", "redelivered_per_second"])
+    df = samples.sort_values("ts")
+    dt_s = pd.to_datetime(df["ts"]).diff().dt.total_seconds()
+    d_cons = df["delivered_consumer_seq"].diff()
+    d_stream = df["delivered_stream_seq"].diff()
+    d_ack = df["ack_floor_consumer_seq"].diff()
+    ok = (dt_s > 0) & (d_cons >= 0) & (d_ack >= 0)
+    out = pd.DataFrame({
+        "ts": df["ts"],
+        "delivered_per_second": (d_cons / dt_s).where(ok),
+        "acked_per_second": (d_ack / dt_s).where(ok),
+        "redelivered_per_second": ((d_cons - d_stream).clip(lower=0) / dt_s).where(ok),
+    })
+    return out.iloc[1:].reset_index(drop=True)
+
+
+# -- Pins page -------------------------------------------------------------------------------
+
+SESSION_COLUMNS = KEY + ["group_name", "pinned_id", "start_ts", "end_ts", "duration_seconds",
+                         "end_reason", "gap_seconds"]
+
+
+def sessions_from_events(events: pd.DataFrame, until: dt.datetime) -> pd.DataFrame:
+    """Pin sessions from ordered pin events, for the live view between pipeline runs.
+
+    A pin lasts until the next event of its consumer (an unpin, or another pin when the unpin
+    was never seen); a pin still open ends at `until` with end_reason 'still pinned'.
+    """
+    if events.empty:
+        return pd.DataFrame(columns=SESSION_COLUMNS)
+    ev = events.copy()
+    ev["ts"] = pd.to_datetime(ev["ts"], utc=True)
+    ev["_order"] = (ev["event"] == "pinned").astype(int)
+    ev = ev.sort_values(KEY + ["ts", "_order"]).drop_duplicates(KEY + ["event", "pinned_id", "ts"])
+    grp = ev.groupby(KEY, sort=False)
+    ev["next_ts"] = grp["ts"].shift(-1)
+    ev["next_event"] = grp["event"].shift(-1)
+    ev["next_reason"] = grp["reason"].shift(-1)
+    ev["next_source"] = grp["source"].shift(-1)
+    pins = ev[ev["event"] == "pinned"].copy()
+    end_reason = np.select(
+        [pins["next_event"].isna(),
+         (pins["next_event"] == "unpinned") & (pins["next_source"] == "inferred"),
+         pins["next_event"] == "unpinned",
+         pins["next_event"] == "pinned"],
+        ["still pinned", "inferred", pins["next_reason"].fillna("unknown").astype(str), "inferred"],
+        default="unknown")
+    pins["end_reason"] = end_reason
+    pins["start_ts"] = pins["ts"]
+    pins["end_ts"] = pins["next_ts"].fillna(pd.Timestamp(until))
+    pins["duration_seconds"] = (pins["end_ts"] - pins["start_ts"]).dt.total_seconds()
+    pins["next_pin_ts"] = pins.groupby(KEY, sort=False)["start_ts"].shift(-1)
+    pins["gap_seconds"] = (pins["next_pin_ts"] - pins["end_ts"]).dt.total_seconds().clip(lower=0)
+    return pins[SESSION_COLUMNS].reset_index(drop=True)
+
+
+def pin_summary(sessions: pd.DataFrame, events: pd.DataFrame, nopin: pd.DataFrame,
+                hours: float, flapping_per_hour: float) -> pd.DataFrame:
+    """Per consumer: switches per hour, median and p95 pin duration, time with work pending and
+    no pin; flapping consumers first."""
+    cols = KEY + ["switches", "switches_per_hour", "median_pin_seconds", "p95_pin_seconds",
+                  "nopin_pending_seconds", "flapping"]
+    parts = [f[KEY] for f in (sessions, events, nopin) if not f.empty]
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    out = pd.concat(parts).drop_duplicates().reset_index(drop=True)
+    pinned = events[events["event"] == "pinned"] if not events.empty else pd.DataFrame(columns=KEY)
+    switches = pinned.groupby(KEY).size().rename("switches").reset_index()
+    out = out.merge(switches, on=KEY, how="left")
+    closed = sessions[sessions["end_reason"] != "still pinned"] if not sessions.empty else pd.DataFrame(
+        columns=KEY + ["duration_seconds"])
+    durations = closed.groupby(KEY)["duration_seconds"].agg(
+        median_pin_seconds="median", p95_pin_seconds=lambda d: d.quantile(0.95)).reset_index()
+    out = out.merge(durations, on=KEY, how="left")
+    out = out.merge(nopin if not nopin.empty else pd.DataFrame(columns=KEY + ["nopin_pending_seconds"]),
+                    on=KEY, how="left")
+    out["switches"] = out["switches"].fillna(0).astype(int)
+    out["switches_per_hour"] = out["switches"] / max(hours, 1e-9)
+    out["nopin_pending_seconds"] = pd.to_numeric(out["nopin_pending_seconds"]).fillna(0.0)
+    out["flapping"] = out["switches_per_hour"] > flapping_per_hour
+    out = out.sort_values(["flapping", "switches_per_hour", "stream", "consumer"],
+                          ascending=[False, False, True, True])
+    return out[cols].reset_index(drop=True)
+
+
+@dataclass
+class PinHistory:
+    events: pd.DataFrame
+    sessions: pd.DataFrame
+    summary: pd.DataFrame
+    source: str
+
+
+def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds: Thresholds) -> PinHistory:
+    rng = {"since": since, "until": until}
+    try:
+        events, nopin, piped = store.queries([
+            ("pin_events_range", rng), ("nopin_pending", rng), ("pin_sessions_range", rng)])
+    except StoreMissing:
+        empty = pd.DataFrame(columns=SESSION_COLUMNS)
+        return PinHistory(pd.DataFrame(), empty, pd.DataFrame(), "no store yet")
+    live = sessions_from_events(events, until)
+    if not piped.empty and (live.empty or pd.to_datetime(piped["start_ts"]).min() < pd.to_datetime(live["start_ts"]).min()):
+        sessions, source = piped, "pipeline pin_sessions"
+    else:
+        sessions, source = live, "pin events (live)"
+    in_range = events[pd.to_datetime(events["ts"], utc=True) >= pd.Timestamp(since)] if not events.empty else events
+    hours = (until - since).total_seconds() / 3600
+    per_hour = thresholds.flapping_switches / (thresholds.window_seconds / 3600)
+    summary = pin_summary(sessions, in_range, nopin, hours, per_hour)
+    return PinHistory(in_range.reset_index(drop=True), sessions, summary, source)
+
+
+def audit(store: Store, limit: int = 500) -> pd.DataFrame:
+    try:
+        return store.query("audit_recent", {"limit": limit})
+    except StoreMissing:
+        return pd.DataFrame()

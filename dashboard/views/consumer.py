@@ -1,0 +1,91 @@
+"""Consumer: one consumer's gauges, rates, pins, config history and advisories."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, data, ui
+from store.database import StoreMissing
+
+s = ui.settings()
+store = ui.store(s)
+params = st.query_params
+
+st.title("Consumer")
+try:
+    latest = store.query("fleet_latest")
+except StoreMissing as exc:
+    st.info(str(exc))
+    st.stop()
+
+if latest.empty:
+    st.info("No consumers yet: the collector has not sampled the server.")
+    st.stop()
+
+options = list(zip(latest["account"], latest["stream"], latest["consumer"]))
+wanted = (params.get("account"), params.get("stream"), params.get("consumer"))
+if wanted[1] and wanted[2] and not wanted[0]:
+    wanted = next((o for o in options if o[1:] == wanted[1:]), wanted)
+if wanted not in options and all(wanted[1:]):
+    options.append(wanted)  # a consumer no longer live: its history is still worth seeing
+index = options.index(wanted) if wanted in options else 0
+choice = st.selectbox("Consumer", options, index=index, key="consumer_pick",
+                      format_func=lambda o: f"{o[1]} / {o[2]}  ({o[0]})")
+account, stream, consumer = choice
+st.query_params.update({"account": account, "stream": stream, "consumer": consumer})
+
+since, until = ui.time_range("consumer_range")
+detail = data.consumer_detail(store, account, stream, consumer, since, until)
+now = data.utcnow()
+
+st.subheader(f"{ui.md(stream)} / {ui.md(consumer)}")
+if detail.latest.empty:
+    st.warning("This consumer is not in the latest sample: it was deleted, or is filtered out.")
+    max_ack = max_wait = None
+else:
+    row = detail.latest.iloc[0]
+    max_ack, max_wait = row["max_ack_pending"], row["max_waiting"]
+    fleet = ui.fleet(s.db, s.lock_timeout, ui.thresholds(s)).consumers
+    mine = fleet[(fleet["account"] == account) & (fleet["stream"] == stream) & (fleet["consumer"] == consumer)]
+    if not mine.empty:
+        v = mine.iloc[0]
+        st.markdown(f"### {ui.badge(v['verdict'])}")
+        for finding in v["findings"] if isinstance(v["findings"], list) else []:
+            numbers = ", ".join(f"{k} {val}" for k, val in finding["numbers"].items())
+            st.markdown(f"- **{finding['verdict']}**: {ui.md(finding['reason'])}" + (f" ({ui.md(numbers)})" if numbers else ""))
+    cols = st.columns(5)
+    cols[0].metric("pending", f"{row['num_pending']:,}")
+    cols[1].metric("ack pending", f"{row['num_ack_pending']:,}")
+    cols[2].metric("waiting", f"{row['num_waiting']:,}")
+    cols[3].metric("redelivered (gauge)", f"{row['num_redelivered']:,}")
+    pinned = row["pinned_id"] if row["pinned_id"] is not None and not pd.isna(row["pinned_id"]) else None
+    cols[4].metric("pinned", pinned or "nobody",
+                   help=f"since {ui.ago(row['pinned_ts'], now)}" if pinned else None)
+    if row["paused"]:
+        st.info(f"Paused until {row['pause_until']}")
+
+st.caption(f"Showing {detail.source}")
+st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait), key="consumer_gauges")
+if detail.source == "raw samples":
+    st.plotly_chart(charts.consumer_rates(data.rates(detail.samples), "Rates from sequence deltas"),
+                    key="consumer_rates")
+sessions = data.sessions_from_events(detail.pins, until)
+st.plotly_chart(charts.pin_timeline(sessions, detail.pins, "Pin timeline"), key="consumer_pins")
+
+st.markdown("#### Configuration")
+if detail.configs.empty:
+    st.caption("no configuration recorded")
+else:
+    current = detail.configs.iloc[0]
+    st.json(json.loads(current["config_json"]) if isinstance(current["config_json"], str) else current["config_json"],
+            expanded=False)
+    st.dataframe(detail.configs.drop(columns=["config_json"]), key="consumer_config_history", hide_index=True)
+
+st.markdown("#### Recent advisories")
+if detail.advisories.empty:
+    st.caption("none in this range")
+else:
+    st.dataframe(detail.advisories.drop(columns=["raw"]), key="consumer_advisories", hide_index=True)
