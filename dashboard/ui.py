@@ -58,7 +58,7 @@ def pin_history(db: str, lock_timeout: float, since: dt.datetime, until: dt.date
     return data.pin_history(Store(db, lock_timeout=lock_timeout), since, until, th)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])")
 
 
 def md(text: object) -> str:

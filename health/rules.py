@@ -190,6 +190,8 @@ def evaluate(samples: pd.DataFrame, limits: pd.DataFrame | None, thresholds: Thr
         feats = feats.merge(limits[KEY + [c for c in LIMIT_COLUMNS if c in limits]], on=KEY, how="left")
     if counts is not None and not counts.empty:
         feats = feats.merge(counts, on=KEY, how="left")
+        present = [c for c in COUNT_COLUMNS if c in feats]
+        feats[present] = feats[present].fillna(0)  # no events in the window for that consumer
     out = []
     for c in feats.to_dict("records"):
         findings = judge(c, thresholds)

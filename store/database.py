@@ -43,7 +43,7 @@ class QueryTimeout(StoreError):
 _CONFLICTS = (
     "Could not set lock", "Conflicting lock",
     # In one process, a read-only and a read-write connection to one file cannot coexist either.
-    "different configuration than existing connections",
+    "different configuration than existing connections", "is already attached by database",
 )
 
 

@@ -120,5 +120,10 @@ def test_consumers_are_judged_independently():
     assert out.loc["D", "verdict"] == "OK"
 
 
+def test_event_counts_for_other_consumers_leave_this_one_alone():
+    counts = pd.DataFrame([{"account": "A", "stream": "S", "consumer": "other", "pin_switches": 9, "nak_count": 3}])
+    assert evaluate(seq(), limits(), TH, counts).iloc[0]["verdict"] == "OK"
+
+
 def test_empty_window_gives_no_verdicts():
     assert evaluate(seq().iloc[0:0], limits(), TH).empty

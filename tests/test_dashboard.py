@@ -1,0 +1,212 @@
+"""The dashboard's pages under Streamlit's AppTest, on a store the real collector filled."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from pathlib import Path
+
+import nats
+import pandas as pd
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from jetwatch.jsapi import JetStreamAPI
+from store import writes
+from store.database import Store
+from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
+from tests.scenario import pin_story
+
+APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
+STREAM, CONSUMER = "H<b&x_weird-name_1", "<i_c-1"
+IDLE_STREAM = "DASH_IDLE"
+
+
+@pytest.fixture(scope="module")
+def filled_db(nats_server, tmp_path_factory) -> str:
+    """A store the real collector filled: a pin story with a timeout and an admin unpin, and a
+    consumer with work pending and nobody pulling."""
+    db = str(tmp_path_factory.mktemp("dash") / "jetwatch.duckdb")
+    store = Store(db)
+
+    async def fill() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, IDLE_STREAM, ["dashidle.>"])
+        await make_consumer(api, IDLE_STREAM, "idle")
+        await publish(nc, "dashidle.x", 5)
+        settings = collector_settings(nats_server.url, db, (STREAM, IDLE_STREAM), interval=0.3)
+        async with collecting(settings):
+            story = await pin_story(nc, api, STREAM, CONSUMER, "dashpins.work")
+            await eventually(lambda: len(rows(store, "SELECT * FROM pin_events WHERE stream = ?", [STREAM])) >= 5,
+                             message="the pin story stored")
+            await eventually(lambda: rows(store, "SELECT count(DISTINCT ts) FROM samples WHERE stream = ?",
+                                          [IDLE_STREAM])[0][0] >= 4, message="a few samples")
+            for w in story.workers:
+                await w.stop()
+        await nc.close()
+
+    asyncio.run(fill())
+    return db
+
+
+@pytest.fixture
+def app_env(monkeypatch):
+    """Settings the app reads, as `jetwatch dashboard` would hand them over."""
+    def apply(db: str, **extra: str) -> None:
+        monkeypatch.setenv("JETWATCH_DB", db)
+        monkeypatch.setenv("JETWATCH_HEALTH_MIN_SPAN", "0.5s")
+        monkeypatch.setenv("JETWATCH_STALE_AFTER", "1h")
+        for k, v in extra.items():
+            monkeypatch.setenv(f"JETWATCH_{k.upper()}", v)
+    st.cache_data.clear()
+    yield apply
+    st.cache_data.clear()
+
+
+def run_app(page: str | None = None, **query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def frame(at: AppTest, column: str, index: int = 0) -> pd.DataFrame:
+    """The index-th table on the page that has `column` (AppTest finds tables by content, not key)."""
+    found = []
+    for element in at.dataframe:
+        value = element.value
+        value = value.data if hasattr(value, "data") else value  # a pandas Styler
+        if column in value.columns:
+            found.append(value)
+    assert len(found) > index, f"no table with column {column!r}"
+    return found[index]
+
+
+def texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [w.value for w in at.warning]
+    parts += [i.value for i in at.info] + [h.value for h in at.subheader] + [t.value for t in at.title]
+    return "\n".join(str(p) for p in parts)
+
+
+def test_fleet_lists_every_consumer_worst_first_with_verdict_and_reason(filled_db, app_env):
+    app_env(filled_db)
+    at = run_app()
+    table = frame(at, "verdict")
+    assert set(table["consumer"]) == {CONSUMER, "idle"}
+    assert list(table["verdict"])[0] == "NO_PULLERS"
+    idle = table[table["consumer"] == "idle"].iloc[0]
+    assert idle["reason"].startswith("5 messages pending and no client has pulled")
+    assert idle["stream"] == IDLE_STREAM
+    assert "Data as of" in texts(at)
+    assert "NO_PULLERS" in texts(at)
+
+
+def test_fleet_filters_by_verdict_and_search(filled_db, app_env):
+    app_env(filled_db)
+    at = run_app()
+    at.multiselect(key="fleet_verdict").set_value(["NO_PULLERS"]).run()
+    table = frame(at, "verdict")
+    assert list(table["consumer"]) == ["idle"]
+    at.multiselect(key="fleet_verdict").set_value([]).run()
+    at.text_input(key="fleet_search").input("<i_").run()
+    table = frame(at, "verdict")
+    assert list(table["consumer"]) == [CONSUMER]
+
+
+def test_fleet_warns_when_the_collector_data_is_stale(filled_db, app_env):
+    app_env(filled_db, stale_after="1ms")
+    at = run_app()
+    assert any("Data is stale" in w.value for w in at.warning)
+
+
+def test_consumer_deep_link_opens_its_page_with_pin_history(filled_db, app_env):
+    app_env(filled_db)
+    at = run_app("views/consumer.py", stream=STREAM, consumer=CONSUMER)
+    assert at.selectbox(key="consumer_pick").value[1:] == (STREAM, CONSUMER)
+    shown = texts(at)
+    assert "H\\<b\\&x\\_weird\\-name\\_1 / \\<i\\_c\\-1" in shown  # literal text, never markup
+    advisories = frame(at, "kind")
+    assert {"consumer_group_pinned", "consumer_group_unpinned"} <= set(advisories["kind"])
+    assert set(advisories["reason"].dropna()) == {"timeout", "admin"}
+
+
+def test_pins_page_shows_each_switch_with_its_reason(filled_db, app_env):
+    app_env(filled_db)
+    at = run_app("views/pins.py")
+    events = frame(at, "event")
+    mine = events[events["consumer"] == CONSUMER]
+    assert list(mine.sort_values("ts")["event"]) == ["pinned", "unpinned", "pinned", "unpinned", "pinned"]
+    assert set(mine["reason"].dropna()) == {"timeout", "admin"}
+    summary = frame(at, "switches_per_hour")
+    row = summary[summary["consumer"] == CONSUMER].iloc[0]
+    assert row["switches"] == 3
+    at.multiselect(key="pins_reason").set_value(["admin"]).run()
+    assert set(frame(at, "event")["consumer"]) == {CONSUMER}
+
+
+def test_every_page_is_sensible_with_no_store(tmp_path, app_env):
+    app_env(str(tmp_path / "absent.duckdb"))
+    at = run_app()
+    assert "No store yet" in texts(at)
+    for page in ("views/consumer.py", "views/pins.py", "views/audit.py"):
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+
+
+def test_every_page_is_sensible_with_an_empty_store(tmp_path, app_env):
+    db = str(tmp_path / "empty.duckdb")
+    Store(db).migrate()
+    app_env(db)
+    at = run_app()
+    assert "No consumers yet" in texts(at)
+    for page in ("views/consumer.py", "views/pins.py", "views/audit.py"):
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+
+
+def _synthetic_fleet(db: str, consumers: int, cycles: int) -> None:
+    now = dt.datetime.now(dt.timezone.utc)
+    for cycle in range(cycles):
+        ts = (now - dt.timedelta(seconds=10 * (cycles - cycle))).isoformat()
+        n = consumers
+        samples = {
+            "ts": [ts] * n, "server": ["s"] * n, "cluster": [None] * n, "domain": [None] * n,
+            "account": ["$G"] * n, "stream": [f"S{i // 100}" for i in range(n)],
+            "consumer": [f"c{i}" for i in range(n)], "created": [None] * n,
+            "num_pending": [(i % 7) * cycle for i in range(n)], "num_ack_pending": [i % 3 for i in range(n)],
+            "num_waiting": [1] * n, "num_redelivered": [0] * n,
+            "delivered_consumer_seq": [cycle * 10] * n, "delivered_stream_seq": [cycle * 10] * n,
+            "delivered_last_active": [None] * n, "ack_floor_consumer_seq": [cycle * 10] * n,
+            "ack_floor_stream_seq": [cycle * 10] * n, "ack_floor_last_active": [None] * n,
+            "paused": [False] * n, "pause_until": [None] * n, "pin_group": [None] * n,
+            "pinned_id": [None] * n, "pinned_ts": [None] * n, "leader": [None] * n,
+        }
+        Store(db).write(lambda con: writes.write_samples(con, ["$G"], samples))
+
+
+def test_fleet_with_ten_thousand_consumers_renders(tmp_path, app_env):
+    db = str(tmp_path / "big.duckdb")
+    _synthetic_fleet(db, 10_000, 8)
+    app_env(db)
+    at = run_app()
+    table = frame(at, "verdict")
+    assert len(table) == 10_000
+    assert set(table["verdict"]) <= {"OK", "LAGGING", "COLLECTING"}
+    assert "LAGGING" in set(table["verdict"])
+
+
+def test_audit_page_lists_actions(tmp_path, app_env):
+    db = str(tmp_path / "audit.duckdb")
+    Store(db).write(lambda con: con.execute(
+        "INSERT INTO audit VALUES (now(), 'ana', 'cli', 'unpin', '$G', 'S', 'C', 'jobs', '{}', 'ok', '{}')"))
+    app_env(db)
+    at = run_app("views/audit.py")
+    log = frame(at, "actor")
+    assert list(log["actor"]) == ["ana"]
+    assert isinstance(log, pd.DataFrame)
