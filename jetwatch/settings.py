@@ -209,10 +209,24 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
     return Settings(values)
 
 
+def _shown(setting: Setting) -> str:
+    value = setting.default
+    if value in (None, ()):
+        return ""
+    if setting.parse is parse_duration:
+        for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+            if value >= size and value % size == 0:
+                return f"`{value / size:g}{unit}`"
+        return f"`{value:g}s`"
+    if setting.parse is parse_size:
+        return f"`{value >> 20}MB`"
+    return f"`{value}`"
+
+
 def reference_markdown() -> str:
     """The README's configuration table, generated from SETTINGS."""
     lines = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
     for s in SETTINGS:
-        default = "" if s.default in (None, ()) else f"`{s.default}`"
+        default = _shown(s)
         lines.append(f"| `{s.flag}` | `{s.env}` | {default} | {s.help} |")
     return "\n".join(lines)

@@ -67,6 +67,7 @@ def live() -> None:
         table.style.map(ui.verdict_cell_style, subset=["verdict"]), key="fleet_table", hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
         column_config={
             "open": st.column_config.LinkColumn("open", display_text="details"),
+            "reason": st.column_config.TextColumn(width="large"),
             "redeliveries/s": st.column_config.NumberColumn(format="%.2f"),
             "deliveries/s": st.column_config.NumberColumn(format="%.2f"),
             "acks/s": st.column_config.NumberColumn(format="%.2f"),

@@ -1,0 +1,26 @@
+# The two commands of the README: `make up` and `make test`. Each sets up what it needs first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: up test system-deps bench lint-docker
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+up: $(STAMP)
+	$(VENV)/bin/jetwatch up
+
+# Debian packages the tests drive: Chromium for the browser tests, a Java runtime for Spark.
+system-deps:
+	@command -v chromium >/dev/null && command -v java >/dev/null || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openjdk-17-jre-headless >/dev/null; }
+
+test: $(STAMP) system-deps
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) -m bench.run_all

@@ -1,0 +1,102 @@
+"""`jetwatch up` with no server: the embedded demo, seen through the dashboard, then stopped clean."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from playwright.sync_api import sync_playwright
+from streamlit.testing.v1 import AppTest
+
+from demo.server import free_port
+from store.database import Store
+from tests.helpers import wait_until
+from tests.test_browser import CHROMIUM_ARGS, SHOTS, _http_ok
+from tests.test_dashboard import APP, frame
+
+pytestmark = pytest.mark.browser
+
+DEMO_CONSUMERS = {"fulfilment", "billing", "archive", "audit-log", "analytics", "notify"}
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch):
+    port = free_port()
+    data = tmp_path / "data"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "up", "--data-dir", str(data), "--port", str(port),
+         "--health-min-span", "5s", "--no-pipeline"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={k: v for k, v in os.environ.items()
+                                                              if not k.startswith("JETWATCH_")})
+    children: list[int] = []
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until(lambda: _http_ok(base + "/_stcore/health"), timeout=90, message="the dashboard")
+        children = _children(proc.pid)
+        assert len(children) >= 4, children  # nats-server, collector, demo, dashboard
+        store = Store(data / "jetwatch.duckdb")
+        wait_until(lambda: store.exists() and not store.query("pin_events_range", {
+            "since": "2000-01-01", "until": "2100-01-01"}).query("event == 'unpinned'").empty,
+            timeout=120, message="a pin switch in the demo")
+
+        monkeypatch.setenv("JETWATCH_DB", str(data / "jetwatch.duckdb"))
+        monkeypatch.setenv("JETWATCH_HEALTH_MIN_SPAN", "5s")
+        st.cache_data.clear()
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        assert not at.exception
+        fleet = frame(at, "verdict")
+        assert DEMO_CONSUMERS <= set(fleet["consumer"])
+        assert fleet["verdict"].notna().all()
+        at.switch_page("views/pins.py").run()
+        events = frame(at, "event")
+        assert set(events.query("event == 'unpinned'")["reason"].dropna()) & {"timeout", "admin"}
+
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(base + "/")
+            page.get_by_text("Data as of").wait_for(timeout=30_000)
+            page.get_by_text("capture: durable stream").wait_for(timeout=30_000)
+            page.wait_for_timeout(2000)
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "fleet.png"), full_page=True)
+            page.goto(base + "/pins")
+            page.get_by_text("ORDERS / fulfilment [jobs]").first.wait_for(timeout=30_000)
+            page.wait_for_timeout(2000)
+            page.screenshot(path=str(SHOTS / "pins.png"), full_page=True)
+            page.goto(base + "/consumer?stream=ORDERS&consumer=fulfilment")
+            page.get_by_text("pending (not yet delivered)").wait_for(timeout=30_000)
+            page.wait_for_timeout(2000)
+            page.screenshot(path=str(SHOTS / "consumer.png"), full_page=True)
+            browser.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    text = out.decode()
+    assert proc.returncode == 0, text
+    assert "stopped" in text
+    assert [pid for pid in children if _alive(pid)] == [], text
