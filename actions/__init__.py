@@ -1,0 +1,1 @@
+"""Operator actions on consumers, shared by the dashboard and the CLI."""

@@ -1,0 +1,75 @@
+"""Drains that outlive the page that started them: their state and progress live in the store.
+
+A drain started from the dashboard runs as its own process (`jetwatch drain ... --drain-id`), in
+its own session, so a rerun or a closed tab neither kills nor orphans it; the page reads its
+progress back from the `drains` table.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pandas as pd
+
+import sql
+from actions.operations import ActionResult, DrainPlan, Target, rfc3339, utcnow
+from jetwatch.commands import child_env
+from jetwatch.settings import Settings
+from store.database import Store, StoreError
+
+
+class DrainTracker:
+    """Writes a drain's progress to the store, at most about once a second."""
+
+    def __init__(self, store: Store, drain_id: str, actor: str, target: Target, then: str, every_s: float = 1.0):
+        self.store, self.drain_id, self.actor, self.target, self.then = store, drain_id, actor, target, then
+        self.every_s = every_s
+        self.started = utcnow()
+        self._last = 0.0
+        self.start_pending: int | None = None
+
+    def _write(self, state: str, now_pending: int | None, message: str | None) -> None:
+        t = self.target
+        row = [self.drain_id, self.started, utcnow(), self.actor, t.account, t.stream, t.consumer, self.then, state,
+               self.start_pending, now_pending, message]
+        try:
+            self.store.write(lambda con: con.execute(sql.query("upsert_drain"), row))
+        except StoreError:
+            pass  # progress is best effort; the drain itself goes on
+
+    def progress(self, state: str, start: int, now_pending: int | None, elapsed: float) -> None:
+        self.start_pending = start
+        if state == "draining" and time.monotonic() - self._last < self.every_s:
+            return
+        self._last = time.monotonic()
+        self._write(state, now_pending, f"{elapsed:.1f}s")
+
+    def finish(self, result: ActionResult) -> None:
+        state = "done" if result.ok else ("timed_out" if "still_in_flight" in result.details else "failed")
+        self._write(state, result.details.get("still_in_flight", 0 if result.ok else None), result.message)
+
+
+def new_drain_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def spawn_detached(settings: Settings, target: Target, plan: DrainPlan, actor: str, log_dir: Path) -> str:
+    """Start a drain in its own process and session; returns its id for the page to follow."""
+    drain_id = new_drain_id()
+    cmd = [sys.executable, "-m", "jetwatch.cli", "drain", target.stream, target.consumer, "--then", plan.then,
+           "--timeout", f"{plan.timeout_s}s", "--yes", "--actor", actor, "--drain-id", drain_id]
+    if plan.stay_until is not None:
+        cmd += ["--stay-until", rfc3339(plan.stay_until)]
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_dir / f"drain-{drain_id}.log", "ab") as log:
+        subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         env=child_env(settings), start_new_session=True)
+    return drain_id
+
+
+def drains_for(store: Store, stream: str, consumer: str) -> pd.DataFrame:
+    return store.query("drains_for_consumer", {"stream": stream, "consumer": consumer})

@@ -1,0 +1,228 @@
+"""Operator actions: unpin, pause, resume and drain. One module for the dashboard and the CLI.
+
+Every action has one shape: check what the server does not (the policy, the group, that
+something is pinned) → act → write an audit row → return a result to tell the user. The server
+has no drain call; `drain` is built from pause, watching `num_ack_pending` fall to zero, then
+unpin and/or resume, with the pause set to expire by itself so a crashed jetwatch cannot leave a
+consumer paused for ever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Literal
+
+import sql
+from jetwatch.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
+from store.database import Store, StoreError
+
+Then = Literal["handoff", "resume", "stay-paused"]
+THEN_CHOICES: tuple[str, ...] = ("handoff", "resume", "stay-paused")
+
+
+@dataclass(frozen=True)
+class Target:
+    account: str | None
+    stream: str
+    consumer: str
+    group: str | None = None
+
+    def describe(self) -> str:
+        group = f", group {self.group}" if self.group else ""
+        return f"account {self.account or '(connection default)'}, stream {self.stream}, consumer {self.consumer}{group}"
+
+
+@dataclass
+class ActionResult:
+    action: str
+    target: Target
+    ok: bool
+    message: str
+    reply: dict[str, Any] | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def outcome(self) -> str:
+        return "ok" if self.ok else ("refused" if self.details.get("refused") else "error")
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def rfc3339(t: dt.datetime) -> str:
+    return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def record(store: Store | None, result: ActionResult, actor: str, origin: str, params: dict[str, Any]) -> None:
+    """The audit row. A store that stays locked is reported, never allowed to undo the action."""
+    if store is None:
+        return
+    t = result.target
+    row = [utcnow(), actor, origin, result.action, t.account, t.stream, t.consumer, t.group,
+           json.dumps(params, default=str), result.outcome,
+           json.dumps(result.reply if result.reply is not None else {"message": result.message}, default=str)]
+    try:
+        store.write(lambda con: con.execute(sql.query("insert_audit"), row))
+    except StoreError as exc:
+        result.message += f" (the audit row could not be written: {exc})"
+
+
+def _server_error(action: str, target: Target, exc: Exception) -> ActionResult:
+    if isinstance(exc, JetStreamAPIError):
+        text = f"the server refused: {exc.description} (error {exc.err_code})"
+    else:
+        text = f"no answer from the server: {exc}"
+    return ActionResult(action, target, False, text, {"error": str(exc)})
+
+
+def _refuse(action: str, target: Target, why: str) -> ActionResult:
+    return ActionResult(action, target, False, why, None, {"refused": True})
+
+
+def pinned_state(info: dict[str, Any]) -> tuple[str | None, str | None]:
+    groups = info.get("priority_groups") or []
+    if not groups:
+        return None, None
+    return groups[0].get("group"), groups[0].get("pinned_client_id") or None
+
+
+async def unpin(api: JetStreamAPI, target: Target) -> ActionResult:
+    """Unpin the group's client, after checking the three things the server does not."""
+    try:
+        info = await api.consumer_info(target.stream, target.consumer)
+    except (JetStreamAPIError, NoReply) as exc:
+        return _server_error("unpin", target, exc)
+    config = info.get("config") or {}
+    groups = list(config.get("priority_groups") or [])
+    if config.get("priority_policy") != "pinned_client":
+        return _refuse("unpin", target, f"not sent: {target.stream}/{target.consumer} has priority policy "
+                       f"{config.get('priority_policy') or 'none'}, and only pinned_client consumers have a pin")
+    group = target.group or (groups[0] if len(groups) == 1 else None)
+    if group is None:
+        return _refuse("unpin", target, f"not sent: name the group, one of {', '.join(groups)}")
+    target = Target(target.account, target.stream, target.consumer, group)
+    if group not in groups:
+        return _refuse("unpin", target, f"not sent: group {group!r} is not in the consumer's config "
+                       f"({', '.join(groups) or 'no groups'})")
+    _, pinned = pinned_state(info)
+    if not pinned:
+        return _refuse("unpin", target, "not sent: nothing is pinned in this group right now")
+    try:
+        reply = await api.unpin(target.stream, target.consumer, group)
+    except (JetStreamAPIError, NoReply) as exc:
+        return _server_error("unpin", target, exc)
+    return ActionResult("unpin", target, True, f"unpinned {pinned}; the server picks a new client at its next pull",
+                        reply, {"unpinned_id": pinned})
+
+
+async def pause(api: JetStreamAPI, target: Target, until: dt.datetime) -> ActionResult:
+    try:
+        reply = await api.pause(target.stream, target.consumer, rfc3339(until))
+    except (JetStreamAPIError, NoReply) as exc:
+        return _server_error("pause", target, exc)
+    return ActionResult("pause", target, True, f"paused until {rfc3339(until)} (it resumes by itself then)", reply)
+
+
+async def resume(api: JetStreamAPI, target: Target) -> ActionResult:
+    try:
+        reply = await api.pause(target.stream, target.consumer, None)
+    except (JetStreamAPIError, NoReply) as exc:
+        return _server_error("resume", target, exc)
+    return ActionResult("resume", target, True, "resumed", reply)
+
+
+Progress = Callable[[str, int, int | None, float], Awaitable[None] | None]
+
+
+@dataclass
+class DrainPlan:
+    then: str = "resume"
+    timeout_s: float = 60.0
+    stay_until: dt.datetime | None = None
+    poll_s: float = 0.25
+
+    def margin_s(self) -> float:
+        """How far past the drain's own timeout the pause reaches, so it always expires."""
+        return max(30.0, self.timeout_s * 0.5)
+
+
+async def drain(api: JetStreamAPI, target: Target, plan: DrainPlan, progress: Progress | None = None) -> ActionResult:
+    """Pause, wait for in-flight work to reach zero, then hand over, resume or stay paused."""
+    if plan.then not in THEN_CHOICES:
+        return _refuse("drain", target, f"--then must be one of {', '.join(THEN_CHOICES)}")
+    if plan.then == "stay-paused" and (plan.stay_until is None or plan.stay_until <= utcnow()):
+        return _refuse("drain", target, "stay-paused needs a time in the future to stay paused until")
+    try:
+        info = await api.consumer_info(target.stream, target.consumer)
+    except (JetStreamAPIError, NoReply) as exc:
+        return _server_error("drain", target, exc)
+    config = info.get("config") or {}
+    if plan.then == "handoff" and config.get("priority_policy") != "pinned_client":
+        return _refuse("drain", target, "handoff needs a pinned_client consumer; use --then resume")
+    group, pinned_before = pinned_state(info)
+    target = Target(target.account, target.stream, target.consumer, target.group or group)
+    start_pending = int(info.get("num_ack_pending", 0))
+    replies: dict[str, Any] = {}
+
+    async def tell(state: str, in_flight: int | None, elapsed: float) -> None:
+        if progress is not None:
+            maybe = progress(state, start_pending, in_flight, elapsed)
+            if asyncio.iscoroutine(maybe):
+                await maybe
+
+    began = time.monotonic()
+    pause_until = utcnow() + dt.timedelta(seconds=plan.timeout_s + plan.margin_s())
+    try:
+        replies["pause"] = await api.pause(target.stream, target.consumer, rfc3339(pause_until))
+    except (JetStreamAPIError, NoReply) as exc:
+        return _server_error("drain", target, exc)
+    await tell("draining", start_pending, 0.0)
+
+    in_flight: int | None = start_pending
+    while True:
+        elapsed = time.monotonic() - began
+        try:
+            in_flight = int((await api.consumer_info(target.stream, target.consumer)).get("num_ack_pending", 0))
+        except (JetStreamAPIError, NoReply):
+            in_flight = None  # a missed reading; the deadline still holds
+        await tell("draining", in_flight, elapsed)
+        if in_flight == 0 or elapsed >= plan.timeout_s:
+            break
+        await asyncio.sleep(plan.poll_s)
+
+    details = {"ack_pending_start": start_pending, "pinned_before": pinned_before,
+               "seconds": round(time.monotonic() - began, 2), "pause_until": rfc3339(pause_until)}
+    try:
+        if in_flight != 0:
+            replies["resume"] = await api.pause(target.stream, target.consumer, None)
+            details["still_in_flight"] = in_flight
+            await tell("timed_out", in_flight, time.monotonic() - began)
+            return ActionResult("drain", target, False,
+                                f"timed out after {plan.timeout_s:g}s with {in_flight} messages still in flight; "
+                                "the consumer was resumed", replies, details)
+        if plan.then == "handoff":
+            if target.group:
+                replies["unpin"] = await api.unpin(target.stream, target.consumer, target.group)
+            replies["resume"] = await api.pause(target.stream, target.consumer, None)
+            message = "drained; pin released and consumer resumed: the next pull gets a new pin"
+        elif plan.then == "resume":
+            replies["resume"] = await api.pause(target.stream, target.consumer, None)
+            message = "drained and resumed"
+        else:
+            assert plan.stay_until is not None
+            replies["pause_again"] = await api.pause(target.stream, target.consumer, rfc3339(plan.stay_until))
+            message = f"drained; paused until {rfc3339(plan.stay_until)}"
+    except (JetStreamAPIError, NoReply) as exc:
+        result = _server_error("drain", target, exc)
+        result.message = (f"drained, but the last step failed ({result.message}); the consumer stays paused "
+                          f"until {rfc3339(pause_until)} at most")
+        result.details.update(details)
+        await tell("failed", 0, time.monotonic() - began)
+        return result
+    await tell("done", 0, time.monotonic() - began)
+    return ActionResult("drain", target, True, message, replies, details)

@@ -1,0 +1,6 @@
+SELECT drain_id, started_at, updated_at, actor, then_action, state, ack_pending_start,
+       ack_pending_now, message
+FROM drains
+WHERE stream = $stream AND consumer = $consumer
+ORDER BY started_at DESC
+LIMIT 5;
