@@ -108,7 +108,7 @@ def run_action(args: argparse.Namespace, settings: Settings) -> int:
             print("\ninterrupted: the consumer stays paused until its pause expires by itself "
                   f"(at most the timeout plus a margin). Resume it now with: jetwatch resume {args.stream} {args.consumer}")
         return 130
-    ops.record(store, result, actor, "cli", params)
+    ops.record(store, result, actor, "dashboard" if getattr(args, "drain_id", None) else "cli", params)
     print(f"{result.action} {result.target.describe()}: {result.message}")
     if result.reply is not None:
         print(f"server reply: {result.reply}")

@@ -90,3 +90,29 @@ async def collecting(settings: Settings) -> AsyncIterator[Collector]:
 def rows(store: Store, sql_text: str, params: Any = ()) -> list[tuple[Any, ...]]:
     """Ad-hoc read for assertions (tests only; product code reads named queries)."""
     return store.read(lambda con: con.execute(sql_text, params).fetchall())
+
+
+class LoopThread:
+    """An event loop on its own thread, for real workers that must keep running while a test
+    blocks (AppTest runs a page synchronously)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def call(self, coro: Awaitable[T], timeout: float = 60) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        async def cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        self.call(cancel_all())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)

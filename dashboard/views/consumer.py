@@ -7,7 +7,10 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, data, ui
+import datetime as dt
+
+from actions.operations import THEN_CHOICES, Target
+from dashboard import charts, data, operator, ui
 from store.database import StoreMissing
 
 s = ui.settings()
@@ -15,6 +18,7 @@ store = ui.store(s)
 params = st.query_params
 
 st.title("Consumer")
+operator.sidebar(s)
 try:
     latest = store.query("fleet_latest")
 except StoreMissing as exc:
@@ -66,6 +70,37 @@ else:
                    help=f"since {ui.ago(row['pinned_ts'], now)}" if pinned else None)
     if row["paused"]:
         st.info(f"Paused until {row['pause_until']}")
+
+    operator.dialog(s, store)
+    operator.show_result()
+    result = st.session_state.get(operator.RESULT)
+
+    @st.fragment(run_every=1.0)
+    def follow() -> None:
+        if result is not None and result.ok and result.action == "unpin" and result.target.consumer == consumer:
+            fresh = operator.new_pin_after(store, result)
+            st.caption(f"new pin: {fresh.iloc[-1]['pinned_id']}" if not fresh.empty else "waiting for the new pin...")
+        operator.drain_progress(store, stream, consumer)
+
+    follow()
+    if operator.operator(s):
+        target = Target(account, stream, consumer, row["pin_group"] if isinstance(row["pin_group"], str) else None)
+        st.markdown("#### Actions")
+        a1, a2, a3, a4 = st.columns(4)
+        if row["priority_policy"] == "pinned_client":
+            a1.button("Unpin", key="action_unpin", on_click=operator.request, args=("unpin", target))
+        minutes = a2.number_input("Pause for (minutes)", min_value=1, max_value=10080, value=15, key="pause_minutes")
+        a2.button("Pause", key="action_pause", on_click=lambda: operator.request(
+            "pause", target, until=data.utcnow() + dt.timedelta(minutes=minutes)))
+        a3.button("Resume", key="action_resume", on_click=operator.request, args=("resume", target))
+        then = a4.selectbox("Drain, then", THEN_CHOICES, key="drain_then")
+        timeout_s = a4.number_input("Drain timeout (s)", min_value=1, max_value=3600, value=60, key="drain_timeout")
+        stay_minutes = 60
+        if then == "stay-paused":
+            stay_minutes = a4.number_input("Stay paused for (minutes)", min_value=1, value=60, key="drain_stay")
+        a4.button("Drain", key="action_drain", on_click=lambda: operator.request(
+            "drain", target, then=then, timeout_s=timeout_s,
+            stay_until=data.utcnow() + dt.timedelta(minutes=stay_minutes) if then == "stay-paused" else None))
 
 st.caption(f"Showing {detail.source}")
 st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait), key="consumer_gauges")

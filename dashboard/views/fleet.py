@@ -5,10 +5,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, ui
+from actions.operations import Target
+from dashboard import data, operator, ui
 
 s = ui.settings()
+store = ui.store(s)
 st.title("Fleet")
+operator.sidebar(s)
+operator.dialog(s, store)
+operator.show_result()
 
 
 @st.fragment(run_every=s.refresh)
@@ -74,12 +79,24 @@ def live() -> None:
         })
     selection = st.session_state.get("fleet_table")
     rows = selection.selection.rows if selection is not None and hasattr(selection, "selection") else []
-    if rows:
-        picked = shown.iloc[rows[0]]
-        st.session_state["fleet_selected"] = (picked["account"], picked["stream"], picked["consumer"])
-        st.markdown(f"**{ui.md(picked['stream'])} / {ui.md(picked['consumer'])}**: {ui.badge(picked['verdict'])}")
-        for finding in picked["findings"] or []:
-            st.markdown(f"- {finding['verdict']}: {ui.md(finding['reason'])}")
+    picked = shown.iloc[rows[0]] if rows and rows[0] < len(shown) else None
+    chosen = None if picked is None else dict(picked[["account", "stream", "consumer", "verdict", "findings",
+                                                      "priority_policy", "pin_group", "pinned_id"]])
+    if chosen != st.session_state.get("fleet_selected"):
+        st.session_state["fleet_selected"] = chosen
+        st.rerun(scope="app")  # the action bar below lives outside this fragment
 
 
 live()
+
+selected = st.session_state.get("fleet_selected")
+if selected:
+    st.markdown(f"**{ui.md(selected['stream'])} / {ui.md(selected['consumer'])}**: {ui.badge(selected['verdict'])}  "
+                f"[details]({ui.consumer_link(selected['account'], selected['stream'], selected['consumer'])})")
+    for finding in selected["findings"] or []:
+        st.markdown(f"- {finding['verdict']}: {ui.md(finding['reason'])}")
+    if operator.operator(s) and selected["priority_policy"] == "pinned_client":
+        target = Target(selected["account"], selected["stream"], selected["consumer"], selected["pin_group"])
+        st.button("Unpin", key="fleet_unpin", on_click=operator.request, args=("unpin", target),
+                  disabled=not isinstance(selected["pinned_id"], str), help="nothing is pinned"
+                  if not isinstance(selected["pinned_id"], str) else None)

@@ -1,0 +1,147 @@
+"""Actions from the dashboard: the operator gate, confirmation, audit, and a drain that outlives its page."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import nats
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from actions.operations import Target
+from demo.workers import PullWorker
+from jetwatch.jsapi import JetStreamAPI
+from store.database import Store
+from tests.helpers import LoopThread, eventually, make_consumer, make_stream, publish, rows, wait_until
+from tests.test_dashboard import APP
+
+SECRET = "correct horse"
+
+
+@pytest.fixture
+def live(nats_server, db_path, uid, monkeypatch):
+    """A pinned consumer with two real workers on a background loop, and a collector process."""
+    stream, consumer = f"{uid}_ACT", "work"
+    loop = LoopThread()
+
+    async def setup():
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.act"])
+        await make_consumer(api, stream, consumer, "pinned_client", timeout_s=30, ack_wait=30 * 10**9)
+        workers = [PullWorker(nc, stream, consumer, "jobs", name=n).start() for n in "ab"]
+        return nc, api, workers
+
+    nc, api, workers = loop.call(setup())
+    env = {**os.environ, "JETWATCH_INCLUDE_STREAMS": stream, "JETWATCH_INFERENCE_GRACE": "1.5s"}
+    collector = subprocess.Popen([sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url,
+                                  "--db", db_path, "--interval", "0.3s"], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    store = Store(db_path)
+    loop.call(publish(nc, f"{uid}.act", 2))
+    wait_until(lambda: store.exists() and rows(store, "SELECT * FROM pin_events WHERE stream = ?", [stream])
+               and rows(store, "SELECT * FROM consumer_latest WHERE stream = ? AND pinned_id IS NOT NULL", [stream]),
+               timeout=30, message="first pin stored and sampled")
+    for k in list(os.environ):
+        if k.startswith("JETWATCH_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("JETWATCH_DB", db_path)
+    monkeypatch.setenv("JETWATCH_SERVER", nats_server.url)
+    monkeypatch.setenv("JETWATCH_DATA_DIR", os.path.dirname(db_path))
+    st.cache_data.clear()
+    yield {"stream": stream, "consumer": consumer, "store": store, "loop": loop, "nc": nc, "api": api,
+           "workers": workers, "uid": uid}
+    collector.send_signal(signal.SIGTERM)
+    collector.wait(30)
+    loop.close()
+
+
+def consumer_page(live) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["stream"] = live["stream"]
+    at.query_params["consumer"] = live["consumer"]
+    at.run()
+    at.switch_page("views/consumer.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def login(at: AppTest, name: str = "ana", secret: str = SECRET) -> AppTest:
+    at.text_input(key="op_name").input(name)
+    at.text_input(key="op_secret").input(secret)
+    at.button(key="op_enable").click().run()
+    return at
+
+
+def button_keys(at: AppTest) -> set[str]:
+    return {b.key for b in at.button if b.key}
+
+
+def test_without_the_operator_secret_no_action_can_be_triggered(live, monkeypatch):
+    at = consumer_page(live)
+    assert not {k for k in button_keys(at) if k.startswith("action_")}
+    assert any("Read-only" in c.value for c in at.sidebar.caption)
+
+    monkeypatch.setenv("JETWATCH_OPERATOR_SECRET", SECRET)
+    at = login(consumer_page(live), secret="wrong")
+    assert not {k for k in button_keys(at) if k.startswith("action_")}
+    assert any("Wrong secret" in e.value for e in at.sidebar.error)
+
+    # Even a forged request in session state is refused at the action path.
+    at.session_state["pending_action"] = {"action": "unpin", "target": Target(None, live["stream"], live["consumer"]),
+                                          "params": {}}
+    at.run()
+    at.button(key="action_confirm").click().run()
+    assert at.session_state["action_result"].message == "refused: operator actions are not enabled"
+    assert rows(live["store"], "SELECT * FROM audit") == []
+
+
+def test_unpin_from_the_dashboard_is_confirmed_audited_and_the_new_pin_shows(live, monkeypatch):
+    monkeypatch.setenv("JETWATCH_OPERATOR_SECRET", SECRET)
+    at = login(consumer_page(live))
+    assert {"action_unpin", "action_pause", "action_resume", "action_drain"} <= button_keys(at)
+    at.button(key="action_unpin").click().run()
+    dialog_text = " ".join(m.value for m in at.markdown)
+    assert f"stream {live['stream']}, consumer {live['consumer']}, group jobs".replace("_", "\\_") in dialog_text
+    at.button(key="action_confirm").click().run()
+    assert not at.exception
+    assert any(s.value.startswith("unpin: unpinned ") for s in at.success)
+    store = live["store"]
+    live["loop"].call(publish(live["nc"], f"{live['uid']}.act", 2))
+    pins = "SELECT event, reason FROM pin_events WHERE stream = ? ORDER BY ts, event DESC"
+    wait_until(lambda: len(rows(store, pins, [live["stream"]])) >= 3, timeout=30, message="admin unpin and new pin")
+    assert rows(store, pins, [live["stream"]])[:3] == [("pinned", None), ("unpinned", "admin"), ("pinned", None)]
+    audit = rows(store, "SELECT actor, origin, action, stream, group_name, outcome FROM audit")
+    assert audit == [("ana", "dashboard", "unpin", live["stream"], "jobs", "ok")]
+    at.run()
+    assert any(c.value.startswith("new pin: ") for c in at.caption)
+
+
+def test_a_dashboard_drain_survives_its_page_being_closed(live, monkeypatch):
+    monkeypatch.setenv("JETWATCH_OPERATOR_SECRET", SECRET)
+    loop, nc = live["loop"], live["nc"]
+    holder = next(w for w in live["workers"] if w.pin_id)
+    holder.acking = False
+    loop.call(publish(nc, f"{live['uid']}.act", 3))
+    wait_until(lambda: len(holder._unacked) == 3, message="work in flight")
+    at = login(consumer_page(live))
+    at.selectbox(key="drain_then").set_value("handoff").run()
+    at.button(key="action_drain").click().run()
+    at.button(key="action_confirm").click().run()
+    assert any("runs on if this page closes" in s.value for s in at.success)
+    del at  # the tab is closed mid-drain
+    store = live["store"]
+    drains = "SELECT state, ack_pending_start, ack_pending_now FROM drains"
+    wait_until(lambda: rows(store, drains) and rows(store, drains)[0][0] == "draining", timeout=30,
+               message="the detached drain reports progress")
+    assert rows(store, drains)[0][1] == 3
+    loop.call(holder.ack_held())
+    wait_until(lambda: rows(store, drains)[0][0] == "done", timeout=30, message="the drain finished")
+    audit = rows(store, "SELECT actor, origin, action, outcome FROM audit")
+    assert audit == [("ana", "dashboard", "drain", "ok")]
+    reopened = consumer_page(live)
+    assert any("drain" in s.value and "done" in s.value for s in reopened.success)
