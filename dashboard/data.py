@@ -204,6 +204,22 @@ def pin_summary(sessions: pd.DataFrame, events: pd.DataFrame, nopin: pd.DataFram
     return out[cols].reset_index(drop=True)
 
 
+def merge_sessions(piped: pd.DataFrame, live: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The pipeline's sessions, brought up to date with the pins seen since its last run."""
+    if piped.empty:
+        return live, "pin events (live)"
+    piped = piped[piped["start_ts"].notna()].copy()
+    for col in ("start_ts", "end_ts"):
+        piped[col] = pd.to_datetime(piped[col], utc=True)
+    if live.empty:
+        return piped.reset_index(drop=True), "pipeline pin_sessions"
+    newest = piped["start_ts"].max()
+    recent = live[pd.to_datetime(live["start_ts"], utc=True) >= newest]
+    kept = piped[~piped["pinned_id"].isin(recent["pinned_id"])]
+    merged = pd.concat([kept, recent[kept.columns]], ignore_index=True).sort_values(KEY + ["start_ts"])
+    return merged.reset_index(drop=True), "pipeline pin_sessions, with pins since its last run"
+
+
 @dataclass
 class PinHistory:
     events: pd.DataFrame
@@ -221,10 +237,7 @@ def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds
         empty = pd.DataFrame(columns=SESSION_COLUMNS)
         return PinHistory(pd.DataFrame(), empty, pd.DataFrame(), "no store yet")
     live = sessions_from_events(events, until)
-    if not piped.empty and (live.empty or pd.to_datetime(piped["start_ts"]).min() < pd.to_datetime(live["start_ts"]).min()):
-        sessions, source = piped, "pipeline pin_sessions"
-    else:
-        sessions, source = live, "pin events (live)"
+    sessions, source = merge_sessions(piped, live)
     in_range = events[pd.to_datetime(events["ts"], utc=True) >= pd.Timestamp(since)] if not events.empty else events
     hours = (until - since).total_seconds() / 3600
     per_hour = thresholds.flapping_switches / (thresholds.window_seconds / 3600)

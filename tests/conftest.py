@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+
+import nats
 from pathlib import Path
 
 import pytest
 
 from demo.server import NatsServer, ServerStartError, free_port, nats_server_binary
+from jetwatch.jsapi import JetStreamAPI
 from store.database import Store
+from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
+from tests.scenario import pin_story
 
 _counter = itertools.count()
 
@@ -48,3 +53,37 @@ def uid() -> str:
 def run():
     """Run a coroutine to completion in a fresh event loop."""
     return lambda coro: asyncio.run(coro)
+
+
+STREAM, CONSUMER = "H<b&x_weird-name_1", "<i_c-1"
+IDLE_STREAM = "DASH_IDLE"
+
+
+@pytest.fixture(scope="session")
+def filled_db(nats_server, tmp_path_factory) -> str:
+    """A store the real collector filled: a pin story with a timeout and an admin unpin, and a
+    consumer with work pending and nobody pulling."""
+    db = str(tmp_path_factory.mktemp("dash") / "jetwatch.duckdb")
+    store = Store(db)
+
+    async def fill() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, IDLE_STREAM, ["dashidle.>"])
+        await make_consumer(api, IDLE_STREAM, "idle")
+        await publish(nc, "dashidle.x", 5)
+        settings = collector_settings(nats_server.url, db, (STREAM, IDLE_STREAM), interval=0.3)
+        async with collecting(settings):
+            story = await pin_story(nc, api, STREAM, CONSUMER, "dashpins.work")
+            await eventually(lambda: len(rows(store, "SELECT * FROM pin_events WHERE stream = ?", [STREAM])) >= 5,
+                             message="the pin story stored")
+            await eventually(lambda: rows(store, "SELECT count(DISTINCT ts) FROM samples WHERE stream = ?",
+                                          [IDLE_STREAM])[0][0] >= 4, message="a few samples")
+            for w in story.workers:
+                await w.stop()
+        await nc.close()
+
+    asyncio.run(fill())
+    return db
+
+

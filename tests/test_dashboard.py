@@ -2,53 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from pathlib import Path
 
-import nats
 import pandas as pd
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from jetwatch.jsapi import JetStreamAPI
 from store import writes
 from store.database import Store
-from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
-from tests.scenario import pin_story
+from tests.conftest import CONSUMER, IDLE_STREAM, STREAM
+from tests.helpers import rows
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
-STREAM, CONSUMER = "H<b&x_weird-name_1", "<i_c-1"
-IDLE_STREAM = "DASH_IDLE"
-
-
-@pytest.fixture(scope="module")
-def filled_db(nats_server, tmp_path_factory) -> str:
-    """A store the real collector filled: a pin story with a timeout and an admin unpin, and a
-    consumer with work pending and nobody pulling."""
-    db = str(tmp_path_factory.mktemp("dash") / "jetwatch.duckdb")
-    store = Store(db)
-
-    async def fill() -> None:
-        nc = await nats.connect(nats_server.url)
-        api = JetStreamAPI(nc)
-        await make_stream(api, IDLE_STREAM, ["dashidle.>"])
-        await make_consumer(api, IDLE_STREAM, "idle")
-        await publish(nc, "dashidle.x", 5)
-        settings = collector_settings(nats_server.url, db, (STREAM, IDLE_STREAM), interval=0.3)
-        async with collecting(settings):
-            story = await pin_story(nc, api, STREAM, CONSUMER, "dashpins.work")
-            await eventually(lambda: len(rows(store, "SELECT * FROM pin_events WHERE stream = ?", [STREAM])) >= 5,
-                             message="the pin story stored")
-            await eventually(lambda: rows(store, "SELECT count(DISTINCT ts) FROM samples WHERE stream = ?",
-                                          [IDLE_STREAM])[0][0] >= 4, message="a few samples")
-            for w in story.workers:
-                await w.stop()
-        await nc.close()
-
-    asyncio.run(fill())
-    return db
 
 
 @pytest.fixture

@@ -1,0 +1,144 @@
+"""`jetwatch pipeline run`: export from the store, run the Spark job with spark-submit, load back.
+
+The job runs in its own process through `spark-submit`, exactly as it would on a cluster; the
+master comes from `--master` (default local[*]), never from the job's code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+import zipfile
+from pathlib import Path
+
+import sql
+from jetwatch.settings import Settings, SettingsError, parse_duration
+from pipeline.export import export
+from pipeline.load import load
+from store.database import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+JOB = Path(__file__).resolve().parent / "job.py"
+
+# Small enough to share two cores with the collector and the dashboard.
+SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "2",
+    "spark.driver.memory": "1g",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+class PipelineError(Exception):
+    pass
+
+
+def spark_submit() -> str:
+    beside = Path(sys.executable).parent / "spark-submit"
+    found = str(beside) if beside.exists() else shutil.which("spark-submit")
+    if not found:
+        raise PipelineError("spark-submit not found: install pyspark (it comes with jetwatch) in this environment")
+    if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
+        raise PipelineError("Java was not found: Spark needs a Java 17 runtime (apt-get install -y openjdk-17-jre-headless)")
+    return found
+
+
+def code_zip(path: Path) -> Path:
+    """The packages the job imports, for executors on a cluster (`--py-files`)."""
+    with zipfile.ZipFile(path, "w") as z:
+        for package in ("health", "pipeline"):
+            for f in (ROOT / package).rglob("*.py"):
+                z.write(f, f.relative_to(ROOT))
+    return path
+
+
+def _when(text: str | None, now: dt.datetime, default: dt.datetime) -> dt.datetime:
+    if not text:
+        return default
+    try:
+        return now - dt.timedelta(seconds=parse_duration(text))
+    except SettingsError:
+        pass
+    try:
+        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise SettingsError(f"'{text}' is neither an RFC 3339 time nor a duration such as 2h") from None
+    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+
+
+def iso(t: dt.datetime) -> str:
+    return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def submit_command(settings: Settings, samples: Path, run_input: Path, output: Path, py_files: Path,
+                   since: dt.datetime, until: dt.datetime) -> list[str]:
+    cmd = [spark_submit(), "--master", settings.spark_master or "local[*]", "--py-files", str(py_files)]
+    for k, v in SPARK_CONF.items():
+        cmd += ["--conf", f"{k}={v}"]
+    return cmd + [
+        str(JOB), "--samples", samples.resolve().as_uri(), "--input", run_input.resolve().as_uri(),
+        "--output", output.resolve().as_uri(), "--since", iso(since), "--until", iso(until),
+        "--window", str(settings.health_window), "--min-samples", str(settings.health_min_samples),
+        "--min-span", str(settings.health_min_span), "--saturation-ratio", str(settings.saturation_ratio),
+        "--unpinned-after", str(settings.unpinned_after), "--flapping-switches", str(settings.flapping_switches),
+        "--redelivery-share", str(settings.redelivery_share),
+    ]
+
+
+def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | None = None) -> dict[str, int]:
+    store = Store(settings.db, lock_timeout=settings.lock_timeout)
+    since = since.replace(minute=0, second=0, microsecond=0)  # whole hours: partitions are replaced whole
+    base = Path(settings.data_dir) / "pipeline"
+    run_id = uuid.uuid4().hex[:12]
+    run_dir = base / "runs" / run_id
+    started = dt.datetime.now(dt.timezone.utc)
+    record = {"run_id": run_id, "started_at": started, "finished_at": None, "since": since, "until": until,
+              "outcome": "running", "rows_in": None, "message": None}
+    store.write(lambda con: con.execute(sql.query("upsert_pipeline_run"), record))
+    try:
+        rows_in = export(store, base / "archive", run_dir / "input", since, until)
+        record["rows_in"] = rows_in
+        cmd = submit_command(settings, base / "archive" / "samples", run_dir / "input", run_dir / "output",
+                             code_zip(run_dir / "jetwatch-pipeline.zip"), since, until)
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+        out = open(log, "ab") if log else subprocess.PIPE
+        proc = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(5))
+        if proc.returncode != 0:
+            tail = (proc.stdout or b"").decode(errors="replace")[-3000:] if not log else f"see {log}"
+            raise PipelineError(f"the Spark job failed with status {proc.returncode}: {tail}")
+        retention = {"samples": until - dt.timedelta(seconds=settings.raw_retention),
+                     "events": until - dt.timedelta(seconds=settings.event_retention)}
+        loaded = load(store, run_dir / "output", since, until, retention)
+        record.update(outcome="ok", message=", ".join(f"{k} {v}" for k, v in loaded.items()))
+        return {"rows_in": rows_in, **loaded}
+    except Exception as exc:
+        record.update(outcome="failed", message=str(exc)[:4000])
+        raise
+    finally:
+        record["finished_at"] = dt.datetime.now(dt.timezone.utc)
+        store.write(lambda con: con.execute(sql.query("upsert_pipeline_run"), record))
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def run_pipeline(args: argparse.Namespace, settings: Settings) -> int:
+    from jetwatch.cli import UserError
+
+    now = dt.datetime.now(dt.timezone.utc)
+    until = _when(args.until, now, now)
+    since = _when(args.since, now, until - dt.timedelta(hours=2))
+    if since >= until:
+        raise UserError("--since must be before --until")
+    if not Path(settings.db).exists():
+        raise UserError(f"no store at {settings.db}: run the collector first (jetwatch collect or jetwatch up)")
+    try:
+        result = run(settings, since, until)
+    except PipelineError as exc:
+        raise UserError(str(exc)) from None
+    print("pipeline: " + ", ".join(f"{k} {v}" for k, v in result.items()))
+    return 0

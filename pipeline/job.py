@@ -1,0 +1,98 @@
+"""The Spark job: Parquet in, Parquet out. Reading and writing happen here and only here.
+
+Run it with `spark-submit pipeline/job.py --input URI --output URI ...` on any master, or through
+`jetwatch pipeline run` (which exports from the store, submits this job and loads the results).
+The master is never set here: spark-submit's `--master` (default local[*]) decides.
+
+Input layout (written by pipeline/export.py):
+    --samples: date=YYYY-MM-DD/hour=H/*.parquet  raw samples (an archive; the job reads its window)
+    --input:
+    pin_events/*.parquet                       every pin, unpin and consumer deletion
+    limits/*.parquet                           latest limits per consumer
+    event_counts/*.parquet                     advisories per consumer and minute
+Output layout (read by pipeline/load.py):
+    pin_sessions/, rollups/granularity=1m|1h/date=.../hour=.../, verdict_history/date=.../hour=.../
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from health.rules import Thresholds
+from pipeline.transforms import pin_sessions, rollups, verdict_history
+
+
+def session() -> SparkSession:
+    return (SparkSession.builder.appName("jetwatch-pipeline")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+            .getOrCreate())
+
+
+def _read(spark: SparkSession, path: str) -> DataFrame:
+    return spark.read.parquet(path)
+
+
+def run(spark: SparkSession, samples_uri: str, input_uri: str, output_uri: str, since: str, until: str,
+        thresholds: Thresholds, saturation_ratio: float) -> dict[str, int]:
+    lo, hi = F.to_timestamp(F.lit(since)), F.to_timestamp(F.lit(until))
+    samples = (_read(spark, samples_uri)
+               .where((F.col("date") >= since[:10]) & (F.col("date") <= until[:10]))  # partition pruning
+               .where((F.col("ts") >= lo) & (F.col("ts") < hi))
+               .drop("date", "hour"))
+    events = _read(spark, f"{input_uri}/pin_events")
+    limits = _read(spark, f"{input_uri}/limits")
+    counts = _read(spark, f"{input_uri}/event_counts")
+
+    sessions = pin_sessions(events, until)
+    sessions.coalesce(1).write.mode("overwrite").parquet(f"{output_uri}/pin_sessions")
+
+    for granularity in ("1m", "1h"):
+        (rollups(samples, limits, granularity, saturation_ratio)
+         .withColumn("date", F.date_format("bucket", "yyyy-MM-dd"))
+         .withColumn("hour", F.hour("bucket"))
+         .repartition("date", "hour")
+         .write.mode("overwrite").partitionBy("date", "hour")
+         .parquet(f"{output_uri}/rollups/granularity={granularity}"))
+
+    (verdict_history(samples, limits, counts, thresholds)
+     .withColumn("date", F.date_format("ts", "yyyy-MM-dd"))
+     .withColumn("hour", F.hour("ts"))
+     .repartition("date", "hour")
+     .write.mode("overwrite").partitionBy("date", "hour").parquet(f"{output_uri}/verdict_history"))
+    return {"samples": samples.count(), "pin_events": events.count()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="jetwatch Spark job")
+    p.add_argument("--samples", required=True, help="URI of the samples archive (file://, hdfs://, s3a://)")
+    p.add_argument("--input", required=True, help="URI of this run's other inputs")
+    p.add_argument("--output", required=True, help="URI to write results to")
+    p.add_argument("--since", required=True, help="RFC 3339 start of the window (whole hours)")
+    p.add_argument("--until", required=True, help="RFC 3339 end of the window: open pins end here")
+    p.add_argument("--window", type=float, default=300.0)
+    p.add_argument("--min-samples", type=int, default=3)
+    p.add_argument("--min-span", type=float, default=60.0)
+    p.add_argument("--saturation-ratio", type=float, default=0.9)
+    p.add_argument("--unpinned-after", type=float, default=30.0)
+    p.add_argument("--flapping-switches", type=int, default=4)
+    p.add_argument("--redelivery-share", type=float, default=0.1)
+    a = p.parse_args(argv)
+    th = Thresholds(a.window, a.min_samples, a.min_span, a.saturation_ratio, a.unpinned_after,
+                    a.flapping_switches, a.redelivery_share)
+    spark = session()
+    try:
+        counts = run(spark, a.samples.rstrip("/"), a.input.rstrip("/"), a.output.rstrip("/"), a.since, a.until, th,
+                     a.saturation_ratio)
+    finally:
+        spark.stop()
+    print(f"jetwatch pipeline: {counts['samples']} samples, {counts['pin_events']} pin events processed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

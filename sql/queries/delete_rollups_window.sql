@@ -1,0 +1,1 @@
+DELETE FROM rollups WHERE bucket >= $since AND bucket < $until;

@@ -1,0 +1,1 @@
+DELETE FROM verdict_history WHERE ts >= $since AND ts < $until;

@@ -1,0 +1,1 @@
+DELETE FROM advisories WHERE ts < $cutoff;

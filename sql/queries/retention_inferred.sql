@@ -1,0 +1,1 @@
+DELETE FROM inferred_pin_events WHERE ts < $cutoff;

@@ -1,0 +1,202 @@
+"""The Spark pipeline: transforms on a real local SparkSession, table-driven, and the verdicts
+checked against the dashboard's own evaluation on generated sample sequences."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from health.rules import Thresholds, evaluate
+from pipeline.transforms import pin_sessions, rollups, verdict_history
+
+pytestmark = pytest.mark.spark
+
+T0 = dt.datetime(2026, 11, 22, 3, 0, tzinfo=dt.timezone.utc)
+EVENT_SCHEMA = T.StructType([
+    T.StructField("ts", T.TimestampType()), T.StructField("account", T.StringType()),
+    T.StructField("stream", T.StringType()), T.StructField("consumer", T.StringType()),
+    T.StructField("group_name", T.StringType()), T.StructField("event", T.StringType()),
+    T.StructField("pinned_id", T.StringType()), T.StructField("reason", T.StringType()),
+    T.StructField("source", T.StringType()),
+])
+SAMPLE_SCHEMA = T.StructType([
+    T.StructField("account", T.StringType()), T.StructField("stream", T.StringType()),
+    T.StructField("consumer", T.StringType()), T.StructField("ts", T.TimestampType()),
+    T.StructField("created", T.TimestampType()), T.StructField("num_pending", T.LongType()),
+    T.StructField("num_ack_pending", T.LongType()), T.StructField("num_waiting", T.LongType()),
+    T.StructField("num_redelivered", T.LongType()), T.StructField("delivered_consumer_seq", T.LongType()),
+    T.StructField("delivered_stream_seq", T.LongType()), T.StructField("ack_floor_consumer_seq", T.LongType()),
+    T.StructField("ack_floor_stream_seq", T.LongType()), T.StructField("paused", T.BooleanType()),
+    T.StructField("pinned_id", T.StringType()),
+])
+LIMIT_SCHEMA = T.StructType([
+    T.StructField("account", T.StringType()), T.StructField("stream", T.StringType()),
+    T.StructField("consumer", T.StringType()), T.StructField("is_pull", T.BooleanType()),
+    T.StructField("filtered", T.BooleanType()), T.StructField("max_ack_pending", T.LongType()),
+    T.StructField("max_waiting", T.LongType()), T.StructField("priority_policy", T.StringType()),
+])
+COUNT_SCHEMA = T.StructType([
+    T.StructField("account", T.StringType()), T.StructField("stream", T.StringType()),
+    T.StructField("consumer", T.StringType()), T.StructField("minute", T.TimestampType()),
+    T.StructField("pin_switches", T.LongType()), T.StructField("nak_count", T.LongType()),
+    T.StructField("max_deliveries_count", T.LongType()),
+])
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # Python workers need this environment's pandas
+    session = (SparkSession.builder.master("local[1]").appName("jetwatch-tests")
+               .config("spark.sql.shuffle.partitions", "1").config("spark.ui.enabled", "false")
+               .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "1g")
+               .getOrCreate())
+    yield session
+    session.stop()
+
+
+def at(seconds: float) -> dt.datetime:
+    return T0 + dt.timedelta(seconds=seconds)
+
+
+def ev(seconds, event, pinned_id=None, reason=None, source="advisory", consumer="C"):
+    return (at(seconds), "$G", "S", consumer, "jobs", event, pinned_id, reason, source)
+
+
+AS_OF = "2026-11-22T03:10:00Z"  # 600 s after T0
+
+SESSION_CASES = [
+    ("a pin with no unpin yet", [ev(0, "pinned", "a")], [("a", 0, 600, "still pinned", None)]),
+    ("timeout, then the next pin", [ev(0, "pinned", "a"), ev(30, "unpinned", reason="timeout"), ev(45, "pinned", "b")],
+     [("a", 0, 30, "timeout", 15.0), ("b", 45, 600, "still pinned", None)]),
+    ("admin unpin", [ev(0, "pinned", "a"), ev(10, "unpinned", reason="admin")], [("a", 0, 10, "admin", None)]),
+    ("an unpin whose pin happened before collection began", [ev(5, "unpinned", reason="timeout"), ev(9, "pinned", "b")],
+     [(None, None, 5, "timeout", 4.0), ("b", 9, 600, "still pinned", None)]),
+    ("duplicate and out-of-order events", [ev(30, "unpinned", reason="timeout"), ev(0, "pinned", "a"),
+                                           ev(0, "pinned", "a"), ev(40, "pinned", "b"), ev(30, "unpinned", reason="timeout")],
+     [("a", 0, 30, "timeout", 10.0), ("b", 40, 600, "still pinned", None)]),
+    ("inferred unpin after a leader change", [ev(0, "pinned", "a"), ev(20, "unpinned", source="inferred"),
+                                              ev(20, "pinned", "b")],
+     [("a", 0, 20, "inferred", 0.0), ("b", 20, 600, "still pinned", None)]),
+    ("a pin replaced by a pin with no unpin seen", [ev(0, "pinned", "a"), ev(50, "pinned", "b")],
+     [("a", 0, 50, "inferred", 0.0), ("b", 50, 600, "still pinned", None)]),
+    ("consumer deleted and recreated", [ev(0, "pinned", "a"), ev(60, "deleted"), ev(100, "pinned", "z")],
+     [("a", 0, 60, "consumer deleted", 40.0), ("z", 100, 600, "still pinned", None)]),
+    ("timestamps tie: the unpin comes first", [ev(0, "pinned", "a"), ev(7, "pinned", "b"),
+                                               ev(7, "unpinned", reason="admin")],
+     [("a", 0, 7, "admin", 0.0), ("b", 7, 600, "still pinned", None)]),
+]
+
+
+@pytest.mark.parametrize("events,expected", [c[1:] for c in SESSION_CASES], ids=[c[0] for c in SESSION_CASES])
+def test_pin_sessions(spark, events, expected):
+    out = pin_sessions(spark.createDataFrame(events, EVENT_SCHEMA), AS_OF).orderBy("end_ts").collect()
+    got = [(r.pinned_id, None if r.start_ts is None else (r.start_ts.replace(tzinfo=dt.timezone.utc) - T0).total_seconds(),
+            (r.end_ts.replace(tzinfo=dt.timezone.utc) - T0).total_seconds(), r.end_reason,
+            None if r.gap_seconds is None else round(r.gap_seconds, 3)) for r in out]
+    assert got == expected
+
+
+def test_pin_sessions_are_kept_per_consumer(spark):
+    events = [ev(0, "pinned", "a"), ev(5, "pinned", "x", consumer="D"), ev(10, "unpinned", reason="admin")]
+    out = {r.consumer: r.end_reason for r in pin_sessions(spark.createDataFrame(events, EVENT_SCHEMA), AS_OF).collect()}
+    assert out == {"C": "admin", "D": "still pinned"}
+
+
+def sample(seconds, pending=0, ack=0, waiting=1, dcs=0, dss=None, afc=0, afs=0, redelivered=0, consumer="C",
+           paused=False, pinned=None):
+    return ("$G", "S", consumer, at(seconds), at(-3600), pending, ack, waiting, redelivered, dcs,
+            dcs if dss is None else dss, afc, afs, paused, pinned)
+
+
+def limits(spark, **kw):
+    row = {"account": "$G", "stream": "S", "consumer": "C", "is_pull": True, "filtered": False,
+           "max_ack_pending": 100, "max_waiting": 512, "priority_policy": None, **kw}
+    return spark.createDataFrame([tuple(row[f.name] for f in LIMIT_SCHEMA)], LIMIT_SCHEMA)
+
+
+def test_rollups_give_gauge_statistics_per_minute(spark):
+    rows = [sample(i * 10, pending=p, ack=a, waiting=w, dcs=i * 10, afc=i * 10)
+            for i, (p, a, w) in enumerate([(1, 0, 1), (3, 95, 2), (5, 10, 3), (7, 99, 4), (9, 0, 5), (11, 0, 6)])]
+    out = rollups(spark.createDataFrame(rows, SAMPLE_SCHEMA), limits(spark), "1m", 0.9).collect()
+    assert len(out) == 1
+    r = out[0]
+    assert (r.samples, r.pending_min, r.pending_max, r.pending_mean) == (6, 1, 11, 6.0)
+    assert r.pending_p95 == 11.0
+    assert (r.ack_pending_max, r.waiting_min, r.waiting_max) == (99, 1, 6)
+    assert r.saturated_fraction == pytest.approx(2 / 6)
+    assert r.delivered_per_second == pytest.approx(1.0)
+    assert r.acked_per_second == pytest.approx(1.0)
+    assert r.redelivered_per_second == 0.0
+
+
+def test_rollup_rates_skip_a_counter_reset_and_count_redeliveries(spark):
+    # consumer_seq +20 per 10 s while stream_seq +10: half the deliveries are redeliveries; then a reset.
+    seqs = [(0, 0), (20, 10), (40, 20), (5, 5), (25, 15)]
+    rows = [sample(i * 10, dcs=c, dss=s, afc=c) for i, (c, s) in enumerate(seqs)]
+    r = rollups(spark.createDataFrame(rows, SAMPLE_SCHEMA), limits(spark), "1m", 0.9).collect()[0]
+    assert r.delivered_per_second == pytest.approx(60 / 30)  # three valid steps of 10 s, the reset skipped
+    assert r.redelivered_per_second == pytest.approx(30 / 30)
+
+
+def test_rollups_hourly_bucket_spans_minutes(spark):
+    rows = [sample(i * 60, pending=i) for i in range(5)]
+    out = rollups(spark.createDataFrame(rows, SAMPLE_SCHEMA), limits(spark), "1h", 0.9).collect()
+    assert [(r.granularity, r.samples, r.pending_max) for r in out] == [("1h", 5, 4)]
+
+
+def test_filtered_consumers_get_no_redelivery_rate_from_sequences(spark):
+    rows = [sample(i * 10, dcs=i * 10, dss=i * 1000, afc=i * 10) for i in range(4)]
+    r = rollups(spark.createDataFrame(rows, SAMPLE_SCHEMA), limits(spark, filtered=True), "1m", 0.9).collect()[0]
+    assert r.redelivered_per_second is None
+
+
+# -- verdicts: the pipeline gives the dashboard's verdicts on the same samples -------------------
+
+TH = Thresholds(window_seconds=300, min_samples=3, min_span_seconds=60)
+
+
+@st.composite
+def consumer_sequence(draw, name: str):
+    n = draw(st.integers(min_value=1, max_value=12))
+    pending = draw(st.lists(st.integers(0, 50), min_size=n, max_size=n))
+    ack = draw(st.lists(st.integers(0, 110), min_size=n, max_size=n))
+    waiting = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    steps = draw(st.lists(st.integers(0, 20), min_size=n, max_size=n))
+    extra = draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))
+    ack_steps = draw(st.lists(st.integers(0, 20), min_size=n, max_size=n))
+    paused = draw(st.booleans())
+    pins = draw(st.lists(st.sampled_from([None, "p1", "p2", "p3"]), min_size=n, max_size=n))
+    rows, dcs, dss, af = [], 0, 0, 0
+    for i in range(n):
+        dss += steps[i]
+        dcs += steps[i] + extra[i]
+        af = min(af + ack_steps[i], dss)
+        rows.append(sample(i * 25, pending=pending[i], ack=ack[i], waiting=waiting[i], dcs=dcs, dss=dss, afc=af,
+                           afs=af, consumer=name, paused=paused, pinned=pins[i]))
+    return rows
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["pinned_client", None]), min_size=4, max_size=4).flatmap(
+    lambda policies: st.tuples(st.just(policies), *[consumer_sequence(f"c{i}") for i in range(4)])))
+def test_pipeline_verdicts_equal_the_dashboards_on_generated_samples(spark, case):
+    policies, *sequences = case
+    rows = [r for seq in sequences for r in seq]
+    lim_rows = [("$G", "S", f"c{i}", True, False, 100, 512, p) for i, p in enumerate(policies)]
+    samples = spark.createDataFrame(rows, SAMPLE_SCHEMA)
+    lim = spark.createDataFrame(lim_rows, LIMIT_SCHEMA)
+    counts = spark.createDataFrame([], COUNT_SCHEMA)
+    piped = {r.consumer: r.verdict for r in verdict_history(samples, lim, counts, TH).collect()}
+
+    pdf = pd.DataFrame(rows, columns=[f.name for f in SAMPLE_SCHEMA])
+    live = evaluate(pdf, pd.DataFrame(lim_rows, columns=[f.name for f in LIMIT_SCHEMA]), TH)
+    assert piped == dict(zip(live["consumer"], live["verdict"]))

@@ -1,0 +1,114 @@
+"""The pipeline end to end: spark-submit as a subprocess, on a store the collector filled from a
+real server, then the dashboard's Pins page reading what it made."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from demo.server import free_port
+from store.database import Store
+from tests.conftest import CONSUMER, STREAM
+from tests.helpers import rows, wait_until
+from tests.test_dashboard import APP, frame
+
+pytestmark = pytest.mark.spark
+
+SESSIONS = "SELECT pinned_id, start_ts, end_ts, end_reason FROM pin_sessions WHERE stream = ? ORDER BY start_ts"
+
+
+def pipeline(db: str, data: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")}
+    return subprocess.run([sys.executable, "-m", "jetwatch.cli", "pipeline", "run", "--db", db, "--data-dir", str(data),
+                           "--since", "2h", "--health-min-span", "1s", *extra],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.fixture
+def store_copy(filled_db, tmp_path) -> str:
+    db = str(tmp_path / "jetwatch.duckdb")
+    shutil.copy(filled_db, db)
+    return db
+
+
+def test_spark_submit_local_job_makes_sessions_rollups_and_verdicts_that_the_pins_page_shows(
+        store_copy, tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    done = pipeline(store_copy, data, "--master", "local[2]")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"pipeline: rows_in \d+, pin_sessions \d+, rollups \d+, verdicts \d+", done.stdout)
+    store = Store(store_copy)
+    sessions = rows(store, SESSIONS, [STREAM])
+    assert [s[3] for s in sessions] == ["timeout", "admin", "still pinned"]
+    assert rows(store, "SELECT count(*) FROM rollups WHERE stream = ? AND granularity = '1m'", [STREAM])[0][0] >= 1
+    assert rows(store, "SELECT count(*) FROM rollups WHERE stream = ? AND granularity = '1h'", [STREAM])[0][0] >= 1
+    assert rows(store, "SELECT count(*) FROM verdict_history WHERE stream = ?", [STREAM])[0][0] >= 1
+    assert rows(store, "SELECT outcome FROM pipeline_runs") == [("ok",)]
+    archive = list((data / "pipeline" / "archive" / "samples").glob("date=*/hour=*/*.parquet"))
+    assert archive, "samples archived as Parquet partitioned by date and hour"
+
+    monkeypatch.setenv("JETWATCH_DB", store_copy)
+    st.cache_data.clear()
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("views/pins.py").run()
+    assert not at.exception
+    assert any(c.value.startswith("Sessions from pipeline pin_sessions") for c in at.caption)
+    summary = frame(at, "switches_per_hour")
+    assert summary[summary["consumer"] == CONSUMER].iloc[0]["median_pin_seconds"] >= 0
+
+
+def test_a_rerun_gives_the_same_output_and_a_failed_run_keeps_the_previous(store_copy, tmp_path):
+    data = tmp_path / "data"
+    # --until pinned so that both runs see exactly the same input.
+    until = rows(Store(store_copy), "SELECT strftime(max(ts) + INTERVAL 1 SECOND, '%Y-%m-%dT%H:%M:%SZ') FROM samples")[0][0]
+    first = pipeline(store_copy, data, "--until", until, "--master", "local[1]")
+    assert first.returncode == 0, first.stdout + first.stderr
+    store = Store(store_copy)
+    snapshot = {t: rows(store, f"SELECT * FROM {t} ORDER BY ALL") for t in ("pin_sessions", "rollups", "verdict_history")}
+    second = pipeline(store_copy, data, "--until", until, "--master", "local[1]")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert {t: rows(store, f"SELECT * FROM {t} ORDER BY ALL") for t in snapshot} == snapshot
+
+    broken = pipeline(store_copy, data, "--until", until, "--master", "no-such-master")  # fails after the export
+    assert broken.returncode != 0
+    assert "the Spark job failed" in broken.stderr
+    assert {t: rows(store, f"SELECT * FROM {t} ORDER BY ALL") for t in snapshot} == snapshot
+    assert [r[0] for r in rows(store, "SELECT outcome FROM pipeline_runs ORDER BY started_at")] == ["ok", "ok", "failed"]
+
+
+def test_the_same_job_runs_on_a_standalone_spark_master(store_copy, tmp_path):
+    spark_class = str(Path(sys.executable).parent / "spark-class")
+    port = free_port()
+    env = {**os.environ, "SPARK_LOG_DIR": str(tmp_path / "logs"), "SPARK_WORKER_DIR": str(tmp_path / "work"),
+           "PYSPARK_PYTHON": sys.executable}
+    master_log, worker_log = tmp_path / "master.log", tmp_path / "worker.log"
+    master = subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                               "--port", str(port), "--webui-port", str(free_port())], env=env,
+                              stdout=open(master_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    worker = None
+    try:
+        wait_until(lambda: "I have been elected leader" in master_log.read_text(errors="replace"), timeout=90,
+                   message="the standalone master")
+        worker = subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
+                                   "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
+                                   "--webui-port", str(free_port())], env=env,
+                                  stdout=open(worker_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(lambda: "Successfully registered with master" in worker_log.read_text(errors="replace"),
+                   timeout=90, message="a worker registered")
+        done = pipeline(store_copy, tmp_path / "data", "--master", f"spark://127.0.0.1:{port}")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert [s[3] for s in rows(Store(store_copy), SESSIONS, [STREAM])] == ["timeout", "admin", "still pinned"]
+    finally:
+        for proc in (worker, master):
+            if proc is not None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(30)
