@@ -32,10 +32,10 @@ def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: 
     """Append a cycle's samples and make them the current state of the accounts sampled."""
     con.register("batch", _table(samples, _SAMPLE_TYPES))
     con.execute(sql.query("stage_samples"))
-    con.unregister("batch")
     con.execute(sql.query("insert_samples"))
     con.execute(sql.query("delete_current"), {"accounts": accounts})
     con.execute(sql.query("insert_current"))
+    con.unregister("batch")
 
 
 def write_configs(con: duckdb.DuckDBPyConnection, configs: list[dict[str, Any]]) -> None:

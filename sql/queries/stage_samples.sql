@@ -1,5 +1,5 @@
--- One cycle's samples, typed, from the registered Arrow table `batch`.
-CREATE OR REPLACE TEMP TABLE cycle_samples AS
+-- One cycle's samples, typed, over the registered Arrow table `batch` (a view: read twice, never copied).
+CREATE OR REPLACE TEMP VIEW cycle_samples AS
 SELECT ts::TIMESTAMPTZ AS ts, server, cluster, domain, account, stream, consumer,
        created::TIMESTAMPTZ AS created, num_pending, num_ack_pending, num_waiting, num_redelivered,
        delivered_consumer_seq, delivered_stream_seq,

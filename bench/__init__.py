@@ -1,0 +1,1 @@
+"""Benchmarks: each prints figures and a ratio against a baseline run in the same process."""

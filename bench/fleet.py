@@ -1,0 +1,71 @@
+"""Fleet page: the page's reads and verdicts over a store of many raw samples, p50/p95, versus
+the baseline of finding each consumer's latest sample by scanning the samples table."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from dashboard.data import fleet
+from health.rules import Thresholds
+from store.database import Store
+
+# Synthetic history, generated inside DuckDB: `consumers` consumers sampled every 5 s up to now.
+GENERATE = """
+INSERT INTO samples BY NAME
+SELECT now() - to_seconds(5 * (n // $consumers)) AS ts, '$G' AS account, 'S' || ((n % $consumers) // 100) AS stream,
+       'c' || (n % $consumers) AS consumer, (n % 97) AS num_pending, (n % 5) AS num_ack_pending, 1 AS num_waiting,
+       0 AS num_redelivered, ($rows - n) AS delivered_consumer_seq, ($rows - n) AS delivered_stream_seq,
+       ($rows - n) AS ack_floor_consumer_seq, ($rows - n) AS ack_floor_stream_seq, false AS paused
+FROM range($rows) t(n)
+ORDER BY ts
+"""
+CURRENT = """
+INSERT INTO consumer_current BY NAME
+SELECT * FROM samples QUALIFY row_number() OVER (PARTITION BY account, stream, consumer ORDER BY ts DESC) = 1
+"""
+BASELINE = """
+SELECT * FROM samples QUALIFY row_number() OVER (PARTITION BY account, stream, consumer ORDER BY ts DESC) = 1
+"""
+
+
+def main(rows: int, consumers: int, runs: int, db: str | None) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(db or Path(tmp) / "fleet.duckdb", query_timeout=600, lock_timeout=60)
+        t = time.perf_counter()
+        if not (db and Path(db).exists()):
+            store.migrate()
+            store.write(lambda con: (con.execute(GENERATE, {"rows": rows, "consumers": consumers}),
+                                     con.execute(CURRENT)))
+        print(f"store: {rows:,} raw samples of {consumers:,} consumers ({time.perf_counter() - t:.1f}s to build), "
+              f"{store.path.stat().st_size / 2**30:.2f} GiB")
+        th = Thresholds()
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            view = fleet(store, th)
+            times.append(time.perf_counter() - t)
+        assert len(view.consumers) == consumers
+        times.sort()
+        p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+        print(f"Fleet page reads + verdicts over {consumers:,} consumers: p50 {statistics.median(times) * 1000:.0f} ms, "
+              f"p95 {p95 * 1000:.0f} ms ({runs} runs, file opened per run)")
+        t = time.perf_counter()
+        store.read(lambda con: con.execute(BASELINE).fetchall())
+        base = time.perf_counter() - t
+        print(f"baseline, latest sample per consumer by scanning samples: {base * 1000:.0f} ms")
+        print(f"ratio: {base / statistics.median(times):.1f}x")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--rows", type=int, default=20_000_000)
+    p.add_argument("--consumers", type=int, default=10_000)
+    p.add_argument("--runs", type=int, default=15)
+    p.add_argument("--db", help="reuse (or keep) a store file at this path")
+    a = p.parse_args()
+    main(a.rows, a.consumers, a.runs, a.db)
