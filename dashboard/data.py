@@ -46,7 +46,7 @@ def fleet(store: Store, thresholds: Thresholds, now: dt.datetime | None = None) 
         latest, window, counts, collector = store.queries([
             ("fleet_latest", {}), ("window_samples", {"since": since}),
             ("window_event_counts", {"since": since}), ("collector_health", {}),
-        ])
+        ], arrow=("window_samples",))
     except StoreMissing:
         return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), pd.DataFrame(), None, store_exists=False)
     if latest.empty:
@@ -60,6 +60,15 @@ def fleet(store: Store, thresholds: Thresholds, now: dt.datetime | None = None) 
     out = out.sort_values(["_rank", "num_pending", "stream", "consumer"], ascending=[True, False, True, True])
     as_of = pd.to_datetime(latest["ts"]).max().to_pydatetime()
     return Fleet(out[FLEET_COLUMNS].reset_index(drop=True), collector, as_of)
+
+
+def last_cycle(store: Store) -> object:
+    """When the collector last wrote a cycle (a cache key for everything computed from it)."""
+    try:
+        frame = store.query("last_cycle")
+    except StoreMissing:
+        return None
+    return None if frame.empty else frame.iloc[0, 0]
 
 
 def staleness(fleet_view: Fleet, now: dt.datetime, stale_after_s: float) -> str | None:

@@ -48,8 +48,15 @@ def thresholds(s: Settings) -> Thresholds:
     return Thresholds.from_settings(s)
 
 
-@st.cache_data(ttl=1.0, show_spinner=False)
 def fleet(db: str, lock_timeout: float, th: Thresholds) -> data.Fleet:
+    """The fleet's verdicts, computed once per collector cycle however many viewers refresh."""
+    store = Store(db, lock_timeout=lock_timeout)
+    return _fleet(db, lock_timeout, th, data.last_cycle(store), int(data.utcnow().timestamp() // 30))
+
+
+@st.cache_data(ttl=60.0, max_entries=8, show_spinner=False)
+def _fleet(db: str, lock_timeout: float, th: Thresholds, cycle: object, half_minute: int) -> data.Fleet:
+    # `half_minute` keeps "stale data" judgements fresh even when no cycle arrives.
     return data.fleet(Store(db, lock_timeout=lock_timeout), th)
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from health.features import KEY, window_features
+from health.features import KEY, Frame, window_features
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ VERDICT_COLUMNS = KEY + ["verdict", "reason", "findings", "samples", "last_ts", 
                          "acked_per_second", "redelivered_per_second"]
 
 
-def evaluate(samples: pd.DataFrame, limits: pd.DataFrame | None, thresholds: Thresholds,
+def evaluate(samples: Frame, limits: pd.DataFrame | None, thresholds: Thresholds,
              counts: pd.DataFrame | None = None) -> pd.DataFrame:
     """Verdicts for every consumer in `samples` (one window): the one entry point for both
     the dashboard and the pipeline. `limits` has KEY + LIMIT_COLUMNS; `counts` has KEY +

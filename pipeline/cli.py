@@ -52,9 +52,10 @@ def spark_submit() -> str:
 def code_zip(path: Path) -> Path:
     """The packages the job imports, for executors on a cluster (`--py-files`)."""
     with zipfile.ZipFile(path, "w") as z:
-        for package in ("health", "pipeline"):
-            for f in (ROOT / package).rglob("*.py"):
-                z.write(f, f.relative_to(ROOT))
+        for package in ("health", "pipeline", "sql"):
+            for f in (ROOT / package).rglob("*"):
+                if f.suffix in (".py", ".sql"):
+                    z.write(f, f.relative_to(ROOT))
     return path
 
 

@@ -2,8 +2,8 @@
 
 Sessionisation and rollups are window functions over named windows with explicit frames (no
 Python UDFs). The verdict history is the one exception, on purpose: it applies `health.rules`
-through `applyInPandas`, so the pipeline's verdicts come from the very code the dashboard runs
-and the two cannot drift apart.
+(and its window-features SQL, in an in-process DuckDB) through `applyInPandas`, so the
+pipeline's verdicts come from the very code the dashboard runs and the two cannot drift apart.
 """
 
 from __future__ import annotations

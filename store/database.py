@@ -143,10 +143,13 @@ class Store:
         text = sql.query(name)
         return self.read(lambda con: con.execute(text, params).df())
 
-    def queries(self, calls: Sequence[tuple[str, Sequence[Any] | dict[str, Any]]]) -> list[pd.DataFrame]:
-        """Several named queries on one connection: one page's worth of reads."""
-        texts = [(sql.query(name), params) for name, params in calls]
-        return self.read(lambda con: [con.execute(t, p).df() for t, p in texts])
+    def queries(self, calls: Sequence[tuple[str, Sequence[Any] | dict[str, Any]]],
+                arrow: Sequence[str] = ()) -> list[Any]:
+        """Several named queries on one connection: one page's worth of reads. Those named in
+        `arrow` come back as Arrow tables (large inputs to more SQL: no pandas objects made)."""
+        texts = [(name, sql.query(name), params) for name, params in calls]
+        return self.read(lambda con: [con.sql(t, params=p).to_arrow_table() if n in arrow else con.execute(t, p).df()
+                                      for n, t, p in texts])
 
 
 def utcnow() -> dt.datetime:

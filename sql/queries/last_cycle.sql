@@ -1,0 +1,1 @@
+SELECT max(last_cycle_at) AS last_cycle_at FROM collector_status;
