@@ -90,14 +90,24 @@ def _configure_logging(level: str) -> None:
 
 async def _collect(settings: Settings) -> None:
     from collectors.runner import Collector
-    from jetwatch.connection import connect
+    from jetwatch.connection import ConnectError, connect
     from store.database import Store
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    nc = await connect(settings, name="jetwatch-collector")
+    while True:  # a collector started before its server waits for it, saying so
+        try:
+            nc = await connect(settings, name="jetwatch-collector")
+            break
+        except ConnectError as exc:
+            log.error("%s Retrying in 5s.", exc)
+            try:
+                await asyncio.wait_for(stop.wait(), 5)
+                return
+            except asyncio.TimeoutError:
+                continue
     store = Store(settings.db, lock_timeout=settings.lock_timeout)
     log.info("collecting from %s into %s every %.1fs", settings.server, settings.db, settings.interval)
     try:

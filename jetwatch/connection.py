@@ -46,11 +46,12 @@ def connect_options(settings: Settings, name: str) -> dict[str, Any]:
     return opts
 
 
-async def connect(settings: Settings, name: str = "jetwatch") -> Client:
-    """Connect once (failing clearly), then let the client reconnect by itself for ever."""
+async def connect(settings: Settings, name: str = "jetwatch", first_attempts: int = 2) -> Client:
+    """Connect (failing clearly after a few attempts), then reconnect by itself for ever."""
 
     async def on_error(exc: Exception) -> None:
-        log.warning("NATS connection error: %s", exc)
+        if nc.is_connected or nc.is_reconnecting:
+            log.warning("NATS connection error: %s", exc)
 
     async def on_disconnect() -> None:
         if not (nc.is_closed or nc.is_draining):
@@ -59,7 +60,7 @@ async def connect(settings: Settings, name: str = "jetwatch") -> Client:
     async def on_reconnect() -> None:
         log.info("reconnected to NATS at %s", nc.connected_url.netloc if nc.connected_url else "?")
 
-    opts = connect_options(settings, name)
+    opts = {**connect_options(settings, name), "max_reconnect_attempts": first_attempts}
     nc = Client()
     try:
         await nc.connect(error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect, **opts)
@@ -68,4 +69,5 @@ async def connect(settings: Settings, name: str = "jetwatch") -> Client:
             f"could not connect to NATS at {', '.join(opts['servers'])}: {exc or type(exc).__name__}. "
             "Check --server and the credentials (--user/--password, --token, --nkey, --creds, --context)."
         ) from exc
+    nc.options["max_reconnect_attempts"] = -1  # once connected, never give up on the server
     return nc

@@ -100,3 +100,34 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
     assert proc.returncode == 0, text
     assert "stopped" in text
     assert [pid for pid in children if _alive(pid)] == [], text
+
+
+def test_up_says_what_is_missing_and_runs_the_parts_that_can_run(tmp_path):
+    import socket
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "up", "--server", "nats://127.0.0.1:1", "--data-dir", str(tmp_path),
+         "--port", str(port), "--no-pipeline"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")})
+    lines: list[str] = []
+    try:
+        while not any("Ctrl-C stops everything" in line for line in lines):
+            line = proc.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        text = "".join(lines)
+        assert "cannot reach NATS at nats://127.0.0.1:1: check the URL and that the server runs" in text
+        assert f"no dashboard: port {port} on 127.0.0.1 is already in use" in text
+        wait_until(lambda: "could not connect to NATS" in (tmp_path / "logs" / "collector.log").read_text(),
+                   timeout=30, message="the collector saying it waits for the server")
+        assert proc.poll() is None
+    finally:
+        busy.close()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    assert "stopped" in out

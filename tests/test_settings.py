@@ -1,0 +1,81 @@
+"""Settings: one definition; flags over environment over a nats context; bad values said plainly."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from jetwatch import cli
+from jetwatch.settings import SettingsError, parse_duration, parse_size, resolve
+
+
+@pytest.mark.parametrize("text,seconds", [("500ms", 0.5), ("5s", 5), ("5", 5), ("2m", 120), ("1h", 3600),
+                                          ("7d", 604800), (" 1.5s ", 1.5)])
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "abc", "5x", "-1s", "1 hour"])
+def test_bad_durations_say_how_to_write_one(text):
+    with pytest.raises(SettingsError, match="write a number with a unit"):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize("text,size", [("256MB", 256 << 20), ("1GB", 1 << 30), ("512kb", 512 << 10), ("10", 10)])
+def test_sizes(text, size):
+    assert parse_size(text) == size
+
+
+def test_flags_win_over_environment_which_wins_over_the_context(tmp_path):
+    ctx = tmp_path / "nats" / "context"
+    ctx.mkdir(parents=True)
+    (ctx / "prod.json").write_text(json.dumps({"url": "nats://ctx:4222", "user": "ctx-user", "password": "pw",
+                                               "creds": "/etc/x.creds"}))
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "JETWATCH_CONTEXT": "prod", "JETWATCH_USER": "env-user",
+           "JETWATCH_INTERVAL": "10s"}
+    parser = cli._parser()
+    s = resolve(parser.parse_args(["collect", "--interval", "2s"]), env)
+    assert (s.server, s.user, s.password, s.creds, s.interval) == ("nats://ctx:4222", "env-user", "pw", "/etc/x.creds", 2.0)
+    assert s.redacted()["password"] == "***"
+
+
+def test_a_missing_context_says_how_to_make_one(tmp_path):
+    with pytest.raises(SettingsError, match="nats context add nope"):
+        resolve(None, {"XDG_CONFIG_HOME": str(tmp_path), "JETWATCH_CONTEXT": "nope"})
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["collect", "--interval", "soon"], "flag --interval: 'soon' is not a duration"),
+    (["collect", "--capture-max-bytes", "lots"], "flag --capture-max-bytes: 'lots' is not a size"),
+    (["pause", "S", "C", "--until", "whenever", "--yes"], "'whenever' is neither an RFC 3339 time"),
+])
+def test_bad_flags_exit_2_with_a_clear_message(argv, message):
+    done = subprocess.run([sys.executable, "-m", "jetwatch.cli", *argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_unreachable_server_is_a_clear_error_for_an_action():
+    done = subprocess.run([sys.executable, "-m", "jetwatch.cli", "resume", "S", "C", "--yes", "--server",
+                           "nats://127.0.0.1:1", "--connect-timeout", "1s"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "could not connect to NATS at nats://127.0.0.1:1" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_collector_waits_for_an_unreachable_server_and_stops_cleanly(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "jetwatch.cli", "collect", "--server", "nats://127.0.0.1:1",
+                             "--connect-timeout", "1s", "--db", str(tmp_path / "jw.duckdb")],
+                            stderr=subprocess.PIPE, text=True)
+    line = ""
+    while "Retrying in 5s" not in line:
+        line = proc.stderr.readline()
+        assert line, "collector exited early"
+    assert "could not connect to NATS at nats://127.0.0.1:1" in line
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
