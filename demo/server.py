@@ -51,6 +51,7 @@ class NatsServer:
     cluster_port: int | None = None
     routes: list[int] = field(default_factory=list)
     log_path: Path | None = None
+    extra_args: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -70,7 +71,7 @@ class NatsServer:
         if self.cluster_name:
             cmd += ["--cluster_name", self.cluster_name, "--cluster", f"nats://127.0.0.1:{self.cluster_port}",
                     "--routes", ",".join(f"nats://127.0.0.1:{p}" for p in self.routes)]
-        return cmd
+        return cmd + self.extra_args
 
     def start(self, timeout: float = 15.0) -> "NatsServer":
         if not self.port:

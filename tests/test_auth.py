@@ -1,0 +1,69 @@
+"""Connecting as the nats CLI does: credentials by flag, environment and context, against a real
+server that requires them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from demo.server import NatsServer
+from store.database import Store
+from tests.helpers import rows, wait_until
+
+
+@pytest.fixture(scope="module")
+def auth_server(tmp_path_factory):
+    server = NatsServer(store_dir=tmp_path_factory.mktemp("auth") / "js",
+                        extra_args=["--user", "jw", "--pass", "s3cret"]).start()
+    yield server
+    server.stop()
+
+
+def _collect(args: list[str], env: dict[str, str], db: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "jetwatch.cli", "collect", "--db", db, "--interval", "0.5s",
+                             "--connect-timeout", "2s", *args], env=env, stderr=subprocess.PIPE, text=True)
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")}, **extra}
+
+
+def test_user_and_password_from_flags_and_environment(auth_server, tmp_path):
+    db = str(tmp_path / "a.duckdb")
+    proc = _collect(["--server", auth_server.url, "--user", "jw"], _clean_env(JETWATCH_PASSWORD="s3cret"), db)
+    try:
+        store = Store(db)
+        wait_until(lambda: store.exists() and rows(store, "SELECT count(*) FROM collector_status")[0][0] == 1,
+                   timeout=30, message="a cycle with user/password")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+
+
+def test_credentials_from_a_nats_context(auth_server, tmp_path):
+    ctx = tmp_path / "cfg" / "nats" / "context"
+    ctx.mkdir(parents=True)
+    (ctx / "lab.json").write_text(json.dumps({"url": auth_server.url, "user": "jw", "password": "s3cret"}))
+    db = str(tmp_path / "c.duckdb")
+    proc = _collect(["--context", "lab"], _clean_env(XDG_CONFIG_HOME=str(tmp_path / "cfg")), db)
+    try:
+        store = Store(db)
+        wait_until(lambda: store.exists() and rows(store, "SELECT count(*) FROM collector_status")[0][0] == 1,
+                   timeout=30, message="a cycle with the context's credentials")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+
+
+def test_wrong_credentials_are_reported_in_words(auth_server, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "jetwatch.cli", "resume", "S", "C", "--yes", "--server",
+                           auth_server.url, "--user", "jw", "--password", "wrong", "--connect-timeout", "2s"],
+                          capture_output=True, text=True, timeout=60, env=_clean_env())
+    assert done.returncode == 1
+    assert f"could not connect to NATS at {auth_server.url}" in done.stderr
+    assert "Check --server and the credentials" in done.stderr

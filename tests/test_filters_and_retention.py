@@ -1,0 +1,60 @@
+"""Which streams are watched, and what retention removes."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from collectors.filters import NameFilter
+from pipeline.load import load
+from store.database import Store
+from tests.helpers import rows
+
+CASES = [
+    ("ORDERS", "c", NameFilter(), True),
+    ("JETWATCH_ADVISORIES", "c", NameFilter(), False),
+    ("KV_config", "c", NameFilter(), False),
+    ("OBJ_files", "c", NameFilter(), False),
+    ("KV_config", "c", NameFilter(show_internal=True), True),
+    ("ORDERS", "c", NameFilter(include_streams=("ORD*",)), True),
+    ("EVENTS", "c", NameFilter(include_streams=("ORD*",)), False),
+    ("ORDERS", "c", NameFilter(exclude_streams=("ORDERS",)), False),
+    ("ORDERS", "billing", NameFilter(include_consumers=("bill*",)), True),
+    ("ORDERS", "audit", NameFilter(include_consumers=("bill*",)), False),
+    ("ORDERS", "tmp-1", NameFilter(exclude_consumers=("tmp-*",)), False),
+    ("weird-name_1", "c-1", NameFilter(include_streams=("weird-name_1",)), True),
+]
+
+
+@pytest.mark.parametrize("stream,consumer,f,watched", [c for c in CASES], ids=[f"{c[0]}/{c[1]}" for c in CASES])
+def test_name_filter(stream, consumer, f, watched):
+    assert (f.stream_ok(stream) and f.consumer_ok(consumer)) is watched
+
+
+def test_retention_removes_raw_samples_only_once_an_hourly_rollup_covers_them(tmp_path):
+    store = Store(tmp_path / "r.duckdb")
+    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    old = [now - dt.timedelta(days=d) for d in (10, 9, 8)]
+
+    def seed(con):
+        for ts in old:
+            con.execute("INSERT INTO samples (ts, account, stream, consumer) VALUES (?, '$G', 'S', 'C')", [ts])
+        con.execute("INSERT INTO advisories VALUES ('a1', ?, ?, 'nak', 's', '$G', 'S', 'C', NULL, NULL, NULL, '{}')",
+                    [now - dt.timedelta(days=100), now])
+        con.execute("INSERT INTO audit VALUES (?, 'ana', 'cli', 'unpin', '$G', 'S', 'C', 'jobs', '{}', 'ok', '{}')",
+                    [now - dt.timedelta(days=400)])
+
+    store.write(seed)
+    empty = tmp_path / "no-output"
+    retention = {"samples": now - dt.timedelta(days=7), "events": now - dt.timedelta(days=90)}
+    load(store, empty, now - dt.timedelta(hours=1), now, retention)
+    assert rows(store, "SELECT count(*) FROM samples") == [(3,)], "no rollup yet: nothing may go"
+    assert rows(store, "SELECT count(*) FROM advisories") == [(0,)]
+
+    store.write(lambda con: con.execute(
+        "INSERT INTO rollups (granularity, bucket, account, stream, consumer) VALUES ('1h', ?, '$G', 'S', 'C')",
+        [old[1] + dt.timedelta(hours=1)]))
+    load(store, empty, now - dt.timedelta(hours=1), now, retention)
+    assert [r[0] for r in rows(store, "SELECT ts FROM samples ORDER BY ts")] == [old[2]]
+    assert rows(store, "SELECT count(*) FROM audit") == [(1,)], "audit rows are kept longest"
