@@ -13,22 +13,13 @@ from actions import operations as ops
 from actions.drains import DrainTracker
 from jetwatch.connection import connect
 from jetwatch.jsapi import JetStreamAPI
-from jetwatch.settings import Settings, SettingsError, parse_duration
+from jetwatch.settings import Settings, SettingsError, parse_duration, parse_instant
 from store.database import Store
 
 
-def parse_when(text: str, now: dt.datetime | None = None) -> dt.datetime:
+def parse_when(text: str) -> dt.datetime:
     """An RFC 3339 time, or a duration from now such as 10m."""
-    now = now or ops.utcnow()
-    try:
-        return now + dt.timedelta(seconds=parse_duration(text))
-    except SettingsError:
-        pass
-    try:
-        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise SettingsError(f"'{text}' is neither an RFC 3339 time (2026-11-22T10:00:00Z) nor a duration (10m)") from None
-    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+    return parse_instant(text, ops.utcnow())
 
 
 def audit_store(settings: Settings) -> Store | None:
@@ -55,7 +46,7 @@ def _print_progress(state: str, start: int, in_flight: int | None, elapsed: floa
         sys.stdout.write("\n")
 
 
-async def _act(args: argparse.Namespace, settings: Settings, store: Store | None, actor: str) -> ops.ActionResult:
+async def _act(args: argparse.Namespace, settings: Settings, tracker: DrainTracker | None) -> ops.ActionResult:
     nc = await connect(settings, name=f"jetwatch-{args.command}")
     try:
         api = JetStreamAPI(nc, timeout=settings.request_timeout)
@@ -68,20 +59,13 @@ async def _act(args: argparse.Namespace, settings: Settings, store: Store | None
             return await ops.pause(api, target, parse_when(args.until))
         plan = ops.DrainPlan(args.then_action, parse_duration(args.timeout),
                              parse_when(args.stay_until) if args.stay_until else None)
-        tracker = DrainTracker(store, args.drain_id, actor, target, plan.then) if store and args.drain_id else None
 
         def progress(state: str, start: int, in_flight: int | None, elapsed: float) -> None:
             _print_progress(state, start, in_flight, elapsed)
             if tracker:
                 tracker.progress(state, start, in_flight, elapsed)
 
-        try:
-            result = await ops.drain(api, target, plan, progress)
-        except asyncio.CancelledError:
-            raise
-        if tracker:
-            tracker.finish(result)
-        return result
+        return await ops.drain(api, target, plan, progress)
     finally:
         await nc.drain()
 
@@ -101,14 +85,19 @@ def run_action(args: argparse.Namespace, settings: Settings) -> int:
     store = audit_store(settings)
     params = {k: v for k, v in vars(args).items()
               if k in ("group", "until", "then_action", "timeout", "stay_until", "drain_id") and v is not None}
+    tracker = None
+    if args.command == "drain" and store is not None and args.drain_id:
+        tracker = DrainTracker(store, args.drain_id, actor, ops.Target(None, args.stream, args.consumer), args.then_action)
     try:
-        result = asyncio.run(_act(args, settings, store, actor))
+        result = asyncio.run(_act(args, settings, tracker))
     except KeyboardInterrupt:
         if args.command == "drain":
             print("\ninterrupted: the consumer stays paused until its pause expires by itself "
                   f"(at most the timeout plus a margin). Resume it now with: jetwatch resume {args.stream} {args.consumer}")
         return 130
     ops.record(store, result, actor, "dashboard" if getattr(args, "drain_id", None) else "cli", params)
+    if tracker is not None:
+        tracker.finish(result)  # after the audit row: a drain shown as finished is already audited
     print(f"{result.action} {result.target.describe()}: {result.message}")
     if result.reply is not None:
         print(f"server reply: {result.reply}")

@@ -4,7 +4,6 @@ the baseline of finding each consumer's latest sample by scanning the samples ta
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import statistics
 import tempfile
 import time

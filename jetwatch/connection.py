@@ -6,7 +6,6 @@ import logging
 import ssl
 from typing import Any
 
-import nats
 from nats.aio.client import Client
 
 from jetwatch.settings import Settings

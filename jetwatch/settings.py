@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime as dt
 import json
 import os
 import re
@@ -33,6 +34,21 @@ def parse_duration(text: str | float | int) -> float:
         )
     value, unit = float(m.group(1)), m.group(2) or "s"
     return value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
+
+
+def parse_instant(text: str, now: dt.datetime, backwards: bool = False) -> dt.datetime:
+    """An RFC 3339 time, or a duration from `now` (ahead, or back when `backwards`) such as 10m."""
+    try:
+        seconds = parse_duration(text)
+        return now - dt.timedelta(seconds=seconds) if backwards else now + dt.timedelta(seconds=seconds)
+    except SettingsError:
+        pass
+    try:
+        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise SettingsError(f"'{text}' is neither an RFC 3339 time (2026-11-22T10:00:00Z) nor a duration "
+                            "(10m, 2h)") from None
+    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
 
 
 def parse_size(text: str | int) -> int:

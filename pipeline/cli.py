@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 import sql
-from jetwatch.settings import Settings, SettingsError, parse_duration
+from jetwatch.settings import Settings, parse_instant
 from pipeline.export import export
 from pipeline.load import load
 from store.database import Store
@@ -60,17 +60,7 @@ def code_zip(path: Path) -> Path:
 
 
 def _when(text: str | None, now: dt.datetime, default: dt.datetime) -> dt.datetime:
-    if not text:
-        return default
-    try:
-        return now - dt.timedelta(seconds=parse_duration(text))
-    except SettingsError:
-        pass
-    try:
-        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise SettingsError(f"'{text}' is neither an RFC 3339 time nor a duration such as 2h") from None
-    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+    return parse_instant(text, now, backwards=True) if text else default
 
 
 def iso(t: dt.datetime) -> str:

@@ -8,12 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import nats
 
-from demo.server import NatsServer, free_port
+from demo.server import NatsServer
 from demo.workers import PullWorker
 from jetwatch.jsapi import JetStreamAPI
 from store.database import Store

@@ -13,7 +13,6 @@ from streamlit.testing.v1 import AppTest
 from store import writes
 from store.database import Store
 from tests.conftest import CONSUMER, IDLE_STREAM, STREAM
-from tests.helpers import rows
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
 

@@ -16,7 +16,7 @@ from actions.operations import Target
 from demo.workers import PullWorker
 from jetwatch.jsapi import JetStreamAPI
 from store.database import Store
-from tests.helpers import LoopThread, eventually, make_consumer, make_stream, publish, rows, wait_until
+from tests.helpers import LoopThread, make_consumer, make_stream, publish, rows, wait_until
 from tests.test_dashboard import APP
 
 SECRET = "correct horse"
