@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+import numpy as np
 import pandas as pd
 
 from health.features import KEY, Frame, window_features
@@ -39,137 +40,196 @@ class Finding:
     numbers: dict[str, float | int | str] = field(default_factory=dict)
 
 
-Ctx = Mapping[str, Any]  # features + limits + counts of one consumer
+Ctx = Mapping[str, Any]  # one consumer: features + limits + counts (a row)
+Frame = pd.DataFrame  # many consumers: the same columns
+
+# Each rule is a condition over the feature frame (vectorised: ten thousand consumers at once)
+# and the words and numbers for the consumers it fires on. The conditions below are written with
+# operators that work on a frame's columns and on one row's values alike, so `says` reuses them.
 
 
 def _n(x: Any) -> int:
     return int(round(float(x)))
 
 
-def _limited(x: Any) -> bool:
-    return x is not None and not pd.isna(x) and float(x) > 0
+def _limited(x: Any) -> Any:
+    return pd.to_numeric(x, errors="coerce") > 0 if isinstance(x, pd.Series) else (x is not None and not pd.isna(x) and x > 0)
 
 
-def no_pullers(c: Ctx, th: Thresholds) -> Finding | None:
-    if c["pending_min"] > 0 and c["waiting_max"] == 0 and not c["delivered_moved"]:
-        return Finding("NO_PULLERS", f"{_n(c['pending_last'])} messages pending and no client has "
-                       f"pulled for {c['span_seconds']:.0f}s",
-                       {"pending": _n(c["pending_last"]), "waiting": 0, "seconds": round(c["span_seconds"])})
-    return None
+def _col(f: Frame, name: str, default: Any) -> pd.Series:
+    return f[name] if name in f else pd.Series(default, index=f.index)
 
 
-def stalled(c: Ctx, th: Thresholds) -> Finding | None:
-    if c["ack_pending_min"] > 0 and not c["ack_floor_moved"]:
-        return Finding("STALLED", f"{_n(c['ack_pending_last'])} messages handed out and none acknowledged "
-                       f"for {c['span_seconds']:.0f}s", {"ack_pending": _n(c["ack_pending_last"]),
-                                                        "seconds": round(c["span_seconds"])})
-    return None
+def _no_pullers(f: Frame, th: Thresholds) -> pd.Series:
+    return (f["pending_min"] > 0) & (f["waiting_max"] == 0) & ~f["delivered_moved"].astype(bool)
 
 
-def saturated(c: Ctx, th: Thresholds) -> Finding | None:
+def _no_pullers_says(c: Ctx, th: Thresholds) -> Finding:
+    return Finding("NO_PULLERS", f"{_n(c['pending_last'])} messages pending and no client has pulled for "
+                   f"{c['span_seconds']:.0f}s",
+                   {"pending": _n(c["pending_last"]), "waiting": 0, "seconds": round(c["span_seconds"])})
+
+
+def _stalled(f: Frame, th: Thresholds) -> pd.Series:
+    return (f["ack_pending_min"] > 0) & ~f["ack_floor_moved"].astype(bool)
+
+
+def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
+    return Finding("STALLED", f"{_n(c['ack_pending_last'])} messages handed out and none acknowledged for "
+                   f"{c['span_seconds']:.0f}s", {"ack_pending": _n(c["ack_pending_last"]),
+                                                    "seconds": round(c["span_seconds"])})
+
+
+def _ack_saturated(x: Any, th: Thresholds) -> Any:
+    return _limited(x["max_ack_pending"]) & (x["ack_pending_recent_min"] >= th.saturation_ratio * x["max_ack_pending"])
+
+
+def _waiting_saturated(x: Any, th: Thresholds) -> Any:
+    return x["is_pull"] & _limited(x["max_waiting"]) & (x["waiting_recent_min"] >= th.saturation_ratio * x["max_waiting"])
+
+
+def _saturated(f: Frame, th: Thresholds) -> pd.Series:
+    return _ack_saturated(f, th).fillna(False) | _waiting_saturated(f, th).fillna(False)
+
+
+def _saturated_says(c: Ctx, th: Thresholds) -> Finding:
     parts, numbers = [], {}
-    if _limited(c.get("max_ack_pending")) and c["ack_pending_recent_min"] >= th.saturation_ratio * c["max_ack_pending"]:
+    if _ack_saturated(c, th):
         parts.append(f"{_n(c['ack_pending_last'])} of max_ack_pending {_n(c['max_ack_pending'])} in flight")
         numbers.update(ack_pending=_n(c["ack_pending_last"]), max_ack_pending=_n(c["max_ack_pending"]))
-    if c.get("is_pull", True) and _limited(c.get("max_waiting")) and \
-            c["waiting_recent_min"] >= th.saturation_ratio * c["max_waiting"]:
+    if _waiting_saturated(c, th):
         parts.append(f"{_n(c['waiting_last'])} of max_waiting {_n(c['max_waiting'])} pull requests waiting "
                      "(further pulls get 409 Exceeded MaxWaiting)")
         numbers.update(waiting=_n(c["waiting_last"]), max_waiting=_n(c["max_waiting"]))
-    return Finding("SATURATED", "; ".join(parts), numbers) if parts else None
+    return Finding("SATURATED", "; ".join(parts), numbers)
 
 
-def unpinned(c: Ctx, th: Thresholds) -> Finding | None:
-    if c.get("priority_policy") == "pinned_client" and c["pending_last"] > 0 \
-            and c["nopin_seconds"] > th.unpinned_after_seconds:
-        return Finding("UNPINNED", f"no pinned client for {c['nopin_seconds']:.0f}s with "
-                       f"{_n(c['pending_last'])} messages pending",
-                       {"seconds": round(c["nopin_seconds"]), "pending": _n(c["pending_last"])})
-    return None
+def _unpinned(f: Frame, th: Thresholds) -> pd.Series:
+    return (f["priority_policy"] == "pinned_client") & (f["pending_last"] > 0) & (f["nopin_seconds"] > th.unpinned_after_seconds)
 
 
-def flapping(c: Ctx, th: Thresholds) -> Finding | None:
-    switches = max(int(c.get("pin_switches") or 0), int(c["sample_pin_switches"]))
-    if switches > th.flapping_switches:
-        return Finding("FLAPPING", f"{switches} pin switches in {th.window_seconds / 60:.0f} minutes",
-                       {"switches": switches, "limit": th.flapping_switches})
-    return None
+def _unpinned_says(c: Ctx, th: Thresholds) -> Finding:
+    return Finding("UNPINNED", f"no pinned client for {c['nopin_seconds']:.0f}s with {_n(c['pending_last'])} "
+                   "messages pending", {"seconds": round(c["nopin_seconds"]), "pending": _n(c["pending_last"])})
 
 
-def redelivering(c: Ctx, th: Thresholds) -> Finding | None:
-    deliveries = c["deliveries"]
-    # Δ consumer_seq − Δ stream_seq counts redeliveries only when every stream message is the
-    # consumer's: on a filtered consumer the stream sequence jumps over other subjects.
-    redelivered = 0.0 if c.get("filtered") else max(0.0, deliveries - c["stream_delivered"])
-    redelivered += float(c.get("nak_count") or 0) + float(c.get("max_deliveries_count") or 0)
-    share = redelivered / deliveries if deliveries > 0 else 0.0
-    if deliveries > 0 and share > th.redelivery_share:
-        return Finding("REDELIVERING", f"{share:.0%} of {_n(deliveries)} deliveries were redeliveries",
-                       {"redeliveries": _n(redelivered), "deliveries": _n(deliveries), "share": round(share, 3)})
-    if c["redelivered_last"] > c["redelivered_first"] and c["redelivered_never_falls"]:
-        return Finding("REDELIVERING", f"messages awaiting redelivery rose from {_n(c['redelivered_first'])} "
-                       f"to {_n(c['redelivered_last'])}",
-                       {"redelivered_first": _n(c["redelivered_first"]), "redelivered_last": _n(c["redelivered_last"])})
-    return None
+def _switches(x: Any) -> Any:
+    if isinstance(x, pd.DataFrame):
+        return np.maximum(x["pin_switches"], x["sample_pin_switches"])
+    return max(int(x["pin_switches"]), int(x["sample_pin_switches"]))
 
 
-def lagging(c: Ctx, th: Thresholds) -> Finding | None:
-    if c["pending_slope"] > 0 and c["pending_last"] > c["pending_first"] \
-            and c["pending_rising_share"] >= 0.6 and c["ack_floor_moved"]:
-        return Finding("LAGGING", f"backlog grew from {_n(c['pending_first'])} to {_n(c['pending_last'])} "
-                       f"({c['pending_slope']:.1f}/s) while acks kept coming",
-                       {"pending_first": _n(c["pending_first"]), "pending_last": _n(c["pending_last"]),
-                        "per_second": round(float(c["pending_slope"]), 2)})
-    return None
+def _flapping(f: Frame, th: Thresholds) -> pd.Series:
+    return _switches(f) > th.flapping_switches
 
 
-def paused(c: Ctx, th: Thresholds) -> Finding | None:
-    if c["paused_last"]:
-        return Finding("PAUSED", "the consumer is paused: no deliveries until it resumes", {})
-    return None
+def _flapping_says(c: Ctx, th: Thresholds) -> Finding:
+    n = _switches(c)
+    return Finding("FLAPPING", f"{n} pin switches in {th.window_seconds / 60:.0f} minutes",
+                   {"switches": n, "limit": th.flapping_switches})
+
+
+def _redeliveries(x: Any) -> Any:
+    """Redeliveries in the window. Δ consumer_seq − Δ stream_seq counts them only when every
+    stream message is the consumer's: on a filtered consumer the stream sequence jumps."""
+    from_sequences = np.maximum(0.0, x["deliveries"] - x["stream_delivered"]) * (1 - np.asarray(x["filtered"], dtype=float))
+    return from_sequences + x["nak_count"] + x["max_deliveries_count"]
+
+
+def _share(x: Any) -> Any:
+    deliveries = np.asarray(x["deliveries"], dtype=float)
+    return np.where(deliveries > 0, _redeliveries(x) / np.where(deliveries > 0, deliveries, 1.0), 0.0)
+
+
+def _gauge_rising(x: Any) -> Any:
+    return (x["redelivered_last"] > x["redelivered_first"]) & x["redelivered_never_falls"]
+
+
+def _redelivering(f: Frame, th: Thresholds) -> pd.Series:
+    return pd.Series((f["deliveries"] > 0) & (_share(f) > th.redelivery_share), index=f.index) | _gauge_rising(f).astype(bool)
+
+
+def _redelivering_says(c: Ctx, th: Thresholds) -> Finding:
+    share = float(_share(c))
+    if c["deliveries"] > 0 and share > th.redelivery_share:
+        return Finding("REDELIVERING", f"{share:.0%} of {_n(c['deliveries'])} deliveries were redeliveries",
+                       {"redeliveries": _n(_redeliveries(c)), "deliveries": _n(c["deliveries"]), "share": round(share, 3)})
+    return Finding("REDELIVERING", f"messages awaiting redelivery rose from {_n(c['redelivered_first'])} to "
+                   f"{_n(c['redelivered_last'])}",
+                   {"redelivered_first": _n(c["redelivered_first"]), "redelivered_last": _n(c["redelivered_last"])})
+
+
+def _lagging(f: Frame, th: Thresholds) -> pd.Series:
+    return ((f["pending_slope"] > 0) & (f["pending_last"] > f["pending_first"]) & (f["pending_rising_share"] >= 0.6)
+            & f["ack_floor_moved"].astype(bool))
+
+
+def _lagging_says(c: Ctx, th: Thresholds) -> Finding:
+    return Finding("LAGGING", f"backlog grew from {_n(c['pending_first'])} to {_n(c['pending_last'])} "
+                   f"({c['pending_slope']:.1f}/s) while acks kept coming",
+                   {"pending_first": _n(c["pending_first"]), "pending_last": _n(c["pending_last"]),
+                    "per_second": round(float(c["pending_slope"]), 2)})
+
+
+def _paused(f: Frame, th: Thresholds) -> pd.Series:
+    return f["paused_last"].astype(bool)
+
+
+def _paused_says(c: Ctx, th: Thresholds) -> Finding:
+    return Finding("PAUSED", "the consumer is paused: no deliveries until it resumes", {})
 
 
 @dataclass(frozen=True)
 class Rule:
     verdict: str
-    check: Callable[[Ctx, Thresholds], Finding | None]
+    when: Callable[[Frame, Thresholds], pd.Series]
+    says: Callable[[Ctx, Thresholds], Finding]
     pull_only: bool = False
     suppressed_by_pause: bool = False
 
 
 # Severity order: the first rule that fires gives the verdict.
 RULES: tuple[Rule, ...] = (
-    Rule("NO_PULLERS", no_pullers, pull_only=True, suppressed_by_pause=True),
-    Rule("STALLED", stalled),
-    Rule("SATURATED", saturated),
-    Rule("UNPINNED", unpinned, pull_only=True),
-    Rule("FLAPPING", flapping, pull_only=True),
-    Rule("REDELIVERING", redelivering),
-    Rule("LAGGING", lagging, suppressed_by_pause=True),
-    Rule("PAUSED", paused),
+    Rule("NO_PULLERS", _no_pullers, _no_pullers_says, pull_only=True, suppressed_by_pause=True),
+    Rule("STALLED", _stalled, _stalled_says),
+    Rule("SATURATED", _saturated, _saturated_says),
+    Rule("UNPINNED", _unpinned, _unpinned_says, pull_only=True),
+    Rule("FLAPPING", _flapping, _flapping_says, pull_only=True),
+    Rule("REDELIVERING", _redelivering, _redelivering_says),
+    Rule("LAGGING", _lagging, _lagging_says, suppressed_by_pause=True),
+    Rule("PAUSED", _paused, _paused_says),
 )
 VERDICTS = tuple(r.verdict for r in RULES) + ("OK", "COLLECTING")
 SEVERITY = {v: i for i, v in enumerate(VERDICTS)}
+OK = Finding("OK", "healthy", {})
 
 
-def judge(c: Ctx, th: Thresholds) -> list[Finding]:
-    """All findings for one consumer, most severe first; COLLECTING or OK when none apply."""
-    if c["samples"] < th.min_samples or c["span_seconds"] < th.min_span_seconds:
-        return [Finding("COLLECTING", f"{_n(c['samples'])} samples over {c['span_seconds']:.0f}s; a verdict "
-                        f"needs {th.min_samples} over {th.min_span_seconds:.0f}s",
-                        {"samples": _n(c["samples"]), "seconds": round(c["span_seconds"])})]
-    is_pull = c.get("is_pull")
-    is_pull = True if is_pull is None or pd.isna(is_pull) else bool(is_pull)
-    findings = []
+def _collecting(c: Ctx, th: Thresholds) -> Finding:
+    return Finding("COLLECTING", f"{_n(c['samples'])} samples over {c['span_seconds']:.0f}s; a verdict needs "
+                   f"{th.min_samples} over {th.min_span_seconds:.0f}s",
+                   {"samples": _n(c["samples"]), "seconds": round(c["span_seconds"])})
+
+
+def judge(f: Frame, th: Thresholds) -> list[list[Finding]]:
+    """All findings per consumer (row of `f`), most severe first; COLLECTING or OK when none."""
+    collecting = ((f["samples"] < th.min_samples) | (f["span_seconds"] < th.min_span_seconds)).to_numpy()
+    paused = f["paused_last"].astype(bool).to_numpy()
+    fired = []
     for rule in RULES:
-        if rule.pull_only and not is_pull:
+        mask = rule.when(f, th).fillna(False).astype(bool).to_numpy() & ~collecting
+        if rule.pull_only:
+            mask &= f["is_pull"].to_numpy(dtype=bool)
+        if rule.suppressed_by_pause:
+            mask &= ~paused
+        fired.append(mask)
+    out: list[list[Finding]] = []
+    for i in range(len(f)):
+        if collecting[i]:
+            out.append([_collecting(f.iloc[i], th)])
             continue
-        if rule.suppressed_by_pause and c["paused_last"]:
-            continue
-        found = rule.check(c, th)
-        if found:
-            findings.append(found)
-    return findings or [Finding("OK", "healthy", {})]
+        hits = [rule for rule, mask in zip(RULES, fired) if mask[i]]
+        out.append([rule.says(f.iloc[i], th) for rule in hits] if hits else [OK])
+    return out
 
 
 LIMIT_COLUMNS = ["is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy"]
@@ -190,19 +250,26 @@ def evaluate(samples: Frame, limits: pd.DataFrame | None, thresholds: Thresholds
         feats = feats.merge(limits[KEY + [c for c in LIMIT_COLUMNS if c in limits]], on=KEY, how="left")
     if counts is not None and not counts.empty:
         feats = feats.merge(counts, on=KEY, how="left")
-        present = [c for c in COUNT_COLUMNS if c in feats]
-        feats[present] = feats[present].fillna(0)  # no events in the window for that consumer
-    out = []
-    for c in feats.to_dict("records"):
-        findings = judge(c, thresholds)
-        span = c["span_seconds"] or float("nan")
-        redelivered = float("nan") if c.get("filtered") is True else max(0.0, c["deliveries"] - c["stream_delivered"])
-        out.append({
-            "account": c["account"], "stream": c["stream"], "consumer": c["consumer"],
-            "verdict": findings[0].verdict, "reason": findings[0].reason,
-            "findings": [{"verdict": f.verdict, "reason": f.reason, "numbers": f.numbers} for f in findings],
-            "samples": int(c["samples"]), "last_ts": c["last_ts"],
-            "delivered_per_second": c["deliveries"] / span, "acked_per_second": c["acked"] / span,
-            "redelivered_per_second": redelivered / span,
-        })
-    return pd.DataFrame(out, columns=VERDICT_COLUMNS)
+    for name, default in (("is_pull", True), ("filtered", False), ("max_ack_pending", None),
+                          ("max_waiting", None), ("priority_policy", None)):
+        feats[name] = _col(feats, name, default)
+    feats["is_pull"] = feats["is_pull"].astype(object).where(feats["is_pull"].notna(), True).astype(bool)
+    feats["filtered"] = feats["filtered"].astype(object).where(feats["filtered"].notna(), False).astype(bool)
+    for name in COUNT_COLUMNS:  # no events in the window for a consumer: zero
+        feats[name] = pd.to_numeric(_col(feats, name, 0), errors="coerce").fillna(0)
+    for name in ("max_ack_pending", "max_waiting"):
+        feats[name] = pd.to_numeric(feats[name], errors="coerce")
+    all_findings = judge(feats, thresholds)
+    as_dicts = {id(OK): [{"verdict": "OK", "reason": OK.reason, "numbers": {}}]}  # the common case, shared
+    findings = [as_dicts[id(f[0])] if len(f) == 1 and f[0] is OK else
+                [{"verdict": x.verdict, "reason": x.reason, "numbers": x.numbers} for x in f] for f in all_findings]
+    span = feats["span_seconds"].where(feats["span_seconds"] > 0)
+    redelivered = np.maximum(0.0, feats["deliveries"] - feats["stream_delivered"]).where(~feats["filtered"])
+    out = pd.DataFrame({
+        "account": feats["account"], "stream": feats["stream"], "consumer": feats["consumer"],
+        "verdict": [f[0].verdict for f in all_findings], "reason": [f[0].reason for f in all_findings],
+        "findings": findings, "samples": feats["samples"].astype(int), "last_ts": feats["last_ts"],
+        "delivered_per_second": feats["deliveries"] / span, "acked_per_second": feats["acked"] / span,
+        "redelivered_per_second": redelivered / span,
+    })
+    return out[VERDICT_COLUMNS].reset_index(drop=True)
