@@ -106,5 +106,6 @@ def pin_timeline(sessions: pd.DataFrame, events: pd.DataFrame, title: str = "Pin
     fig.update_layout(
         barmode="overlay", height=max(220, 60 + 34 * len(set(lanes))), title=esc(title),
         xaxis={"type": "date", "title": "time (UTC)"}, yaxis={"categoryorder": "array", "categoryarray": lanes[::-1]},
-        margin={"l": 10, "r": 10, "t": 50, "b": 40}, legend={"orientation": "h"})
+        margin={"l": 10, "r": 10, "t": 80, "b": 40},
+        legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"})
     return fig
