@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal
 
 import sql
+from jetwatch.clock import rfc3339, utcnow
 from jetwatch.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from store.database import Store, StoreError
 
@@ -50,12 +51,8 @@ class ActionResult:
         return "ok" if self.ok else ("refused" if self.details.get("refused") else "error")
 
 
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
 
 
-def rfc3339(t: dt.datetime) -> str:
-    return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def record(store: Store | None, result: ActionResult, actor: str, origin: str, params: dict[str, Any]) -> None:

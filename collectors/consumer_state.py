@@ -21,11 +21,6 @@ SAMPLE_COLUMNS = (
     "paused", "pause_until", "pin_group", "pinned_id", "pinned_ts", "leader",
 )
 
-CONFIG_COLUMNS = (
-    "ts", "account", "stream", "consumer", "created", "config_hash", "is_pull", "filtered",
-    "ack_policy", "max_waiting", "max_ack_pending", "ack_wait_ns", "max_deliver",
-    "priority_policy", "priority_groups", "priority_timeout_ns", "config_json",
-)
 
 
 class MalformedState(ValueError):

@@ -26,6 +26,7 @@ from collectors.consumer_list import ConsumerListCollector
 from collectors.consumer_state import Scope
 from collectors.filters import NameFilter
 from collectors.jsz import JszCollector
+from jetwatch.clock import rfc3339, utcnow
 from jetwatch.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.settings import Settings
 from store import writes
@@ -35,12 +36,8 @@ log = logging.getLogger("jetwatch.collector")
 T = TypeVar("T")
 
 
-def _iso(t: dt.datetime) -> str:
-    return t.isoformat().replace("+00:00", "Z")
 
 
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
 
 
 async def account_scope(nc: Client) -> Scope:
@@ -92,9 +89,9 @@ class Collector:
         self.store_id = await self.write(writes.store_id)
         if self.settings.monitor_url:
             self.sampler: Any = JszCollector(self.settings.monitor_url, self.name_filter,
-                                             lambda: _iso(self.clock()), self.settings.request_timeout)
+                                             lambda: rfc3339(self.clock()), self.settings.request_timeout)
         else:
-            self.sampler = ConsumerListCollector(self.api, self.scope, self.name_filter, lambda: _iso(self.clock()))
+            self.sampler = ConsumerListCollector(self.api, self.scope, self.name_filter, lambda: rfc3339(self.clock()))
         self.sampler.known_hashes = known
         self.capture = await self._open_capture()
 
@@ -172,7 +169,7 @@ class Collector:
         rows, rejects = [], []
         for subject, data in fetched.messages:
             try:
-                row = parse_advisory(subject, data, self.scope.account, _iso(now))
+                row = parse_advisory(subject, data, self.scope.account, rfc3339(now))
             except MalformedAdvisory as exc:
                 rejects.append((subject, str(exc), data.decode("utf-8", "replace")[:10000]))
                 continue

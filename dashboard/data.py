@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from jetwatch.clock import utcnow
 from health.rules import SEVERITY, Thresholds, evaluate
 from store.database import Store, StoreMissing
 
@@ -19,8 +20,6 @@ KEY = ["account", "stream", "consumer"]
 RAW_RANGE_LIMIT = dt.timedelta(hours=6)  # longer ranges read rollups when the pipeline made them
 
 
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
 
 
 @dataclass

@@ -113,10 +113,6 @@ class NatsServer:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(5)
 
-    def restart(self) -> "NatsServer":
-        self.stop()
-        return self.start()
-
 
 def cluster(base_dir: Path, size: int = 3, name: str = "jw") -> list[NatsServer]:
     """`size` routed servers on loopback, not yet started."""

@@ -14,7 +14,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from health.features import KEY, Frame, window_features
+from health.features import KEY, window_features
+from health.features import Frame as Samples
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,7 @@ VERDICT_COLUMNS = KEY + ["verdict", "reason", "findings", "samples", "last_ts", 
                          "acked_per_second", "redelivered_per_second"]
 
 
-def evaluate(samples: Frame, limits: pd.DataFrame | None, thresholds: Thresholds,
+def evaluate(samples: Samples, limits: pd.DataFrame | None, thresholds: Thresholds,
              counts: pd.DataFrame | None = None) -> pd.DataFrame:
     """Verdicts for every consumer in `samples` (one window): the one entry point for both
     the dashboard and the pipeline. `limits` has KEY + LIMIT_COLUMNS; `counts` has KEY +

@@ -17,10 +17,6 @@ from nats.aio.client import Client
 ERR_CONSUMER_NOT_FOUND = 10014
 ERR_STREAM_NOT_FOUND = 10059
 ERR_GROUP_NOT_IN_CONFIG = 10160
-ERR_BAD_GROUP_NAME = 10162
-ERR_STREAM_NAME_IN_USE = 10058
-ERR_NOT_ENABLED = 10039
-ERR_NO_PERMISSION = -1  # not a server code: a NATS permissions violation on the API subject
 
 _NAME_FORBIDDEN = re.compile(r"[\s.*>]")
 _GROUP = re.compile(r"^[a-zA-Z0-9/_=-]{1,16}$")
@@ -46,10 +42,6 @@ class StreamNotFound(JetStreamAPIError):
 
 
 class GroupNotInConfig(JetStreamAPIError):
-    pass
-
-
-class NoPermission(JetStreamAPIError):
     pass
 
 

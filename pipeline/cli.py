@@ -17,6 +17,7 @@ import zipfile
 from pathlib import Path
 
 import sql
+from jetwatch.clock import rfc3339
 from jetwatch.settings import Settings, parse_instant
 from pipeline.export import export
 from pipeline.load import load
@@ -63,8 +64,6 @@ def _when(text: str | None, now: dt.datetime, default: dt.datetime) -> dt.dateti
     return parse_instant(text, now, backwards=True) if text else default
 
 
-def iso(t: dt.datetime) -> str:
-    return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def submit_command(settings: Settings, samples: Path, run_input: Path, output: Path, py_files: Path,
@@ -74,7 +73,7 @@ def submit_command(settings: Settings, samples: Path, run_input: Path, output: P
         cmd += ["--conf", f"{k}={v}"]
     return cmd + [
         str(JOB), "--samples", samples.resolve().as_uri(), "--input", run_input.resolve().as_uri(),
-        "--output", output.resolve().as_uri(), "--since", iso(since), "--until", iso(until),
+        "--output", output.resolve().as_uri(), "--since", rfc3339(since), "--until", rfc3339(until),
         "--window", str(settings.health_window), "--min-samples", str(settings.health_min_samples),
         "--min-span", str(settings.health_min_span), "--saturation-ratio", str(settings.saturation_ratio),
         "--unpinned-after", str(settings.unpinned_after), "--flapping-switches", str(settings.flapping_switches),

@@ -9,7 +9,6 @@ longer than `lock_timeout`, and then the error says who to look for.
 
 from __future__ import annotations
 
-import datetime as dt
 import random
 import threading
 import time
@@ -20,6 +19,7 @@ import duckdb
 import pandas as pd
 
 import sql
+from jetwatch.clock import utcnow
 
 T = TypeVar("T")
 
@@ -151,6 +151,3 @@ class Store:
         return self.read(lambda con: [con.sql(t, params=p).to_arrow_table() if n in arrow else con.execute(t, p).df()
                                       for n, t, p in texts])
 
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
