@@ -226,3 +226,41 @@ def test_cli_reports_server_errors_in_words(nats_server, db_path, run):
         assert audit == [("resume", "error")]
 
     run(scenario())
+
+
+def test_cli_drain_interrupted_says_what_state_it_left(nats_server, uid, run):
+    stream = f"{uid}_CTRLC"
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.w"])
+        await make_consumer(api, stream, "c", ack_wait=60 * 10**9)
+        w = PullWorker(nc, stream, "c", name="holder", batch=5)
+        w.acking = False
+        w.start()
+        await publish(nc, f"{uid}.w", 2)
+        await eventually(lambda: w.stats.received == 2, message="work in flight")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "jetwatch.cli", "drain", stream, "c", "--timeout", "60s", "--yes",
+            "--server", nats_server.url, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            env={k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")})
+        seen = b""
+        while b"draining: 2 of 2 in flight" not in seen:
+            chunk = await asyncio.wait_for(proc.stdout.read(200), 30)
+            assert chunk, seen
+            seen += chunk
+        proc.send_signal(2)  # Ctrl-C
+        rest, _ = await asyncio.wait_for(proc.communicate(), 30)
+        text = (seen + rest).decode()
+        assert proc.returncode == 130
+        assert "interrupted: the consumer stays paused until its pause expires by itself" in text
+        assert f"jetwatch resume {stream} c" in text
+        info = await api.consumer_info(stream, "c")
+        assert info["paused"] is True  # as the message says, and the pause has an end
+        assert info["config"]["pause_until"]
+        await api.pause(stream, "c", None)
+        await w.stop()
+        await nc.close()
+
+    run(scenario())
