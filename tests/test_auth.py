@@ -67,3 +67,40 @@ def test_wrong_credentials_are_reported_in_words(auth_server, tmp_path):
     assert done.returncode == 1
     assert f"could not connect to NATS at {auth_server.url}" in done.stderr
     assert "Check --server and the credentials" in done.stderr
+
+
+def test_tls_with_a_ca_file(tmp_path):
+    import trustme
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    ca_pem, cert_pem, key_pem = tmp_path / "ca.pem", tmp_path / "server.pem", tmp_path / "server.key"
+    ca.cert_pem.write_to_path(str(ca_pem))
+    cert.cert_chain_pems[0].write_to_path(str(cert_pem))
+    cert.private_key_pem.write_to_path(str(key_pem))
+    server = NatsServer(store_dir=tmp_path / "js", extra_args=["--tls", "--tlscert", str(cert_pem),
+                                                                "--tlskey", str(key_pem)]).start()
+    db = str(tmp_path / "t.duckdb")
+    proc = _collect(["--server", f"tls://127.0.0.1:{server.port}", "--tls-ca", str(ca_pem)], _clean_env(), db)
+    try:
+        store = Store(db)
+        wait_until(lambda: store.exists() and rows(store, "SELECT count(*) FROM collector_status")[0][0] == 1,
+                   timeout=30, message="a cycle over TLS")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        server.stop()
+
+
+def test_token_from_the_environment(tmp_path):
+    server = NatsServer(store_dir=tmp_path / "js", extra_args=["--auth", "t0ken"]).start()
+    db = str(tmp_path / "k.duckdb")
+    proc = _collect(["--server", server.url], _clean_env(JETWATCH_TOKEN="t0ken"), db)
+    try:
+        store = Store(db)
+        wait_until(lambda: store.exists() and rows(store, "SELECT count(*) FROM collector_status")[0][0] == 1,
+                   timeout=30, message="a cycle with a token")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        server.stop()
