@@ -258,3 +258,46 @@ def test_jsz_mode_reads_every_consumer_from_the_monitoring_endpoint(nats_server,
         await nc.close()
 
     run(scenario())
+
+
+def test_a_store_locked_for_longer_than_the_timeout_loses_nothing(nats_server, db_path, uid, run, tmp_path):
+    stream, consumer = f"{uid}_LOCK", "w"
+    store = Store(db_path)
+    holder = tmp_path / "hold.py"
+    holder.write_text("import duckdb, sys, time\n"
+                      "c = duckdb.connect(sys.argv[1])\n"
+                      "print('held', flush=True)\n"
+                      "sys.stdin.readline()\n"
+                      "c.close()\n")
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.work"])
+        await make_consumer(api, stream, consumer, "pinned_client", timeout_s=30)
+        proc = collector_process(nats_server.url, db_path, stream, "--lock-timeout", "1s")
+        try:
+            await eventually(lambda: store.exists() and rows(store, "SELECT count(*) FROM collector_status")[0][0] > 0,
+                             message="collector running")
+            lock = await asyncio.create_subprocess_exec(sys.executable, str(holder), db_path,
+                                                        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+            assert (await lock.stdout.readline()).strip() == b"held"
+            for _ in range(20):
+                await api.unpin(stream, consumer, "jobs")  # advisories while nobody can write the store
+            # Longer than the lock timeout: the collector's writes fail, it says so and goes on.
+            line = b""
+            while b"stayed locked by another process" not in line:
+                line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 30)
+                assert line, "collector exited"
+            lock.stdin.write(b"\n")
+            await lock.wait()
+            await eventually(lambda: rows(store, "SELECT count(*) FROM advisories WHERE stream = ?", [stream])[0][0] == 20,
+                             timeout=60, message="every advisory stored once the lock is gone")
+            assert proc.poll() is None
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        await nc.close()
+
+    run(scenario())

@@ -176,3 +176,24 @@ def test_audit_page_lists_actions(tmp_path, app_env):
     log = frame(at, "actor")
     assert list(log["actor"]) == ["ana"]
     assert isinstance(log, pd.DataFrame)
+
+
+def test_a_store_held_too_long_is_an_error_in_words_not_a_traceback(filled_db, app_env, tmp_path):
+    import subprocess
+    import sys
+
+    db = str(tmp_path / "held.duckdb")
+    Store(db).migrate()
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
+                               "print('held', flush=True); sys.stdin.readline()", db],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        app_env(db, lock_timeout="0.3s")
+        for page in (None, "views/consumer.py", "views/pins.py", "views/audit.py"):
+            at = run_app(page)
+            assert any("stayed locked by another process" in e.value for e in at.error), page
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(10)

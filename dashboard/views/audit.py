@@ -5,10 +5,15 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data, ui
+from store.database import StoreError
 
 s = ui.settings()
 st.title("Audit")
-log = data.audit(ui.store(s))
+try:
+    log = data.audit(ui.store(s))
+except StoreError as exc:  # held by another process for longer than --lock-timeout
+    st.error(str(exc))
+    st.stop()
 if log.empty:
     st.info("No operator actions recorded yet.")
 else:

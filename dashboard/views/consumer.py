@@ -11,7 +11,7 @@ import datetime as dt
 
 from actions.operations import THEN_CHOICES, Target
 from dashboard import charts, data, operator, ui
-from store.database import StoreMissing
+from store.database import StoreError, StoreMissing
 
 s = ui.settings()
 store = ui.store(s)
@@ -23,6 +23,9 @@ try:
     latest = store.query("fleet_latest")
 except StoreMissing as exc:
     st.info(str(exc))
+    st.stop()
+except StoreError as exc:  # held by another process for longer than --lock-timeout
+    st.error(str(exc))
     st.stop()
 
 if latest.empty:

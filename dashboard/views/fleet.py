@@ -7,6 +7,7 @@ import streamlit as st
 
 from actions.operations import Target
 from dashboard import data, operator, ui
+from store.database import StoreError
 
 s = ui.settings()
 store = ui.store(s)
@@ -19,7 +20,11 @@ operator.show_result()
 @st.fragment(run_every=s.refresh)
 def live() -> None:
     now = data.utcnow()
-    view = ui.fleet(s.db, s.lock_timeout, ui.thresholds(s))
+    try:
+        view = ui.fleet(s.db, s.lock_timeout, ui.thresholds(s))
+    except StoreError as exc:  # held by another process for longer than --lock-timeout
+        st.error(str(exc))
+        return
     ui.collector_panel(view.collector, now)
     warning = data.staleness(view, now, s.stale_after)
     as_of = view.as_of.strftime("%Y-%m-%d %H:%M:%S UTC") if view.as_of else "no data yet"

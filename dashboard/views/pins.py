@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, ui
+from store.database import StoreError
 
 s = ui.settings()
 st.title("Pins")
@@ -16,7 +17,11 @@ with c1:
 reasons = c2.multiselect("Unpin reason", ["timeout", "admin", "inferred"], key="pins_reason")
 search = c3.text_input("Consumer or stream", key="pins_search")
 
-history = ui.pin_history(s.db, s.lock_timeout, since, until, ui.thresholds(s))
+try:
+    history = ui.pin_history(s.db, s.lock_timeout, since, until, ui.thresholds(s))
+except StoreError as exc:  # held by another process for longer than --lock-timeout
+    st.error(str(exc))
+    st.stop()
 events, sessions, summary = history.events, history.sessions, history.summary
 
 
