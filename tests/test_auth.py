@@ -29,35 +29,33 @@ def _collect(args: list[str], env: dict[str, str], db: str) -> subprocess.Popen[
                              "--connect-timeout", "2s", *args], env=env, stderr=subprocess.PIPE, text=True)
 
 
+def _collects_one_cycle(args: list[str], env: dict[str, str], db: str, what: str) -> None:
+    """A real collector process completes a cycle with these connection options, then stops cleanly."""
+    proc = _collect(args, env, db)
+    try:
+        store = Store(db)
+        wait_until(lambda: store.exists() and rows(store, "SELECT count(*) FROM collector_status")[0][0] == 1,
+                   timeout=30, message=f"a cycle {what}")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+
+
 def _clean_env(**extra: str) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")}, **extra}
 
 
 def test_user_and_password_from_flags_and_environment(auth_server, tmp_path):
-    db = str(tmp_path / "a.duckdb")
-    proc = _collect(["--server", auth_server.url, "--user", "jw"], _clean_env(JETWATCH_PASSWORD="s3cret"), db)
-    try:
-        store = Store(db)
-        wait_until(lambda: store.exists() and rows(store, "SELECT count(*) FROM collector_status")[0][0] == 1,
-                   timeout=30, message="a cycle with user/password")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
+    _collects_one_cycle(["--server", auth_server.url, "--user", "jw"], _clean_env(JETWATCH_PASSWORD="s3cret"),
+                        str(tmp_path / "a.duckdb"), "with user/password")
 
 
 def test_credentials_from_a_nats_context(auth_server, tmp_path):
     ctx = tmp_path / "cfg" / "nats" / "context"
     ctx.mkdir(parents=True)
     (ctx / "lab.json").write_text(json.dumps({"url": auth_server.url, "user": "jw", "password": "s3cret"}))
-    db = str(tmp_path / "c.duckdb")
-    proc = _collect(["--context", "lab"], _clean_env(XDG_CONFIG_HOME=str(tmp_path / "cfg")), db)
-    try:
-        store = Store(db)
-        wait_until(lambda: store.exists() and rows(store, "SELECT count(*) FROM collector_status")[0][0] == 1,
-                   timeout=30, message="a cycle with the context's credentials")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
+    _collects_one_cycle(["--context", "lab"], _clean_env(XDG_CONFIG_HOME=str(tmp_path / "cfg")),
+                        str(tmp_path / "c.duckdb"), "with the context's credentials")
 
 
 def test_wrong_credentials_are_reported_in_words(auth_server, tmp_path):
@@ -80,27 +78,17 @@ def test_tls_with_a_ca_file(tmp_path):
     cert.private_key_pem.write_to_path(str(key_pem))
     server = NatsServer(store_dir=tmp_path / "js", extra_args=["--tls", "--tlscert", str(cert_pem),
                                                                 "--tlskey", str(key_pem)]).start()
-    db = str(tmp_path / "t.duckdb")
-    proc = _collect(["--server", f"tls://127.0.0.1:{server.port}", "--tls-ca", str(ca_pem)], _clean_env(), db)
     try:
-        store = Store(db)
-        wait_until(lambda: store.exists() and rows(store, "SELECT count(*) FROM collector_status")[0][0] == 1,
-                   timeout=30, message="a cycle over TLS")
+        _collects_one_cycle(["--server", f"tls://127.0.0.1:{server.port}", "--tls-ca", str(ca_pem)], _clean_env(),
+                            str(tmp_path / "t.duckdb"), "over TLS")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
         server.stop()
 
 
 def test_token_from_the_environment(tmp_path):
     server = NatsServer(store_dir=tmp_path / "js", extra_args=["--auth", "t0ken"]).start()
-    db = str(tmp_path / "k.duckdb")
-    proc = _collect(["--server", server.url], _clean_env(JETWATCH_TOKEN="t0ken"), db)
     try:
-        store = Store(db)
-        wait_until(lambda: store.exists() and rows(store, "SELECT count(*) FROM collector_status")[0][0] == 1,
-                   timeout=30, message="a cycle with a token")
+        _collects_one_cycle(["--server", server.url], _clean_env(JETWATCH_TOKEN="t0ken"), str(tmp_path / "k.duckdb"),
+                            "with a token")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
         server.stop()
