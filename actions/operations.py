@@ -51,10 +51,6 @@ class ActionResult:
         return "ok" if self.ok else ("refused" if self.details.get("refused") else "error")
 
 
-
-
-
-
 def record(store: Store | None, result: ActionResult, actor: str, origin: str, params: dict[str, Any]) -> None:
     """The audit row. A store that stays locked is reported, never allowed to undo the action."""
     if store is None:

@@ -22,7 +22,6 @@ SAMPLE_COLUMNS = (
 )
 
 
-
 class MalformedState(ValueError):
     """A consumer entry lacks what every server sends (stream_name, name, config)."""
 

@@ -36,10 +36,6 @@ log = logging.getLogger("jetwatch.collector")
 T = TypeVar("T")
 
 
-
-
-
-
 async def account_scope(nc: Client) -> Scope:
     """Which account and server this connection sees, from the server itself."""
     account = "$G"

@@ -20,8 +20,6 @@ KEY = ["account", "stream", "consumer"]
 RAW_RANGE_LIMIT = dt.timedelta(hours=6)  # longer ranges read rollups when the pipeline made them
 
 
-
-
 @dataclass
 class Fleet:
     consumers: pd.DataFrame  # one row per consumer: live state, limits, verdict, rates

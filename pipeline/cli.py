@@ -64,8 +64,6 @@ def _when(text: str | None, now: dt.datetime, default: dt.datetime) -> dt.dateti
     return parse_instant(text, now, backwards=True) if text else default
 
 
-
-
 def submit_command(settings: Settings, samples: Path, run_input: Path, output: Path, py_files: Path,
                    since: dt.datetime, until: dt.datetime) -> list[str]:
     cmd = [spark_submit(), "--master", settings.spark_master or "local[*]", "--py-files", str(py_files)]

@@ -150,4 +150,3 @@ class Store:
         texts = [(name, sql.query(name), params) for name, params in calls]
         return self.read(lambda con: [con.sql(t, params=p).to_arrow_table() if n in arrow else con.execute(t, p).df()
                                       for n, t, p in texts])
-
