@@ -265,7 +265,13 @@ def test_a_store_locked_for_longer_than_the_timeout_loses_nothing(nats_server, d
     store = Store(db_path)
     holder = tmp_path / "hold.py"
     holder.write_text("import duckdb, sys, time\n"
-                      "c = duckdb.connect(sys.argv[1])\n"
+                      "end = time.monotonic() + 30\n"
+                      "while True:\n"  # the collector holds the file now and then: take a turn
+                      "    try:\n"
+                      "        c = duckdb.connect(sys.argv[1]); break\n"
+                      "    except duckdb.IOException:\n"
+                      "        if time.monotonic() > end: raise\n"
+                      "        time.sleep(0.01)\n"
                       "print('held', flush=True)\n"
                       "sys.stdin.readline()\n"
                       "c.close()\n")
