@@ -43,7 +43,9 @@ class DrainTracker:
 
     def progress(self, state: str, start: int, now_pending: int | None, elapsed: float) -> None:
         self.start_pending = start
-        if state == "draining" and time.monotonic() - self._last < self.every_s:
+        if state != "draining":
+            return  # the end state is written by finish(), after the audit row
+        if time.monotonic() - self._last < self.every_s:
             return
         self._last = time.monotonic()
         self._write(state, now_pending, f"{elapsed:.1f}s")
