@@ -111,8 +111,9 @@ def test_up_says_what_is_missing_and_runs_the_parts_that_can_run(tmp_path):
     port = busy.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "jetwatch.cli", "up", "--server", "nats://127.0.0.1:1", "--data-dir", str(tmp_path),
-         "--port", str(port), "--no-pipeline"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")})
+         "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_") and k != "JAVA_HOME"},
+             "PATH": str(tmp_path / "no-java-here")})  # everything jetwatch starts runs from its own Python
     lines: list[str] = []
     try:
         while not any("Ctrl-C stops everything" in line for line in lines):
@@ -122,6 +123,7 @@ def test_up_says_what_is_missing_and_runs_the_parts_that_can_run(tmp_path):
         text = "".join(lines)
         assert "cannot reach NATS at nats://127.0.0.1:1: check the URL and that the server runs" in text
         assert f"no dashboard: port {port} on 127.0.0.1 is already in use" in text
+        assert "no pipeline: Java was not found. Install a Java 17 runtime" in text
         wait_until(lambda: "could not connect to NATS" in (tmp_path / "logs" / "collector.log").read_text(),
                    timeout=30, message="the collector saying it waits for the server")
         assert proc.poll() is None
