@@ -14,15 +14,13 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-import sql
 from store.database import Store
 
 SAMPLE_PARTITIONING = ds.partitioning(pa.schema([("date", pa.string()), ("hour", pa.int32())]), flavor="hive")
 
 
 def _arrow(store: Store, name: str, params: dict) -> pa.Table:
-    text = sql.query(name)
-    return store.read(lambda con: con.sql(text, params=params).to_arrow_table())
+    return store.queries([(name, params)], arrow=(name,))[0]
 
 
 def _write_one(table: pa.Table, directory: Path) -> None:

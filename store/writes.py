@@ -28,6 +28,10 @@ def _table(columns: dict[str, list[Any]], types: dict[str, pa.DataType]) -> pa.T
                      for name, values in columns.items()})
 
 
+def _rows_table(rows: list[dict[str, Any]], types: dict[str, pa.DataType]) -> pa.Table:
+    return _table({k: [r[k] for r in rows] for k in rows[0]}, types)
+
+
 def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: dict[str, list[Any]]) -> None:
     """Append a cycle's samples and make them the current state of the accounts sampled."""
     con.register("batch", _table(samples, _SAMPLE_TYPES))
@@ -41,8 +45,7 @@ def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: 
 def write_configs(con: duckdb.DuckDBPyConnection, configs: list[dict[str, Any]]) -> None:
     if not configs:
         return
-    columns = {k: [c[k] for c in configs] for k in configs[0]}
-    con.register("configs", _table(columns, _CONFIG_TYPES))
+    con.register("configs", _rows_table(configs, _CONFIG_TYPES))
     con.execute(sql.query("insert_configs"))
     con.unregister("configs")
 
@@ -50,8 +53,7 @@ def write_configs(con: duckdb.DuckDBPyConnection, configs: list[dict[str, Any]])
 def write_advisories(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
-    columns = {k: [r[k] for r in rows] for k in rows[0]}
-    con.register("advisory_batch", _table(columns, {}))
+    con.register("advisory_batch", _rows_table(rows, {}))
     con.execute(sql.query("insert_advisories"))
     con.unregister("advisory_batch")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
@@ -62,6 +63,12 @@ async def make_consumer(api: JetStreamAPI, stream: str, name: str, policy: str |
 async def publish(nc: Any, subject: str, count: int) -> None:
     for i in range(count):
         await nc.request(subject, str(i).encode(), timeout=5)
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without JETWATCH_* settings, plus `extra`: what a child
+    jetwatch process sees when a test means to set its options explicitly."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")}, **extra}
 
 
 def collector_settings(server_url: str, db: str, streams: tuple[str, ...] = (), **extra: Any) -> Settings:

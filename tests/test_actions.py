@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import os
 import sys
 
 import nats
@@ -13,14 +12,14 @@ from actions import operations as ops
 from demo.workers import PullWorker
 from jetwatch.jsapi import JetStreamAPI
 from store.database import Store
-from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
+from tests.helpers import clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
 
 
 async def cli(*args: str, db: str | None = None) -> tuple[int, str]:
     cmd = [sys.executable, "-m", "jetwatch.cli", *args] + (["--db", db] if db else [])
     proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
                                                 stdin=asyncio.subprocess.DEVNULL,
-                                                env={k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")})
+                                                env=clean_env())
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
     return proc.returncode or 0, out.decode()
 
@@ -244,7 +243,7 @@ def test_cli_drain_interrupted_says_what_state_it_left(nats_server, uid, run):
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "jetwatch.cli", "drain", stream, "c", "--timeout", "60s", "--yes",
             "--server", nats_server.url, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            env={k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")})
+            env=clean_env())
         seen = b""
         while b"draining: 2 of 2 in flight" not in seen:
             chunk = await asyncio.wait_for(proc.stdout.read(200), 30)

@@ -4,7 +4,6 @@ server that requires them."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import pytest
 
 from demo.server import NatsServer
 from store.database import Store
-from tests.helpers import rows, wait_until
+from tests.helpers import clean_env, rows, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +40,8 @@ def _collects_one_cycle(args: list[str], env: dict[str, str], db: str, what: str
         assert proc.wait(30) == 0
 
 
-def _clean_env(**extra: str) -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")}, **extra}
-
-
 def test_user_and_password_from_flags_and_environment(auth_server, tmp_path):
-    _collects_one_cycle(["--server", auth_server.url, "--user", "jw"], _clean_env(JETWATCH_PASSWORD="s3cret"),
+    _collects_one_cycle(["--server", auth_server.url, "--user", "jw"], clean_env(JETWATCH_PASSWORD="s3cret"),
                         str(tmp_path / "a.duckdb"), "with user/password")
 
 
@@ -54,14 +49,14 @@ def test_credentials_from_a_nats_context(auth_server, tmp_path):
     ctx = tmp_path / "cfg" / "nats" / "context"
     ctx.mkdir(parents=True)
     (ctx / "lab.json").write_text(json.dumps({"url": auth_server.url, "user": "jw", "password": "s3cret"}))
-    _collects_one_cycle(["--context", "lab"], _clean_env(XDG_CONFIG_HOME=str(tmp_path / "cfg")),
+    _collects_one_cycle(["--context", "lab"], clean_env(XDG_CONFIG_HOME=str(tmp_path / "cfg")),
                         str(tmp_path / "c.duckdb"), "with the context's credentials")
 
 
 def test_wrong_credentials_are_reported_in_words(auth_server, tmp_path):
     done = subprocess.run([sys.executable, "-m", "jetwatch.cli", "resume", "S", "C", "--yes", "--server",
                            auth_server.url, "--user", "jw", "--password", "wrong", "--connect-timeout", "2s"],
-                          capture_output=True, text=True, timeout=60, env=_clean_env())
+                          capture_output=True, text=True, timeout=60, env=clean_env())
     assert done.returncode == 1
     assert f"could not connect to NATS at {auth_server.url}" in done.stderr
     assert "Check --server and the credentials" in done.stderr
@@ -79,7 +74,7 @@ def test_tls_with_a_ca_file(tmp_path):
     server = NatsServer(store_dir=tmp_path / "js", extra_args=["--tls", "--tlscert", str(cert_pem),
                                                                 "--tlskey", str(key_pem)]).start()
     try:
-        _collects_one_cycle(["--server", f"tls://127.0.0.1:{server.port}", "--tls-ca", str(ca_pem)], _clean_env(),
+        _collects_one_cycle(["--server", f"tls://127.0.0.1:{server.port}", "--tls-ca", str(ca_pem)], clean_env(),
                             str(tmp_path / "t.duckdb"), "over TLS")
     finally:
         server.stop()
@@ -88,7 +83,7 @@ def test_tls_with_a_ca_file(tmp_path):
 def test_token_from_the_environment(tmp_path):
     server = NatsServer(store_dir=tmp_path / "js", extra_args=["--auth", "t0ken"]).start()
     try:
-        _collects_one_cycle(["--server", server.url], _clean_env(JETWATCH_TOKEN="t0ken"), str(tmp_path / "k.duckdb"),
+        _collects_one_cycle(["--server", server.url], clean_env(JETWATCH_TOKEN="t0ken"), str(tmp_path / "k.duckdb"),
                             "with a token")
     finally:
         server.stop()

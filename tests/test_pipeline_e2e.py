@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 from demo.server import free_port
 from store.database import Store
 from tests.conftest import CONSUMER, STREAM
-from tests.helpers import rows, wait_until
+from tests.helpers import clean_env, rows, wait_until
 from tests.test_dashboard import APP, frame
 
 pytestmark = pytest.mark.spark
@@ -27,10 +27,9 @@ SESSIONS = "SELECT pinned_id, start_ts, end_ts, end_reason FROM pin_sessions WHE
 
 
 def pipeline(db: str, data: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")}
     return subprocess.run([sys.executable, "-m", "jetwatch.cli", "pipeline", "run", "--db", db, "--data-dir", str(data),
                            "--since", "2h", "--health-min-span", "1s", *extra],
-                          capture_output=True, text=True, env=env, timeout=600)
+                          capture_output=True, text=True, env=clean_env(), timeout=600)
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from demo.server import free_port
 from store.database import Store
-from tests.helpers import wait_until
+from tests.helpers import clean_env, wait_until
 from tests.test_browser import CHROMIUM_ARGS, SHOTS, _http_ok
 from tests.test_dashboard import APP, frame
 
@@ -50,8 +49,7 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
     proc = subprocess.Popen(
         [sys.executable, "-m", "jetwatch.cli", "up", "--data-dir", str(data), "--port", str(port),
          "--health-min-span", "5s", "--no-pipeline"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={k: v for k, v in os.environ.items()
-                                                              if not k.startswith("JETWATCH_")})
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=clean_env())
     children: list[int] = []
     try:
         base = f"http://127.0.0.1:{port}"
@@ -112,7 +110,7 @@ def test_up_says_what_is_missing_and_runs_the_parts_that_can_run(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "jetwatch.cli", "up", "--server", "nats://127.0.0.1:1", "--data-dir", str(tmp_path),
          "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_") and k != "JAVA_HOME"},
+        env={**{k: v for k, v in clean_env().items() if k != "JAVA_HOME"},
              "PATH": str(tmp_path / "no-java-here")})  # everything jetwatch starts runs from its own Python
     lines: list[str] = []
     try:
