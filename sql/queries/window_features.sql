@@ -19,24 +19,24 @@ lagged AS (
     FROM base
     WINDOW w AS (PARTITION BY k ORDER BY t ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)
 ),
-since_reset AS (
+per_consumer AS (
     -- A consumer recreated under the same name starts its sequences over (a reset): only the
-    -- samples since its latest reset count.
-    SELECT *, coalesce(max(CASE WHEN dcs < p_dcs OR (created IS NOT NULL AND p_created IS NOT NULL
-                                                       AND created <> p_created) THEN t END)
-                         OVER (PARTITION BY k), -1e18) AS reset_t
+    -- samples since its latest reset count. The trailing no-pin run follows the last sample that
+    -- had a pin or nothing pending (a break before the reset leaves every later sample in it).
+    SELECT k,
+           coalesce(max(t) FILTER (WHERE dcs < p_dcs OR (created IS NOT NULL AND p_created IS NOT NULL
+                                                         AND created <> p_created)), -1e18) AS reset_t,
+           max(t) FILTER (WHERE NOT (pinned_id IS NULL AND pending > 0)) AS last_break_t
     FROM lagged
+    GROUP BY k
 ),
 stepped AS (
-    SELECT *,
+    SELECT l.*, c.last_break_t,
            CASE WHEN t > reset_t THEN pending - p_pending END AS d_pending,
            CASE WHEN t > reset_t THEN redelivered - p_redelivered END AS d_redelivered,
            CASE WHEN t > reset_t THEN p_pinned END AS prev_pinned,
-           (pinned_id IS NULL AND pending > 0) AS nopin,
-           -- the last sample that had a pin or nothing pending: the trailing no-pin run follows it
-           max(CASE WHEN NOT (pinned_id IS NULL AND pending > 0) THEN t END)
-             OVER (PARTITION BY k) AS last_break_t
-    FROM since_reset
+           (pinned_id IS NULL AND pending > 0) AS nopin
+    FROM lagged l JOIN per_consumer c USING (k)
     WHERE t >= reset_t
 )
 SELECT account, stream, consumer,
