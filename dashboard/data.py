@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from jetwatch.clock import utcnow
-from health.rules import SEVERITY, Thresholds, evaluate
+from health.rules import SEVERITY, Thresholds, evaluate_features
 from store.database import Store, StoreMissing
 
 KEY = ["account", "stream", "consumer"]
@@ -40,16 +40,16 @@ def fleet(store: Store, thresholds: Thresholds, now: dt.datetime | None = None) 
     now = now or utcnow()
     since = now - dt.timedelta(seconds=thresholds.window_seconds)
     try:
-        latest, window, counts, collector = store.queries([
-            ("fleet_latest", {}), ("window_samples", {"since": since}),
+        latest, features, counts, collector = store.queries([
+            ("fleet_latest", {}), ("window_features", {}),
             ("window_event_counts", {"since": since}), ("collector_health", {}),
-        ], arrow=("window_samples",))
+        ], stage=[("set_window_since", {"since": since}), ("stage_window_samples", {})])
     except StoreMissing:
         return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), pd.DataFrame(), None, store_exists=False)
     if latest.empty:
         return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), collector, None)
     limits = latest[KEY + ["is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy"]]
-    verdicts = evaluate(window, limits, thresholds, counts)
+    verdicts = evaluate_features(features, limits, thresholds, counts)
     out = latest.merge(verdicts.drop(columns=["last_ts", "samples"]), on=KEY, how="left")
     out["verdict"] = out["verdict"].fillna("COLLECTING")
     out["reason"] = out["reason"].fillna("no samples in the window yet")

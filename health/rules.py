@@ -244,7 +244,13 @@ def evaluate(samples: Samples, limits: pd.DataFrame | None, thresholds: Threshol
     """Verdicts for every consumer in `samples` (one window): the one entry point for both
     the dashboard and the pipeline. `limits` has KEY + LIMIT_COLUMNS; `counts` has KEY +
     some of COUNT_COLUMNS (events in the window)."""
-    feats = window_features(samples)
+    return evaluate_features(window_features(samples), limits, thresholds, counts)
+
+
+def evaluate_features(feats: pd.DataFrame, limits: pd.DataFrame | None, thresholds: Thresholds,
+                      counts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Verdicts from window features already computed (the dashboard runs window_features.sql
+    inside the store, next to the samples); `evaluate` is this after window_features."""
     if feats.empty:
         return pd.DataFrame(columns=VERDICT_COLUMNS)
     if limits is not None and not limits.empty:

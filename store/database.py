@@ -144,9 +144,18 @@ class Store:
         return self.read(lambda con: con.execute(text, params).df())
 
     def queries(self, calls: Sequence[tuple[str, Sequence[Any] | dict[str, Any]]],
-                arrow: Sequence[str] = ()) -> list[Any]:
+                arrow: Sequence[str] = (),
+                stage: Sequence[tuple[str, Sequence[Any] | dict[str, Any]]] = ()) -> list[Any]:
         """Several named queries on one connection: one page's worth of reads. Those named in
-        `arrow` come back as Arrow tables (large inputs to more SQL: no pandas objects made)."""
+        `arrow` come back as Arrow tables (large inputs to more SQL: no pandas objects made).
+        `stage` runs first and returns nothing: temp views and variables the calls read."""
+        staged = [(sql.query(name), params) for name, params in stage]
         texts = [(name, sql.query(name), params) for name, params in calls]
-        return self.read(lambda con: [con.sql(t, params=p).to_arrow_table() if n in arrow else con.execute(t, p).df()
-                                      for n, t, p in texts])
+
+        def run(con: duckdb.DuckDBPyConnection) -> list[Any]:
+            for text, params in staged:
+                con.execute(text, params)
+            return [con.sql(t, params=p).to_arrow_table() if n in arrow else con.execute(t, p).df()
+                    for n, t, p in texts]
+
+        return self.read(run)
