@@ -148,37 +148,59 @@ SESSION_COLUMNS = KEY + ["group_name", "pinned_id", "start_ts", "end_ts", "durat
 
 
 def sessions_from_events(events: pd.DataFrame, until: dt.datetime) -> pd.DataFrame:
-    """Pin sessions from ordered pin events, for the live view between pipeline runs.
+    """Pin sessions from pin events, for the live view between pipeline runs.
 
-    A pin lasts until the next event of its consumer (an unpin, or another pin when the unpin
-    was never seen); a pin still open ends at `until` with end_reason 'still pinned'.
+    The same rules as the pipeline's `pin_sessions` (a property test holds them together): a
+    pin ends at its consumer's next event (an unpin, with its reason or 'inferred'; another pin
+    with no unpin seen, 'inferred'; the consumer's deletion; or nothing yet: 'still pinned' at
+    `until`), and an unpin with no pin before it is a session with an unknown start. At one
+    instant a deletion comes first, then an unpin, then a pin.
     """
     if events.empty:
         return pd.DataFrame(columns=SESSION_COLUMNS)
     ev = events.copy()
     ev["ts"] = pd.to_datetime(ev["ts"], utc=True)
-    ev["_order"] = (ev["event"] == "pinned").astype(int)
-    ev = ev.sort_values(KEY + ["ts", "_order"]).drop_duplicates(KEY + ["event", "pinned_id", "ts"])
-    grp = ev.groupby(KEY, sort=False)
-    ev["next_ts"] = grp["ts"].shift(-1)
-    ev["next_event"] = grp["event"].shift(-1)
-    ev["next_reason"] = grp["reason"].shift(-1)
-    ev["next_source"] = grp["source"].shift(-1)
+    ev["_order"] = ev["event"].map({"deleted": 0, "unpinned": 1}).fillna(2).astype(int)
+    ev = ev.drop_duplicates(["ts", *KEY, "event", "pinned_id", "reason", "source"])
+    ev = ev.sort_values([*KEY, "ts", "_order", "pinned_id", "source", "reason"], na_position="first")
+    grp = ev.groupby(KEY, sort=False, dropna=False)
+    ev["prev_event"] = grp["event"].shift(1)
+    for col in ("event", "ts", "reason", "source"):
+        ev[f"next_{col}"] = grp[col].shift(-1)
     pins = ev[ev["event"] == "pinned"].copy()
-    end_reason = np.select(
-        [pins["next_event"].isna(),
+    pins["end_reason"] = np.select(
+        [pins["next_event"].isna(), pins["next_event"] == "deleted",
          (pins["next_event"] == "unpinned") & (pins["next_source"] == "inferred"),
-         pins["next_event"] == "unpinned",
-         pins["next_event"] == "pinned"],
-        ["still pinned", "inferred", pins["next_reason"].fillna("unknown").astype(str), "inferred"],
-        default="unknown")
-    pins["end_reason"] = end_reason
+         pins["next_event"] == "unpinned"],
+        ["still pinned", "consumer deleted", "inferred", pins["next_reason"].fillna("unknown").astype(str)],
+        default="inferred")
     pins["start_ts"] = pins["ts"]
     pins["end_ts"] = pins["next_ts"].fillna(pd.Timestamp(until))
-    pins["duration_seconds"] = (pins["end_ts"] - pins["start_ts"]).dt.total_seconds()
-    pins["next_pin_ts"] = pins.groupby(KEY, sort=False)["start_ts"].shift(-1)
-    pins["gap_seconds"] = (pins["next_pin_ts"] - pins["end_ts"]).dt.total_seconds().clip(lower=0)
-    return pins[SESSION_COLUMNS].reset_index(drop=True)
+    orphans = ev[(ev["event"] == "unpinned") & (ev["prev_event"] != "pinned")].copy()
+    orphans["pinned_id"] = None
+    orphans["start_ts"] = pd.NaT
+    orphans["end_ts"] = orphans["ts"]
+    orphans["end_reason"] = np.where(orphans["source"] == "inferred", "inferred",
+                                     orphans["reason"].fillna("unknown").astype(str))
+    cols = [*KEY, "group_name", "pinned_id", "start_ts", "end_ts", "end_reason"]
+    out = pd.concat([pins[cols], orphans[cols]], ignore_index=True)
+    out["start_ts"] = pd.to_datetime(out["start_ts"], utc=True)
+    out["end_ts"] = pd.to_datetime(out["end_ts"], utc=True)
+    out["duration_seconds"] = (out["end_ts"] - out["start_ts"]).dt.total_seconds()
+    out = out.sort_values([*KEY, "end_ts", "start_ts", "end_reason", "pinned_id"], na_position="first")
+    next_start = out.groupby(KEY, sort=False, dropna=False)["start_ts"].shift(-1)
+    out["gap_seconds"] = (next_start - out["end_ts"]).dt.total_seconds().clip(lower=0)
+    return out[SESSION_COLUMNS].reset_index(drop=True)
+
+
+def pin_switches(events: pd.DataFrame) -> pd.DataFrame:
+    """The pins and unpins among pin history rows (deletions only end sessions)."""
+    return events[events["event"] != "deleted"] if not events.empty else events
+
+
+def drawn_sessions(sessions: pd.DataFrame) -> pd.DataFrame:
+    """The sessions a timeline can draw: those with a known start."""
+    return sessions[sessions["start_ts"].notna()] if not sessions.empty else sessions
 
 
 def pin_summary(sessions: pd.DataFrame, events: pd.DataFrame, nopin: pd.DataFrame,
@@ -244,6 +266,8 @@ def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds
         return PinHistory(pd.DataFrame(), empty, pd.DataFrame(), "no store yet")
     live = sessions_from_events(events, until)
     sessions, source = merge_sessions(piped, live)
+    sessions = drawn_sessions(sessions)
+    events = pin_switches(events)
     in_range = events[pd.to_datetime(events["ts"], utc=True) >= pd.Timestamp(since)] if not events.empty else events
     hours = (until - since).total_seconds() / 3600
     per_hour = thresholds.flapping_switches / (thresholds.window_seconds / 3600)

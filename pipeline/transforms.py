@@ -44,7 +44,9 @@ def pin_sessions(events: DataFrame, as_of: str) -> DataFrame:
     session with an unknown start, so the unpin still counts.
     """
     event_order = F.when(F.col("event") == "deleted", 0).when(F.col("event") == "unpinned", 1).otherwise(2)
-    by_time = Window.partitionBy(*CONSUMER).orderBy("ts", "event_order")
+    # Ties broken on every column, so a rerun orders equal timestamps the same way.
+    by_time = Window.partitionBy(*CONSUMER).orderBy("ts", "event_order", F.col("pinned_id").asc_nulls_first(),
+                                                    F.col("source").asc_nulls_first(), F.col("reason").asc_nulls_first())
     ordered = (
         events.select("ts", *CONSUMER, "group_name", "event", "pinned_id", "reason", "source")
         .dropDuplicates(["ts", *CONSUMER, "event", "pinned_id", "reason", "source"])
@@ -76,7 +78,8 @@ def pin_sessions(events: DataFrame, as_of: str) -> DataFrame:
              F.coalesce(F.when(F.col("source") == "inferred", F.lit("inferred")), F.col("reason"),
                         F.lit("unknown")).alias("end_reason"))
     sessions = pins.unionByName(orphans)
-    next_pin = Window.partitionBy(*CONSUMER).orderBy(F.col("end_ts"), F.col("start_ts").asc_nulls_first())
+    next_pin = Window.partitionBy(*CONSUMER).orderBy(F.col("end_ts"), F.col("start_ts").asc_nulls_first(),
+                                                     "end_reason", F.col("pinned_id").asc_nulls_first())
     return sessions.select(
         *CONSUMER, "group_name", "pinned_id", "start_ts", "end_ts",
         _seconds(F.col("end_ts"), F.col("start_ts")).alias("duration_seconds"),

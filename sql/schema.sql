@@ -230,6 +230,16 @@ SELECT ts, account, stream, consumer, group_name, event,
        NULL AS reason, 'inferred' AS source
 FROM inferred_pin_events;
 
+-- Everything that starts or ends a pin session: the pin events and each consumer's deletion.
+CREATE OR REPLACE VIEW pin_session_events AS
+SELECT ts, account, stream, consumer, group_name, event, pinned_id, reason, source
+FROM pin_events
+UNION ALL
+SELECT ts, account, stream, consumer, NULL AS group_name, 'deleted' AS event, NULL AS pinned_id,
+       NULL AS reason, 'advisory' AS source
+FROM advisories
+WHERE kind = 'consumer_action' AND json_extract_string(raw, '$.action') = 'delete';
+
 -- One row per consumer seen in the latest cycle: newest sample and current limits.
 CREATE OR REPLACE VIEW consumer_latest AS
 SELECT c.*,

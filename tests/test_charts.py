@@ -32,7 +32,9 @@ SESSION_CASES = [
     ("pin followed by pin with no unpin seen", [ev(0, "pinned", "a"), ev(50, "pinned", "b")],
      [("a", 0, 50, "inferred", 0.0), ("b", 50, 100, "still pinned", None)]),
     ("unpin whose pin predates collection", [ev(10, "unpinned", reason="timeout"), ev(12, "pinned", "b")],
-     [("b", 12, 100, "still pinned", None)]),
+     [(None, None, 10, "timeout", 2.0), ("b", 12, 100, "still pinned", None)]),
+    ("consumer deleted and recreated", [ev(0, "pinned", "a"), ev(60, "deleted"), ev(70, "pinned", "z")],
+     [("a", 0, 60, "consumer deleted", 10.0), ("z", 70, 100, "still pinned", None)]),
     ("out of order and duplicated events", [ev(30, "unpinned", reason="timeout"), ev(0, "pinned", "a"),
                                             ev(0, "pinned", "a")],
      [("a", 0, 30, "timeout", None)]),
@@ -42,7 +44,8 @@ SESSION_CASES = [
 @pytest.mark.parametrize("events,expected", [c[1:] for c in SESSION_CASES], ids=[c[0] for c in SESSION_CASES])
 def test_sessions_from_events(events, expected):
     got = sessions_from_events(pd.DataFrame(events), UNTIL)
-    rows = [(r.pinned_id, (r.start_ts - T0).total_seconds(), (r.end_ts - T0).total_seconds(), r.end_reason,
+    rows = [(r.pinned_id, None if pd.isna(r.start_ts) else (r.start_ts - T0).total_seconds(),
+             (r.end_ts - T0).total_seconds(), r.end_reason,
              None if pd.isna(r.gap_seconds) else r.gap_seconds) for r in got.itertuples()]
     assert rows == expected
 

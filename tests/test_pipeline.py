@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from dashboard.data import SESSION_COLUMNS, sessions_from_events
 from health.rules import Thresholds, evaluate
 from pipeline.transforms import pin_sessions, rollups, verdict_history
 
@@ -108,6 +109,48 @@ def test_pin_sessions_are_kept_per_consumer(spark):
     events = [ev(0, "pinned", "a"), ev(5, "pinned", "x", consumer="D"), ev(10, "unpinned", reason="admin")]
     out = {r.consumer: r.end_reason for r in pin_sessions(spark.createDataFrame(events, EVENT_SCHEMA), AS_OF).collect()}
     assert out == {"C": "admin", "D": "still pinned"}
+
+
+@st.composite
+def pin_history(draw, consumer: str):
+    """A consumer's pin events as the store may hold them: ties, duplicates, out of order,
+    inferred events, deletions, unpins with no pin before them."""
+    events = []
+    for _ in range(draw(st.integers(0, 10))):
+        when = draw(st.integers(0, 40))
+        kind = draw(st.sampled_from(["pinned", "pinned", "unpinned", "unpinned", "deleted"]))
+        source = "advisory" if kind == "deleted" else draw(st.sampled_from(["advisory", "inferred"]))
+        pin = draw(st.sampled_from(["a", "b", "c"])) if kind == "pinned" else None
+        reason = draw(st.sampled_from(["admin", "timeout", None])) if kind == "unpinned" and source == "advisory" else None
+        events.append(ev(when, kind, pin, reason, source, consumer))
+    repeats = draw(st.lists(st.sampled_from(events), max_size=2)) if events else []
+    return events + repeats
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(st.tuples(*[pin_history(f"c{i}") for i in range(6)]))
+def test_live_pin_sessions_equal_the_pipelines_on_generated_histories(spark, histories):
+    """The Pins page sessionises recent events itself (pandas) between pipeline runs: both must
+    give the same sessions for the same events."""
+    events = [e for history in histories for e in history]
+    piped = pin_sessions(spark.createDataFrame(events, EVENT_SCHEMA), AS_OF).toPandas()
+    columns = [f.name for f in EVENT_SCHEMA]
+    live = sessions_from_events(pd.DataFrame(events, columns=columns).assign(ts=lambda f: pd.to_datetime(f["ts"], utc=True)),
+                                dt.datetime.fromisoformat(AS_OF.replace("Z", "+00:00")))
+    order = ["consumer", "end_ts", "start_ts", "end_reason", "pinned_id"]
+
+    def tidy(frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame[SESSION_COLUMNS].copy()
+        for col in ("start_ts", "end_ts"):
+            frame[col] = pd.to_datetime(frame[col], utc=True)  # Spark gives naive UTC times
+        frame["pinned_id"] = frame["pinned_id"].astype(object).where(frame["pinned_id"].notna(), None)
+        frame["group_name"] = frame["group_name"].astype(object).where(frame["group_name"].notna(), None)
+        for col in ("duration_seconds", "gap_seconds"):
+            frame[col] = pd.to_numeric(frame[col]).astype(float).round(6)
+        return frame.sort_values(order, na_position="first").reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(tidy(live), tidy(piped), check_dtype=False)
 
 
 def sample(seconds, pending=0, ack=0, waiting=1, dcs=0, dss=None, afc=0, afs=0, redelivered=0, consumer="C",

@@ -110,8 +110,8 @@ st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait), key="
 if detail.source == "raw samples":
     st.plotly_chart(charts.consumer_rates(data.rates(detail.samples), "Rates from sequence deltas"),
                     key="consumer_rates")
-sessions = data.sessions_from_events(detail.pins, until)
-st.plotly_chart(charts.pin_timeline(sessions, detail.pins, "Pin timeline"), key="consumer_pins")
+sessions = data.drawn_sessions(data.sessions_from_events(detail.pins, until))
+st.plotly_chart(charts.pin_timeline(sessions, data.pin_switches(detail.pins), "Pin timeline"), key="consumer_pins")
 
 st.markdown("#### Configuration")
 if detail.configs.empty:
