@@ -25,7 +25,7 @@ from collectors.advisories import (
 from collectors.consumer_list import ConsumerListCollector
 from collectors.consumer_state import Scope
 from collectors.filters import NameFilter
-from collectors.jsz import JszCollector
+from collectors.jsz import HttpJsz, JszCollector, SystemJsz
 from jetwatch.clock import rfc3339, utcnow
 from jetwatch.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.settings import Settings
@@ -54,9 +54,10 @@ async def account_scope(nc: Client) -> Scope:
 
 class Collector:
     def __init__(self, settings: Settings, nc: Client, store: Store,
-                 clock: Callable[[], dt.datetime] = utcnow):
+                 clock: Callable[[], dt.datetime] = utcnow, system_nc: Client | None = None):
         self.settings = settings
         self.nc = nc
+        self.system_nc = system_nc  # a system-account connection: sample through PING.JSZ
         self.store = store
         self.clock = clock
         self.api = JetStreamAPI(nc, timeout=settings.request_timeout)
@@ -83,9 +84,13 @@ class Collector:
         self.scope = await account_scope(self.nc)
         known = await self.write(writes.latest_config_hashes)
         self.store_id = await self.write(writes.store_id)
-        if self.settings.monitor_url:
-            self.sampler: Any = JszCollector(self.settings.monitor_url, self.name_filter,
-                                             lambda: rfc3339(self.clock()), self.settings.request_timeout)
+        stamp = lambda: rfc3339(self.clock())  # noqa: E731
+        if self.system_nc is not None:
+            self.sampler: Any = JszCollector(SystemJsz(self.system_nc, self.settings.request_timeout),
+                                             self.name_filter, stamp)
+        elif self.settings.monitor_url:
+            self.sampler = JszCollector(HttpJsz(self.settings.monitor_url, self.settings.request_timeout),
+                                        self.name_filter, stamp)
         else:
             self.sampler = ConsumerListCollector(self.api, self.scope, self.name_filter, lambda: rfc3339(self.clock()))
         self.sampler.known_hashes = known
@@ -142,11 +147,15 @@ class Collector:
         self.cycles += 1
         return batch.consumers
 
+    @property
+    def sample_mode(self) -> str:
+        return "system_jsz" if self.system_nc is not None else "jsz" if self.settings.monitor_url else "consumer_list"
+
     def _status(self, now: dt.datetime, seconds: float, streams: int, consumers: int) -> dict[str, Any]:
         return {
             "collector": self.name, "started_at": self.started_at, "last_cycle_at": now,
             "cycle_seconds": seconds, "streams": streams, "consumers": consumers,
-            "sample_mode": "jsz" if self.settings.monitor_url else "consumer_list",
+            "sample_mode": self.sample_mode,
             "capture_mode": self.capture.mode if self.capture else None,
             "capture_pending": self.capture_pending, "capture_caught_up": self.caught_up,
             "last_event_at": self.last_event_at,

@@ -108,13 +108,22 @@ async def _collect(settings: Settings) -> None:
                 return
             except asyncio.TimeoutError:
                 continue
+    system_nc = None
+    if settings.system is not None:
+        try:
+            system_nc = await connect(settings.system, name="jetwatch-collector-system")
+        except ConnectError as exc:
+            await nc.drain()
+            raise UserError(f"{exc} (the system-account connection of --system-context "
+                            f"{settings.system_context})") from None
     store = Store(settings.db, lock_timeout=settings.lock_timeout)
     log.info("collecting from %s into %s every %.1fs", settings.server, settings.db, settings.interval)
     try:
-        await Collector(settings, nc, store).run(stop)
+        await Collector(settings, nc, store, system_nc=system_nc).run(stop)
     finally:
-        if not nc.is_closed:
-            await nc.drain()
+        for conn in (nc, system_nc):
+            if conn is not None and not conn.is_closed:
+                await conn.drain()
     log.info("collector stopped; everything received is stored")
 
 

@@ -119,6 +119,7 @@ SETTINGS: tuple[Setting, ...] = (
     # collection
     Setting("interval", 5.0, "Seconds between samples of consumer state.", parse_duration, "collect"),
     Setting("monitor_url", (), "HTTP monitoring URL(s) of every server, comma separated: samples via /jsz instead of CONSUMER.LIST.", parse_list, "collect"),
+    Setting("system_context", None, "Name of a `nats` CLI context for a system-account user: samples every account via `$SYS.REQ.SERVER.PING.JSZ` instead of CONSUMER.LIST.", str, "collect"),
     Setting("capture_stream", "JETWATCH_ADVISORIES", "Name of the JetStream stream that captures consumer advisories durably.", str, "collect"),
     Setting("capture_max_age", 7 * 86400.0, "Longest time the capture stream keeps an advisory.", parse_duration, "collect"),
     Setting("capture_max_bytes", 256 << 20, "Largest size of the capture stream.", parse_size, "collect"),
@@ -157,6 +158,7 @@ class Settings:
     """Resolved settings; pass it down, never read the environment elsewhere."""
 
     values: Mapping[str, Any] = field(default_factory=dict)
+    system: "Settings | None" = None  # the system-account connection, from --system-context
 
     def __getattr__(self, name: str) -> Any:
         if name in _BY_NAME:
@@ -222,7 +224,15 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
             values[setting.name] = _parse(setting, env[setting.env], "environment variable")
     for name, raw in flags.items():
         values[name] = _parse(_BY_NAME[name], raw, "flag")
-    return Settings(values)
+    system = None
+    if values.get("system_context") and values.get("monitor_url"):
+        raise SettingsError("--monitor-url and --system-context both say how to sample consumers: give one of them")
+    if values.get("system_context"):
+        # Only the connection: the server and timeouts unless the context names its own server.
+        shared = {k: values[k] for k in ("server", "connect_timeout", "request_timeout") if k in values}
+        found = read_context(values["system_context"], env)
+        system = Settings({**shared, **{k: _parse(_BY_NAME[k], raw, "context") for k, raw in found.items()}})
+    return Settings(values, system)
 
 
 def _shown(setting: Setting) -> str:

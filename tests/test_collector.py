@@ -310,3 +310,47 @@ def test_a_store_locked_for_longer_than_the_timeout_loses_nothing(nats_server, d
         await nc.close()
 
     run(scenario())
+
+
+def test_system_account_jsz_mode_samples_every_account_in_one_request(tmp_path, db_path, run):
+    """With a system-account context, one PING.JSZ covers every account; the account's own
+    connection still captures its advisories."""
+    conf = tmp_path / "accounts.conf"
+    conf.write_text("accounts {\n"
+                    "  APP: { jetstream: enabled, users: [{user: app, password: app-pw}] }\n"
+                    "  BILLING: { jetstream: enabled, users: [{user: billing, password: billing-pw}] }\n"
+                    "  SYS: { users: [{user: ops, password: ops-pw}] }\n"
+                    "}\nsystem_account: SYS\n")
+    server = NatsServer(store_dir=tmp_path / "js", extra_args=["-c", str(conf)]).start()
+    contexts = tmp_path / "cfg" / "nats" / "context"
+    contexts.mkdir(parents=True)
+    (contexts / "ops.json").write_text(json.dumps({"user": "ops", "password": "ops-pw"}))
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        for user, stream in (("app", "ORDERS"), ("billing", "INVOICES")):
+            nc = await nats.connect(server.url, user=user, password=f"{user}-pw")
+            api = JetStreamAPI(nc)
+            await make_stream(api, stream, [f"{stream.lower()}.>"])
+            await make_consumer(api, stream, "worker", "pinned_client", timeout_s=30)
+            await publish(nc, f"{stream.lower()}.x", 3)
+            await nc.close()
+
+    run(scenario())
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "collect", "--server", server.url, "--user", "app",
+         "--password", "app-pw", "--system-context", "ops", "--db", db_path, "--interval", "0.5s"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        latest = "SELECT account, stream, consumer, num_pending, priority_policy FROM consumer_latest ORDER BY account"
+        wait_until(lambda: store.exists() and len(rows(store, latest)) == 2, timeout=30,
+                   message="consumers of both accounts sampled")
+        assert rows(store, latest) == [("APP", "ORDERS", "worker", 3, "pinned_client"),
+                                       ("BILLING", "INVOICES", "worker", 3, "pinned_client")]
+        assert rows(store, "SELECT sample_mode, capture_mode FROM collector_status") == [("system_jsz", "durable")]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+        server.stop()
+    assert proc.returncode == 0, out.decode()[-3000:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
 import subprocess
@@ -79,3 +80,21 @@ def test_a_collector_waits_for_an_unreachable_server_and_stops_cleanly(tmp_path)
     assert "could not connect to NATS at nats://127.0.0.1:1" in line
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 0
+
+
+def test_two_ways_of_sampling_at_once_is_refused_in_words(tmp_path):
+    ctx = tmp_path / "nats" / "context"
+    ctx.mkdir(parents=True)
+    (ctx / "ops.json").write_text('{"user": "ops", "password": "pw"}')
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "JETWATCH_MONITOR_URL": "http://127.0.0.1:8222"}
+    with pytest.raises(SettingsError, match="give one of them"):
+        resolve(argparse.Namespace(system_context="ops"), env)
+
+
+def test_system_context_gives_a_second_connection_on_the_same_server(tmp_path):
+    ctx = tmp_path / "nats" / "context"
+    ctx.mkdir(parents=True)
+    (ctx / "ops.json").write_text('{"user": "ops", "password": "pw"}')
+    s = resolve(argparse.Namespace(system_context="ops", server="nats://10.0.0.1:4222", user="app"),
+                {"XDG_CONFIG_HOME": str(tmp_path)})
+    assert (s.user, s.system.server, s.system.user, s.system.password) == ("app", "nats://10.0.0.1:4222", "ops", "pw")
