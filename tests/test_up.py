@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from demo.server import free_port
 from store.database import Store
-from tests.helpers import clean_env, wait_until
+from tests.helpers import clean_env, rows, wait_until
 from tests.test_browser import CHROMIUM_ARGS, SHOTS, _http_ok
 from tests.test_dashboard import APP, frame
 
@@ -48,14 +48,14 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
     data = tmp_path / "data"
     proc = subprocess.Popen(
         [sys.executable, "-m", "jetwatch.cli", "up", "--data-dir", str(data), "--port", str(port),
-         "--health-min-span", "5s", "--no-pipeline"],
+         "--health-min-span", "5s", "--pipeline-every", "30s"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=clean_env())
     children: list[int] = []
     try:
         base = f"http://127.0.0.1:{port}"
         wait_until(lambda: _http_ok(base + "/_stcore/health"), timeout=90, message="the dashboard")
         children = _children(proc.pid)
-        assert len(children) >= 4, children  # nats-server, collector, demo, dashboard
+        assert len(children) >= 4, children  # nats-server, collector, demo, dashboard (and the pipeline's runs)
         store = Store(data / "jetwatch.duckdb")
         wait_until(lambda: store.exists() and set(store.query("pin_events_range", {
             "since": "2000-01-01", "until": "2100-01-01"}).query("event == 'unpinned'")["reason"]) >= {"timeout", "admin"},
@@ -72,6 +72,12 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
         at.switch_page("views/pins.py").run()
         events = frame(at, "event")
         assert set(events.query("event == 'unpinned'")["reason"].dropna()) >= {"timeout", "admin"}
+
+        # The scheduled pipeline (first run 30 s in) loads sessions and verdicts for the pages.
+        wait_until(lambda: not (run := store.query("pipeline_last_run")).empty and run["outcome"][0] == "ok",
+                   timeout=240, interval=1.0, message="a scheduled pipeline run, finished ok")
+        assert rows(store, "SELECT count(*) FROM pin_sessions")[0][0] > 0
+        assert rows(store, "SELECT count(*) FROM verdict_history")[0][0] > 0
 
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
