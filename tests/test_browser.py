@@ -19,7 +19,7 @@ from playwright.sync_api import Page, sync_playwright
 from demo.server import free_port
 from jetwatch.jsapi import JetStreamAPI
 from store.database import Store
-from tests.helpers import make_consumer, make_stream, publish, wait_until
+from tests.helpers import make_consumer, make_stream, publish, rows, wait_until
 from tests.scenario import pin_story
 
 pytestmark = pytest.mark.browser
@@ -27,6 +27,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "docs" / "screenshots"
 STREAM, CONSUMER = "BROWSER_orders", "fulfilment"
+SECRET = "browser secret"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 
@@ -97,12 +98,14 @@ def live_dashboard(nats_server, tmp_path_factory):
     port = free_port()
     dashboard = subprocess.Popen(
         [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", db, "--port", str(port), "--refresh", "1s",
-         "--health-min-span", "1s"], env=env, stdout=open(tmp / "dashboard.log", "wb"), stderr=subprocess.STDOUT)
+         "--health-min-span", "1s", "--server", nats_server.url],
+        env={**env, "JETWATCH_OPERATOR_SECRET": SECRET}, stdout=open(tmp / "dashboard.log", "wb"),
+        stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     wait_until(lambda: _http_ok(base + "/_stcore/health"), timeout=60, message="dashboard health endpoint")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield base, browser
+        yield base, browser, store
         browser.close()
     dashboard.send_signal(signal.SIGTERM)
     work.stop()
@@ -124,7 +127,7 @@ def _no_errors(page: Page) -> None:
 
 
 def test_fleet_page_in_chromium_shows_verdicts_while_the_collector_writes(live_dashboard):
-    base, browser = live_dashboard
+    base, browser, _ = live_dashboard
     page = _page(browser, base + "/")
     page.get_by_text("Data as of").wait_for(timeout=30_000)
     page.get_by_text("NO_PULLERS").first.wait_for(timeout=30_000)
@@ -140,7 +143,7 @@ def test_fleet_page_in_chromium_shows_verdicts_while_the_collector_writes(live_d
 
 
 def test_pins_page_in_chromium_shows_the_timeline_with_unpin_reasons(live_dashboard):
-    base, browser = live_dashboard
+    base, browser, _ = live_dashboard
     page = _page(browser, base + "/pins")
     page.get_by_text(f"{STREAM} / {CONSUMER} [jobs]").first.wait_for(timeout=30_000)
     page.get_by_text("unpinned: timeout").wait_for(timeout=30_000)
@@ -153,11 +156,37 @@ def test_pins_page_in_chromium_shows_the_timeline_with_unpin_reasons(live_dashbo
 
 
 def test_consumer_deep_link_in_chromium(live_dashboard):
-    base, browser = live_dashboard
+    base, browser, _ = live_dashboard
     page = _page(browser, f"{base}/consumer?stream={STREAM}&consumer={CONSUMER}")
     page.get_by_text(f"{STREAM} / {CONSUMER}", exact=True).wait_for(timeout=30_000)
     page.get_by_text("pending (not yet delivered)").wait_for(timeout=30_000)
     _no_errors(page)
     page.wait_for_timeout(1000)
     page.screenshot(path=str(SHOTS / "live-consumer.png"), full_page=True)
+    page.close()
+
+
+def test_fleet_row_unpin_in_chromium_is_confirmed_and_audited(live_dashboard):
+    """The on-call path: enable actions, pick the consumer's row, Unpin, Confirm."""
+    base, browser, store = live_dashboard
+    page = _page(browser, base + "/")
+    page.get_by_label("Your name (for the audit log)").fill("oncall")
+    page.get_by_label("Operator secret").fill(SECRET)
+    page.get_by_role("button", name="Enable actions").click()
+    page.get_by_text("enabled for oncall").wait_for(timeout=30_000)
+    search = page.get_by_label("Search consumer or stream")
+    search.fill(CONSUMER)
+    search.press("Enter")
+    page.get_by_text("1 of 2 consumers shown").wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)  # the grid paints on a canvas a moment after the data arrives
+    box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)  # the first row's selection box, under the header
+    page.get_by_role("button", name="Unpin").click()
+    page.get_by_text(f"stream {STREAM}, consumer {CONSUMER}, group jobs").wait_for(timeout=30_000)
+    page.get_by_role("button", name="Confirm").click()
+    page.get_by_text("unpin: unpinned").wait_for(timeout=30_000)
+    _no_errors(page)
+    audit = "SELECT actor, origin, action, stream, consumer, group_name, outcome FROM audit"
+    wait_until(lambda: rows(store, audit), timeout=30, message="the audit row")
+    assert rows(store, audit) == [("oncall", "dashboard", "unpin", STREAM, CONSUMER, "jobs", "ok")]
     page.close()

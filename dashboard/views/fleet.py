@@ -73,6 +73,7 @@ def live() -> None:
         "open": [ui.consumer_link(a, st_, c) for a, st_, c in zip(shown["account"], shown["stream"], shown["consumer"])],
         "account": shown["account"],
     })
+    st.caption(f"{len(shown):,} of {len(frame):,} consumers shown · select a row for its findings and actions")
     st.dataframe(
         table.style.map(ui.verdict_cell_style, subset=["verdict"]), key="fleet_table", hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
         column_config={
