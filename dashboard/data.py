@@ -119,10 +119,13 @@ def consumer_detail(store: Store, account: str, stream: str, consumer: str,
     return ConsumerDetail(samples, source, configs, advisories, pins.reset_index(drop=True), latest)
 
 
-def rates(samples: pd.DataFrame) -> pd.DataFrame:
+def rates(samples: pd.DataFrame, filtered: bool = False) -> pd.DataFrame:
     """Delivery, ack and redelivery rates per second from sequence deltas between samples.
 
-    A negative delta means the consumer was recreated: that step is dropped, not counted.
+    The pipeline's rollup rates follow the same rules (a property test holds them together): a
+    step where any sequence goes backwards (the consumer was recreated) is dropped, not counted,
+    and a filtered consumer has no redelivery rate from sequences (its stream sequence jumps
+    over other subjects' messages).
     """
     if samples.empty or "delivered_consumer_seq" not in samples:
         return pd.DataFrame(columns=["ts", "delivered_per_second", "acked_per_second", "redelivered_per_second"])
@@ -131,12 +134,13 @@ def rates(samples: pd.DataFrame) -> pd.DataFrame:
     d_cons = df["delivered_consumer_seq"].diff()
     d_stream = df["delivered_stream_seq"].diff()
     d_ack = df["ack_floor_consumer_seq"].diff()
-    ok = (dt_s > 0) & (d_cons >= 0) & (d_ack >= 0)
+    ok = (dt_s > 0) & (d_cons >= 0) & (d_stream >= 0) & (d_ack >= 0)
+    redelivered = ((d_cons - d_stream).clip(lower=0) / dt_s).where(ok)
     out = pd.DataFrame({
         "ts": df["ts"],
         "delivered_per_second": (d_cons / dt_s).where(ok),
         "acked_per_second": (d_ack / dt_s).where(ok),
-        "redelivered_per_second": ((d_cons - d_stream).clip(lower=0) / dt_s).where(ok),
+        "redelivered_per_second": redelivered * np.nan if filtered else redelivered,
     })
     return out.iloc[1:].reset_index(drop=True)
 

@@ -108,7 +108,10 @@ def rollups(samples: DataFrame, limits: DataFrame, granularity: str, saturation_
         _delta("ack_floor_consumer_seq", by_time).alias("d_acked"),
         _seconds(F.col("ts"), F.lag("ts").over(by_time)).alias("d_seconds"),
     )
-    valid = F.col("d_delivered").isNotNull() & F.col("d_acked").isNotNull() & (F.col("d_seconds") > 0)
+    # A step where any sequence goes backwards (a recreated consumer) counts for nothing; the
+    # dashboard's per-sample rates (dashboard/data.rates) follow the same rule.
+    valid = (F.col("d_delivered").isNotNull() & F.col("d_stream").isNotNull() & F.col("d_acked").isNotNull()
+             & (F.col("d_seconds") > 0))
     redelivered = F.when(F.coalesce(F.col("filtered"), F.lit(False)), F.lit(None)).otherwise(
         F.greatest(F.col("d_delivered") - F.col("d_stream"), F.lit(0)))
     saturated = F.when((F.col("max_ack_pending") > 0)

@@ -78,6 +78,16 @@ def test_rates_come_from_sequence_deltas_and_skip_a_reset():
     assert pd.isna(out["delivered_per_second"].iloc[2])
 
 
+def test_a_filtered_consumer_gets_no_redelivery_rate_from_sequences():
+    samples = pd.DataFrame({
+        "ts": [T0 + pd.Timedelta(seconds=10 * i) for i in range(3)],
+        "delivered_consumer_seq": [0, 10, 20], "delivered_stream_seq": [0, 1000, 2000],
+        "ack_floor_consumer_seq": [0, 10, 20]})
+    out = rates(samples, filtered=True)
+    assert out["delivered_per_second"].tolist() == [1.0, 1.0]
+    assert out["redelivered_per_second"].isna().all()
+
+
 def test_consumer_gauges_draw_the_limits_as_lines():
     samples = pd.DataFrame({"ts": [T0, T0 + pd.Timedelta(seconds=5)], "num_pending": [1, 2],
                             "num_ack_pending": [3, 4], "num_waiting": [0, 1], "num_redelivered": [0, 0]})

@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from dashboard.data import SESSION_COLUMNS, sessions_from_events
+from dashboard.data import rates as live_rates
 from health.rules import Thresholds, evaluate
 from pipeline.transforms import pin_sessions, rollups, verdict_history
 
@@ -187,6 +188,33 @@ def test_rollup_rates_skip_a_counter_reset_and_count_redeliveries(spark):
     r = rollups(spark.createDataFrame(rows, SAMPLE_SCHEMA), limits(spark), "1m", 0.9).collect()[0]
     assert r.delivered_per_second == pytest.approx(60 / 30)  # three valid steps of 10 s, the reset skipped
     assert r.redelivered_per_second == pytest.approx(30 / 30)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(1, 12), st.integers(-30, 40), st.integers(-30, 40), st.integers(-30, 40)),
+                min_size=1, max_size=8), st.booleans())
+def test_rollup_rates_equal_the_consumer_pages_rates_over_the_same_steps(spark, steps, filtered):
+    """Long ranges show rollups, short ones per-sample rates: the same samples, the same rates.
+    Steps may go backwards (a recreated consumer); all samples fall in one minute."""
+    rows, t, dcs, dss, afc = [sample(0, consumer="R")], 0, 100, 100, 100
+    for dt_s, d_cons, d_stream, d_ack in steps:
+        t, dcs, dss, afc = t + dt_s, max(0, dcs + d_cons), max(0, dss + d_stream), max(0, afc + d_ack)
+        rows.append(sample(min(t, 59), dcs=dcs, dss=dss, afc=afc, consumer="R"))
+    piped = rollups(spark.createDataFrame(rows, SAMPLE_SCHEMA), limits(spark, consumer="R", filtered=filtered),
+                    "1m", 0.9).collect()[0]
+
+    frame = pd.DataFrame(rows, columns=[f.name for f in SAMPLE_SCHEMA])
+    live = live_rates(frame, filtered)
+    seconds = pd.to_datetime(frame.sort_values("ts")["ts"]).diff().dt.total_seconds().iloc[1:].reset_index(drop=True)
+    for name in ("delivered_per_second", "acked_per_second", "redelivered_per_second"):
+        counted = live[name].notna()
+        expected = (live[name] * seconds)[counted].sum() / seconds[counted].sum() if counted.any() else None
+        got = getattr(piped, name)
+        if expected is None:
+            assert got is None, name
+        else:
+            assert got == pytest.approx(expected), name
 
 
 def test_rollups_hourly_bucket_spans_minutes(spark):

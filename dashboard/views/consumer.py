@@ -108,7 +108,8 @@ else:
 st.caption(f"Showing {detail.source}")
 st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait), key="consumer_gauges")
 if detail.source == "raw samples":
-    st.plotly_chart(charts.consumer_rates(data.rates(detail.samples), "Rates from sequence deltas"),
+    filtered = bool(not detail.latest.empty and detail.latest["filtered"].fillna(False).astype(bool).iloc[0])
+    st.plotly_chart(charts.consumer_rates(data.rates(detail.samples, filtered), "Rates from sequence deltas"),
                     key="consumer_rates")
 sessions = data.drawn_sessions(data.sessions_from_events(detail.pins, until))
 st.plotly_chart(charts.pin_timeline(sessions, data.pin_switches(detail.pins), "Pin timeline"), key="consumer_pins")
