@@ -84,7 +84,9 @@ class Collector:
         self.scope = await account_scope(self.nc)
         known = await self.write(writes.latest_config_hashes)
         self.store_id = await self.write(writes.store_id)
-        stamp = lambda: rfc3339(self.clock())  # noqa: E731
+        def stamp() -> str:
+            return rfc3339(self.clock())
+
         if self.system_nc is not None:
             self.sampler: Any = JszCollector(SystemJsz(self.system_nc, self.settings.request_timeout),
                                              self.name_filter, stamp)
@@ -92,7 +94,7 @@ class Collector:
             self.sampler = JszCollector(HttpJsz(self.settings.monitor_url, self.settings.request_timeout),
                                         self.name_filter, stamp)
         else:
-            self.sampler = ConsumerListCollector(self.api, self.scope, self.name_filter, lambda: rfc3339(self.clock()))
+            self.sampler = ConsumerListCollector(self.api, self.scope, self.name_filter, stamp)
         self.sampler.known_hashes = known
         self.capture = await self._open_capture()
 
