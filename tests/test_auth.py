@@ -87,3 +87,56 @@ def test_token_from_the_environment(tmp_path):
                             "with a token")
     finally:
         server.stop()
+
+
+def _refused_without_credentials(url: str) -> bool:
+    """The server really demands credentials: a connection without them is refused."""
+    import asyncio
+
+    import nats
+
+    async def attempt() -> bool:
+        try:
+            nc = await nats.connect(url, allow_reconnect=False, connect_timeout=2)
+        except Exception:
+            return True
+        await nc.close()
+        return False
+
+    return asyncio.run(attempt())
+
+
+def test_an_nkey_seed_file(tmp_path):
+    import nkeys
+
+    from tests.nats_jwt import identity
+
+    user = identity(nkeys.PREFIX_BYTE_USER)
+    conf = tmp_path / "nkey.conf"
+    conf.write_text(f"authorization {{ users: [ {{ nkey: {user.public} }} ] }}\n")
+    seed = tmp_path / "collector.nk"
+    seed.write_bytes(user.seed)
+    server = NatsServer(store_dir=tmp_path / "js", extra_args=["-c", str(conf)]).start()
+    try:
+        assert _refused_without_credentials(server.url)
+        _collects_one_cycle(["--server", server.url, "--nkey", str(seed)], clean_env(), str(tmp_path / "n.duckdb"),
+                            "with an NKey seed")
+    finally:
+        server.stop()
+
+
+def test_a_creds_file_against_a_server_in_operator_mode(tmp_path):
+    from tests.nats_jwt import operator_setup
+
+    config, creds = operator_setup()
+    conf = tmp_path / "operator.conf"
+    conf.write_text(config)
+    creds_file = tmp_path / "collector.creds"
+    creds_file.write_text(creds)
+    server = NatsServer(store_dir=tmp_path / "js", extra_args=["-c", str(conf)]).start()
+    try:
+        assert _refused_without_credentials(server.url)
+        _collects_one_cycle(["--server", server.url], clean_env(JETWATCH_CREDS=str(creds_file)),
+                            str(tmp_path / "j.duckdb"), "with a creds file")
+    finally:
+        server.stop()
