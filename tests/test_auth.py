@@ -4,6 +4,7 @@ server that requires them."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import signal
 import subprocess
 import sys
@@ -138,5 +139,65 @@ def test_a_creds_file_against_a_server_in_operator_mode(tmp_path):
         assert _refused_without_credentials(server.url)
         _collects_one_cycle(["--server", server.url], clean_env(JETWATCH_CREDS=str(creds_file)),
                             str(tmp_path / "j.duckdb"), "with a creds file")
+    finally:
+        server.stop()
+
+
+def test_the_readme_least_privilege_permissions_are_enough_to_collect(tmp_path):
+    """The collector's permissions as the README lists them (after an admin ran `jetwatch setup`):
+    a full cycle, durable capture and a stored advisory, with nothing more allowed."""
+    import asyncio
+
+    import nats
+
+    from jetwatch.jsapi import JetStreamAPI
+    from tests.helpers import make_consumer, make_stream
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("Collector (read-only apart from its own durable on the capture stream):", 1)[1]
+    block = block.split("```", 2)[1]
+    publish = block.split("publish:", 1)[1].split("subscribe:", 1)[0]
+    allowed = [p.strip() for p in publish.replace("\n", " ").split(",") if p.strip()]
+    conf = tmp_path / "perms.conf"
+    conf.write_text("authorization { users: [\n"
+                    "  { user: admin, password: admin-pw }\n"
+                    f"  {{ user: watcher, password: watcher-pw, permissions: {{ publish: {json.dumps(allowed)}, "
+                    "subscribe: [\"_INBOX.>\"] } }\n]}\n")
+    server = NatsServer(store_dir=tmp_path / "js", extra_args=["-c", str(conf)]).start()
+    db = str(tmp_path / "p.duckdb")
+    try:
+        admin = ["--server", server.url, "--user", "admin", "--password", "admin-pw"]
+        done = subprocess.run([sys.executable, "-m", "jetwatch.cli", "setup", *admin], capture_output=True,
+                              text=True, timeout=60, env=clean_env())
+        assert done.returncode == 0, done.stderr
+
+        async def workload() -> None:
+            nc = await nats.connect(server.url, user="admin", password="admin-pw")
+            api = JetStreamAPI(nc)
+            await make_stream(api, "ORDERS", ["orders.>"])
+            await make_consumer(api, "ORDERS", "worker", "pinned_client", timeout_s=30)
+            await nc.close()
+
+        asyncio.run(workload())
+        proc = _collect(["--server", server.url, "--user", "watcher"], clean_env(JETWATCH_PASSWORD="watcher-pw"), db)
+        try:
+            store = Store(db)
+            wait_until(lambda: store.exists() and rows(store, "SELECT capture_mode FROM collector_status") == [("durable",)],
+                       timeout=30, message="a cycle with durable capture")
+
+            async def unpin() -> None:
+                nc = await nats.connect(server.url, user="admin", password="admin-pw")
+                await JetStreamAPI(nc).unpin("ORDERS", "worker", "jobs")
+                await nc.close()
+
+            asyncio.run(unpin())
+            wait_until(lambda: rows(store, "SELECT count(*) FROM pin_events WHERE stream = 'ORDERS'") == [(1,)],
+                       timeout=30, message="the admin unpin captured through the durable")
+            assert rows(store, "SELECT consumer FROM consumer_latest") == [("worker",)]
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err[-3000:]
+        assert "Permissions Violation" not in err, err[-3000:]
     finally:
         server.stop()
