@@ -44,7 +44,8 @@ def parse_instant(text: str, now: dt.datetime, backwards: bool = False) -> dt.da
     except SettingsError:
         pass
     try:
-        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        # Servers write nanoseconds; Python keeps microseconds.
+        t = dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", text.strip().replace("Z", "+00:00")))
     except ValueError:
         raise SettingsError(f"'{text}' is neither an RFC 3339 time (2026-11-22T10:00:00Z) nor a duration "
                             "(10m, 2h)") from None

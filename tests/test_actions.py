@@ -11,6 +11,7 @@ import nats
 from actions import operations as ops
 from demo.workers import PullWorker
 from jetwatch.jsapi import JetStreamAPI
+from jetwatch.settings import parse_instant
 from store.database import Store
 from tests.helpers import clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
 
@@ -196,7 +197,7 @@ def test_cli_pause_then_resume_with_audit(nats_server, db_path, uid, run):
         assert code == 0, out
         info = await api.consumer_info(stream, "c")
         assert info["paused"] is True
-        until = dt.datetime.fromisoformat(info["config"]["pause_until"].replace("Z", "+00:00")[:26] + "+00:00")
+        until = parse_instant(info["config"]["pause_until"], dt.datetime.now(dt.timezone.utc))
         assert dt.timedelta(minutes=9) < until - dt.datetime.now(dt.timezone.utc) < dt.timedelta(minutes=11)
         code, out = await cli("resume", stream, "c", "--yes", "--server", nats_server.url, db=db_path)
         assert code == 0, out

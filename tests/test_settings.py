@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import signal
 import subprocess
@@ -11,7 +12,7 @@ import sys
 import pytest
 
 from jetwatch import cli
-from jetwatch.settings import SettingsError, parse_duration, parse_size, resolve
+from jetwatch.settings import SettingsError, parse_duration, parse_instant, parse_size, resolve
 
 
 @pytest.mark.parametrize("text,seconds", [("500ms", 0.5), ("5s", 5), ("5", 5), ("2m", 120), ("1h", 3600),
@@ -98,3 +99,13 @@ def test_system_context_gives_a_second_connection_on_the_same_server(tmp_path):
     s = resolve(argparse.Namespace(system_context="ops", server="nats://10.0.0.1:4222", user="app"),
                 {"XDG_CONFIG_HOME": str(tmp_path)})
     assert (s.user, s.system.server, s.system.user, s.system.password) == ("app", "nats://10.0.0.1:4222", "ops", "pw")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("2026-11-22T09:08:29.08403Z", dt.datetime(2026, 11, 22, 9, 8, 29, 84030, tzinfo=dt.timezone.utc)),
+    ("2026-11-22T09:08:29.123456789Z", dt.datetime(2026, 11, 22, 9, 8, 29, 123456, tzinfo=dt.timezone.utc)),
+    ("2026-11-22T10:00:00Z", dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.timezone.utc)),
+    ("10m", dt.datetime(2026, 11, 22, 8, 10, tzinfo=dt.timezone.utc)),
+])
+def test_instants_take_server_times_with_any_fraction_and_durations(text, expected):
+    assert parse_instant(text, dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.timezone.utc)) == expected
