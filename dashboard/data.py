@@ -135,12 +135,11 @@ def rates(samples: pd.DataFrame, filtered: bool = False) -> pd.DataFrame:
     d_stream = df["delivered_stream_seq"].diff()
     d_ack = df["ack_floor_consumer_seq"].diff()
     ok = (dt_s > 0) & (d_cons >= 0) & (d_stream >= 0) & (d_ack >= 0)
-    redelivered = ((d_cons - d_stream).clip(lower=0) / dt_s).where(ok)
     out = pd.DataFrame({
         "ts": df["ts"],
         "delivered_per_second": (d_cons / dt_s).where(ok),
         "acked_per_second": (d_ack / dt_s).where(ok),
-        "redelivered_per_second": redelivered * np.nan if filtered else redelivered,
+        "redelivered_per_second": ((d_cons - d_stream).clip(lower=0) / dt_s).where(ok & (not filtered)),
     })
     return out.iloc[1:].reset_index(drop=True)
 
@@ -240,7 +239,7 @@ def merge_sessions(piped: pd.DataFrame, live: pd.DataFrame) -> tuple[pd.DataFram
     """The pipeline's sessions, brought up to date with the pins seen since its last run."""
     if piped.empty:
         return live, "pin events (live)"
-    piped = piped[piped["start_ts"].notna()].copy()
+    piped = drawn_sessions(piped).copy()
     for col in ("start_ts", "end_ts"):
         piped[col] = pd.to_datetime(piped[col], utc=True)
     if live.empty:

@@ -2,8 +2,9 @@
 
 The rules judge trends over a window, not single readings. Each consumer's samples in a window
 are reduced to a handful of numbers (first, last, min, slope, ...) by one SQL query,
-`sql/queries/window_features.sql`, run in an in-process DuckDB over whatever frame is given: the
-dashboard's window (ten thousand consumers in one query) and the pipeline's window groups alike.
+`sql/queries/window_features.sql`. Here it runs in an in-process DuckDB over whatever frame is
+given (the pipeline's window groups, the tests' sequences); the dashboard runs the same query
+inside the store, next to the samples, and judges its result with `evaluate_features`.
 """
 
 from __future__ import annotations

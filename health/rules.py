@@ -241,8 +241,8 @@ VERDICT_COLUMNS = KEY + ["verdict", "reason", "findings", "samples", "last_ts", 
 
 def evaluate(samples: Samples, limits: pd.DataFrame | None, thresholds: Thresholds,
              counts: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Verdicts for every consumer in `samples` (one window): the one entry point for both
-    the dashboard and the pipeline. `limits` has KEY + LIMIT_COLUMNS; `counts` has KEY +
+    """Verdicts for every consumer in `samples` (one window), as the pipeline judges them.
+    `limits` has KEY + LIMIT_COLUMNS; `counts` has KEY +
     some of COUNT_COLUMNS (events in the window)."""
     return evaluate_features(window_features(samples), limits, thresholds, counts)
 

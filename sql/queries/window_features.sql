@@ -1,6 +1,7 @@
 -- Window features: each consumer's samples in one health window reduced to what the rules of
--- health/rules.py look at. The one definition: the dashboard runs it over the window it reads,
--- the pipeline over each window group (in-process DuckDB), both through health.features.
+-- health/rules.py look at. The one definition: the dashboard runs it inside the store over the
+-- view stage_window_samples.sql makes, the pipeline over each window group through
+-- health.features (in-process DuckDB).
 -- Input relation `window_samples`: account, stream, consumer, ts, created, num_pending,
 -- num_ack_pending, num_waiting, num_redelivered, delivered_consumer_seq, delivered_stream_seq,
 -- ack_floor_stream_seq, paused, pinned_id.
