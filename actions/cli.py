@@ -8,13 +8,15 @@ import datetime as dt
 import getpass
 import sys
 from pathlib import Path
+from typing import Any
 
-from actions import operations as ops
-from actions.drains import DrainTracker
-from jetwatch.connection import connect
-from jetwatch.jsapi import JetStreamAPI
-from jetwatch.settings import Settings, SettingsError, parse_duration, parse_instant
-from store.database import Store
+from jetwatch.actions import catalog
+from jetwatch.actions import operations as ops
+from jetwatch.actions.drains import DrainTracker
+from jetwatch.core.connection import connect
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.settings import Settings, SettingsError, parse_duration, parse_instant
+from jetwatch.store.database import Store
 
 
 def parse_when(text: str) -> dt.datetime:
@@ -46,56 +48,59 @@ def _print_progress(state: str, start: int, in_flight: int | None, elapsed: floa
         sys.stdout.write("\n")
 
 
-async def _act(args: argparse.Namespace, settings: Settings, tracker: DrainTracker | None) -> ops.ActionResult:
+def action_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The action's parameters from its flags, parsed before anything is asked or sent."""
+    if args.command == "unpin":
+        return {"group": args.group}
+    if args.command == "pause":
+        return {"until": parse_when(args.until)}
+    if args.command == "drain":
+        if args.then_action == "stay-paused" and not args.stay_until:
+            raise SettingsError("--then stay-paused needs --stay-until (an RFC 3339 time or a duration such as 30m)")
+        return {"then": args.then_action, "timeout_s": parse_duration(args.timeout),
+                "stay_until": parse_when(args.stay_until) if args.stay_until else None}
+    return {}
+
+
+async def _act(args: argparse.Namespace, settings: Settings, params: dict[str, Any],
+               tracker: DrainTracker | None) -> ops.ActionResult:
     nc = await connect(settings, name=f"jetwatch-{args.command}")
     try:
         api = JetStreamAPI(nc, timeout=settings.request_timeout)
         target = ops.Target(None, args.stream, args.consumer, getattr(args, "group", None))
-        if args.command == "unpin":
-            return await ops.unpin(api, target)
-        if args.command == "resume":
-            return await ops.resume(api, target)
-        if args.command == "pause":
-            return await ops.pause(api, target, parse_when(args.until))
-        plan = ops.DrainPlan(args.then_action, parse_duration(args.timeout),
-                             parse_when(args.stay_until) if args.stay_until else None)
 
         def progress(state: str, start: int, in_flight: int | None, elapsed: float) -> None:
             _print_progress(state, start, in_flight, elapsed)
             if tracker:
                 tracker.progress(state, start, in_flight, elapsed)
 
-        return await ops.drain(api, target, plan, progress)
+        return await catalog.perform(api, args.command, target, params, progress)
     finally:
         await nc.drain()
 
 
 def run_action(args: argparse.Namespace, settings: Settings) -> int:
     actor = args.actor or getpass.getuser()
-    if args.command == "pause":
-        parse_when(args.until)  # a bad time fails before anything is asked or sent
-    if args.command == "drain" and args.then_action == "stay-paused" and not args.stay_until:
-        raise SettingsError("--then stay-paused needs --stay-until (an RFC 3339 time or a duration such as 30m)")
-    what = {"unpin": "Unpin the pinned client of", "pause": f"Pause until {getattr(args, 'until', '')}",
-            "resume": "Resume", "drain": f"Drain (then {getattr(args, 'then_action', '')})"}[args.command]
-    group = f", group {args.group}" if getattr(args, "group", None) else ""
-    if not confirm(f"{what} stream {args.stream}, consumer {args.consumer}{group} on {settings.server}?", args.yes):
+    params = action_params(args)
+    target = ops.Target(None, args.stream, args.consumer, getattr(args, "group", None))
+    if not confirm(f"{catalog.confirmation(args.command, target, params)} on {settings.server}?", args.yes):
         print("nothing sent")
         return 1
     store = audit_store(settings)
-    params = {k: v for k, v in vars(args).items()
-              if k in ("group", "until", "then_action", "timeout", "stay_until", "drain_id") and v is not None}
     tracker = None
     if args.command == "drain" and store is not None and args.drain_id:
-        tracker = DrainTracker(store, args.drain_id, actor, ops.Target(None, args.stream, args.consumer), args.then_action)
+        tracker = DrainTracker(store, args.drain_id, actor, target, args.then_action)
     try:
-        result = asyncio.run(_act(args, settings, tracker))
+        result = asyncio.run(_act(args, settings, params, tracker))
     except KeyboardInterrupt:
         if args.command == "drain":
             print("\ninterrupted: the consumer stays paused until its pause expires by itself "
                   f"(at most the timeout plus a margin). Resume it now with: jetwatch resume {args.stream} {args.consumer}")
         return 130
-    ops.record(store, result, actor, "dashboard" if getattr(args, "drain_id", None) else "cli", params)
+    audited = catalog.audit_params(args.command, params)
+    if getattr(args, "drain_id", None):
+        audited["drain_id"] = args.drain_id
+    ops.record(store, result, actor, "dashboard" if getattr(args, "drain_id", None) else "cli", audited)
     if tracker is not None:
         tracker.finish(result)  # after the audit row: a drain shown as finished is already audited
     print(f"{result.action} {result.target.describe()}: {result.message}")

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
-import sql
-from actions.operations import ActionResult, DrainPlan, Target, rfc3339, utcnow
-from jetwatch.commands import child_env
-from jetwatch.settings import Settings
-from store.database import Store, StoreError
+from jetwatch import sql
+from jetwatch.actions.operations import ActionResult, DrainPlan, Target, rfc3339, utcnow
+from jetwatch.core.children import child_env
+from jetwatch.core.settings import Settings
+from jetwatch.store.database import Store, StoreError
 
 
 class DrainTracker:

@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal
 
-import sql
-from jetwatch.clock import rfc3339, utcnow
-from jetwatch.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
-from store.database import Store, StoreError
+from jetwatch import sql
+from jetwatch.core.clock import rfc3339, utcnow
+from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
+from jetwatch.store.database import Store, StoreError
 
 Then = Literal["handoff", "resume", "stay-paused"]
 THEN_CHOICES: tuple[str, ...] = ("handoff", "resume", "stay-paused")

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import nats
 
-from collectors.consumer_list import ConsumerListCollector
-from collectors.consumer_state import Scope
-from collectors.filters import NameFilter
-from demo.server import NatsServer
-from jetwatch.jsapi import JetStreamAPI
-from store import writes
-from store.database import Store
+from jetwatch.collectors.consumer_list import ConsumerListCollector
+from jetwatch.collectors.consumer_state import Scope
+from jetwatch.collectors.filters import NameFilter
+from jetwatch.demo.server import NatsServer
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.store import writes
+from jetwatch.store.database import Store
 
 
 async def main(consumers: int, streams: int, rounds: int) -> None:

@@ -9,9 +9,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from dashboard.data import fleet
-from health.rules import Thresholds
-from store.database import Store
+from jetwatch.dashboard.data import fleet
+from jetwatch.health.rules import Thresholds
+from jetwatch.store.database import Store
 
 # Synthetic history, generated inside DuckDB: `consumers` consumers sampled every 5 s up to now.
 GENERATE = """

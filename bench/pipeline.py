@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipeline.transforms import rollups
+from jetwatch.pipeline.transforms import rollups
 
 GENERATE = """
 COPY (

@@ -8,9 +8,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from collectors.consumer_state import SAMPLE_COLUMNS
-from store import writes
-from store.database import Store
+from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
+from jetwatch.store import writes
+from jetwatch.store.database import Store
 
 
 def batch(n: int, cycle: int) -> dict[str, list]:

@@ -19,7 +19,7 @@ import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from jetwatch.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
+from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 
 log = logging.getLogger("jetwatch.advisories")
 

@@ -10,9 +10,9 @@ import asyncio
 import json
 from typing import Callable
 
-from collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
-from collectors.filters import NameFilter
-from jetwatch.jsapi import JetStreamAPI, StreamNotFound
+from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
+from jetwatch.collectors.filters import NameFilter
+from jetwatch.core.jsapi import JetStreamAPI, StreamNotFound
 
 
 class ConsumerListCollector:

@@ -17,9 +17,9 @@ from typing import Any, Callable, Protocol
 import nats.errors
 from nats.aio.client import Client
 
-from collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
-from collectors.filters import NameFilter
-from jetwatch.jsapi import NoReply
+from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
+from jetwatch.collectors.filters import NameFilter
+from jetwatch.core.jsapi import NoReply
 
 JSZ_QUERY = "/jsz?accounts=true&streams=true&consumers=true&config=true"
 PING_JSZ = "$SYS.REQ.SERVER.PING.JSZ"

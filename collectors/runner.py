@@ -19,18 +19,18 @@ from typing import Any, Callable, TypeVar
 
 from nats.aio.client import Client
 
-from collectors.advisories import (
+from jetwatch.collectors.advisories import (
     Capture, CoreCapture, DurableCapture, MalformedAdvisory, ensure_capture_stream, parse_advisory,
 )
-from collectors.consumer_list import ConsumerListCollector
-from collectors.consumer_state import Scope
-from collectors.filters import NameFilter
-from collectors.jsz import HttpJsz, JszCollector, SystemJsz
-from jetwatch.clock import rfc3339, utcnow
-from jetwatch.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
-from jetwatch.settings import Settings
-from store import writes
-from store.database import Store, StoreError
+from jetwatch.collectors.consumer_list import ConsumerListCollector
+from jetwatch.collectors.consumer_state import Scope
+from jetwatch.collectors.filters import NameFilter
+from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
+from jetwatch.core.clock import rfc3339, utcnow
+from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
+from jetwatch.core.settings import Settings
+from jetwatch.store import writes
+from jetwatch.store.database import Store, StoreError
 
 log = logging.getLogger("jetwatch.collector")
 T = TypeVar("T")

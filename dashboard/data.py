@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from jetwatch.clock import utcnow
-from health.rules import SEVERITY, Thresholds, evaluate_features
-from store.database import Store, StoreMissing
+from jetwatch.core.clock import utcnow
+from jetwatch.health.rules import SEVERITY, Thresholds, evaluate_features
+from jetwatch.store.database import Store, StoreMissing
 
 KEY = ["account", "stream", "consumer"]
 RAW_RANGE_LIMIT = dt.timedelta(hours=6)  # longer ranges read rollups when the pipeline made them
@@ -38,7 +38,7 @@ FLEET_COLUMNS = KEY + [
 def fleet(store: Store, thresholds: Thresholds, now: dt.datetime | None = None) -> Fleet:
     """Every consumer in the live state with its verdict, worst first."""
     now = now or utcnow()
-    since = now - dt.timedelta(seconds=thresholds.window_seconds)
+    since = now - dt.timedelta(seconds=thresholds.health_window)
     try:
         latest, features, counts, collector = store.queries([
             ("fleet_latest", {}), ("window_features", {}),
@@ -273,7 +273,7 @@ def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds
     events = pin_switches(events)
     in_range = events[pd.to_datetime(events["ts"], utc=True) >= pd.Timestamp(since)] if not events.empty else events
     hours = (until - since).total_seconds() / 3600
-    per_hour = thresholds.flapping_switches / (thresholds.window_seconds / 3600)
+    per_hour = thresholds.flapping_switches / (thresholds.health_window / 3600)
     summary = pin_summary(sessions, in_range, nopin, hours, per_hour)
     return PinHistory(in_range.reset_index(drop=True), sessions, summary, source)
 

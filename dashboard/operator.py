@@ -16,13 +16,14 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from actions import operations as ops
-from actions.drains import drains_for, spawn_detached
-from dashboard.ui import md
-from jetwatch.connection import ConnectError, connect
-from jetwatch.jsapi import JetStreamAPI
-from jetwatch.settings import Settings
-from store.database import Store, StoreError
+from jetwatch.actions import catalog
+from jetwatch.actions import operations as ops
+from jetwatch.actions.drains import drains_for, spawn_detached
+from jetwatch.dashboard.ui import md
+from jetwatch.core.connection import ConnectError, connect
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.settings import Settings
+from jetwatch.store.database import Store, StoreError
 
 PENDING = "pending_action"
 RESULT = "action_result"
@@ -83,26 +84,14 @@ def request(action: str, target: ops.Target, **params: Any) -> None:
 
 
 def _describe(pending: dict[str, Any]) -> str:
-    p, t = pending["params"], pending["target"]
-    what = {
-        "unpin": "Unpin the pinned client of",
-        "pause": f"Pause until {p.get('until')}",
-        "resume": "Resume",
-        "drain": f"Drain (then {p.get('then')}, timeout {p.get('timeout_s')}s)",
-    }[pending["action"]]
-    return f"{what}: {t.describe()}"
+    return catalog.confirmation(pending["action"], pending["target"], pending["params"])
 
 
 async def _run(s: Settings, pending: dict[str, Any]) -> ops.ActionResult:
     nc = await connect(s, name="jetwatch-dashboard-action")
     try:
         api = JetStreamAPI(nc, timeout=s.request_timeout)
-        target, p = pending["target"], pending["params"]
-        if pending["action"] == "unpin":
-            return await ops.unpin(api, target)
-        if pending["action"] == "pause":
-            return await ops.pause(api, target, p["until"])
-        return await ops.resume(api, target)
+        return await catalog.perform(api, pending["action"], pending["target"], pending["params"])
     finally:
         await nc.drain()
 
@@ -124,8 +113,7 @@ def execute(s: Settings, store: Store, pending: dict[str, Any]) -> ops.ActionRes
         result = asyncio.run(_run(s, pending))
     except ConnectError as exc:
         result = ops.ActionResult(pending["action"], target, False, str(exc), None)
-    params = {k: v for k, v in pending["params"].items()}
-    ops.record(store, result, who, "dashboard", params)
+    ops.record(store, result, who, "dashboard", catalog.audit_params(pending["action"], pending["params"]))
     result.details["at"] = ops.utcnow()
     return result
 

@@ -10,29 +10,33 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from dashboard import data
-from health.rules import Thresholds
-from jetwatch.settings import Settings, resolve
-from store.database import Store
+from jetwatch.dashboard import data
+from jetwatch.health import rules
+from jetwatch.health.rules import Thresholds
+from jetwatch.core.settings import Settings, resolve
+from jetwatch.store.database import Store
 
 RANGES = {"15 minutes": dt.timedelta(minutes=15), "1 hour": dt.timedelta(hours=1),
           "6 hours": dt.timedelta(hours=6), "24 hours": dt.timedelta(hours=24),
           "7 days": dt.timedelta(days=7), "30 days": dt.timedelta(days=30)}
 
-VERDICT_COLOR = {"NO_PULLERS": "red", "STALLED": "red", "SATURATED": "red", "UNPINNED": "orange",
-                 "FLAPPING": "orange", "REDELIVERING": "orange", "LAGGING": "yellow", "PAUSED": "blue",
-                 "OK": "green", "COLLECTING": "gray"}
+# Cell backgrounds for the badge colours the verdict table uses (health.rules.VERDICTS).
 _CELL = {"red": "#ffd6d6", "orange": "#ffe3c2", "yellow": "#fff5b8", "blue": "#dbe8ff", "green": "#d9f2dc",
          "gray": "#eeeeee"}
 
 
+def _colour(verdict: object) -> str:
+    known = rules.BY_NAME.get(str(verdict))
+    return known.colour if known else "gray"
+
+
 def badge(verdict: str) -> str:
     """A verdict as a coloured Markdown badge (text, so it reads without colour too)."""
-    return f":{VERDICT_COLOR.get(verdict, 'gray')}-badge[{verdict}]"
+    return f":{_colour(verdict)}-badge[{verdict}]"
 
 
 def verdict_cell_style(verdict: str) -> str:
-    return f"background-color: {_CELL[VERDICT_COLOR.get(str(verdict), 'gray')]}; font-weight: 600"
+    return f"background-color: {_CELL[_colour(verdict)]}; font-weight: 600"
 
 
 def settings() -> Settings:
@@ -48,14 +52,14 @@ def thresholds(s: Settings) -> Thresholds:
     return Thresholds.from_settings(s)
 
 
-def fleet(db: str, lock_timeout: float, th: Thresholds) -> data.Fleet:
+def cached_fleet(db: str, lock_timeout: float, th: Thresholds) -> data.Fleet:
     """The fleet's verdicts, computed once per collector cycle however many viewers refresh."""
     store = Store(db, lock_timeout=lock_timeout)
-    return _fleet(db, lock_timeout, th, data.last_cycle(store), int(data.utcnow().timestamp() // 30))
+    return _fleet_for_cycle(db, lock_timeout, th, data.last_cycle(store), int(data.utcnow().timestamp() // 30))
 
 
 @st.cache_data(ttl=60.0, max_entries=8, show_spinner=False)
-def _fleet(db: str, lock_timeout: float, th: Thresholds, cycle: object, half_minute: int) -> data.Fleet:
+def _fleet_for_cycle(db: str, lock_timeout: float, th: Thresholds, cycle: object, half_minute: int) -> data.Fleet:
     # `half_minute` keeps "stale data" judgements fresh even when no cycle arrives.
     return data.fleet(Store(db, lock_timeout=lock_timeout), th)
 

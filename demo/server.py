@@ -16,8 +16,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jetwatch.core.errors import JetwatchError
 
-class ServerStartError(RuntimeError):
+
+class ServerStartError(JetwatchError):
     pass
 
 

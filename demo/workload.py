@@ -1,6 +1,6 @@
 """The demo workload: streams, consumers of every priority policy, workers, scripted trouble.
 
-Runs against any server (`python -m demo.workload --server URL`), but is meant for the embedded
+Runs against any server (`python -m jetwatch.demo.workload --server URL`), but is meant for the embedded
 one: it creates its streams and consumers, publishes at a steady rate, and on a loop makes the
 things jetwatch is for happen: a pinned worker that stalls (a `timeout` unpin), an admin unpin,
 a worker that dies and comes back, a backlog that builds and drains, a worker that never acks,
@@ -19,8 +19,8 @@ from typing import Any
 import nats
 from nats.aio.client import Client
 
-from demo.workers import PullWorker
-from jetwatch.jsapi import JetStreamAPI, JetStreamAPIError
+from jetwatch.demo.workers import PullWorker
+from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError
 
 log = logging.getLogger("jetwatch.demo")
 

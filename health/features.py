@@ -15,7 +15,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-import sql
+from jetwatch import sql
 
 KEY = ["account", "stream", "consumer"]
 

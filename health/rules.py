@@ -1,37 +1,53 @@
-"""The health model: one table of rules, most severe first (DESIGN.md, "Health model").
+"""The health model: one table of rules, most severe first.
 
 Each rule looks at a consumer's window features (health/features.py) and its limits, and either
 stays silent or returns a finding: the reason in words and the numbers behind it. The verdict is
-the most severe finding; every finding is listed. The dashboard and the Spark pipeline both call
-`evaluate`, so they cannot disagree.
+the most severe finding; every finding is listed. Each verdict is declared once, here, with its
+severity (its place in the table), colour and meaning; the pages, the counts and the pipeline read
+it from `VERDICTS`. The Spark pipeline calls `evaluate` (features computed in pandas); the dashboard
+calls `evaluate_features` on the same features computed inside the store by window_features.sql; a
+property test holds the two feature paths together.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
-from health.features import KEY, window_features
-from health.features import Frame as Samples
+from jetwatch.core.settings import SETTINGS, Settings
+from jetwatch.health.features import KEY, window_features
+from jetwatch.health.features import Frame as Samples
+
+_HEALTH = {s.name: s for s in SETTINGS if s.group == "health"}
+
+
+def _default(name: str) -> Any:
+    return field(default=_HEALTH[name].default)
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    window_seconds: float = 300.0
-    min_samples: int = 3
-    min_span_seconds: float = 60.0
-    saturation_ratio: float = 0.9
-    unpinned_after_seconds: float = 30.0
-    flapping_switches: int = 4
-    redelivery_share: float = 0.1
+    """The settings of the "health" group, by the same names and with the same defaults: a
+    threshold is declared once, as a setting, and read from here by rules, pages and Spark."""
+
+    health_window: float = _default("health_window")
+    health_min_samples: int = _default("health_min_samples")
+    health_min_span: float = _default("health_min_span")
+    saturation_ratio: float = _default("saturation_ratio")
+    unpinned_after: float = _default("unpinned_after")
+    flapping_switches: int = _default("flapping_switches")
+    redelivery_share: float = _default("redelivery_share")
 
     @classmethod
-    def from_settings(cls, s: Any) -> "Thresholds":
-        return cls(s.health_window, s.health_min_samples, s.health_min_span, s.saturation_ratio,
-                   s.unpinned_after, s.flapping_switches, s.redelivery_share)
+    def from_settings(cls, s: Settings) -> "Thresholds":
+        return cls(**{f.name: getattr(s, f.name) for f in dataclasses.fields(cls)})
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -106,7 +122,7 @@ def _saturated_says(c: Ctx, th: Thresholds) -> Finding:
 
 
 def _unpinned(f: Frame, th: Thresholds) -> pd.Series:
-    return (f["priority_policy"] == "pinned_client") & (f["pending_last"] > 0) & (f["nopin_seconds"] > th.unpinned_after_seconds)
+    return (f["priority_policy"] == "pinned_client") & (f["pending_last"] > 0) & (f["nopin_seconds"] > th.unpinned_after)
 
 
 def _unpinned_says(c: Ctx, th: Thresholds) -> Finding:
@@ -126,7 +142,7 @@ def _flapping(f: Frame, th: Thresholds) -> pd.Series:
 
 def _flapping_says(c: Ctx, th: Thresholds) -> Finding:
     n = _switches(c)
-    return Finding("FLAPPING", f"{n} pin switches in {th.window_seconds / 60:.0f} minutes",
+    return Finding("FLAPPING", f"{n} pin switches in {th.health_window / 60:.0f} minutes",
                    {"switches": n, "limit": th.flapping_switches})
 
 
@@ -181,8 +197,19 @@ def _paused_says(c: Ctx, th: Thresholds) -> Finding:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """A verdict as people see it. `colour` is a Streamlit badge colour; `level` is what an
+    alerting system makes of it (critical, warning, info, ok, unknown)."""
+
+    name: str
+    colour: str
+    level: str
+    meaning: str
+
+
+@dataclass(frozen=True)
 class Rule:
-    verdict: str
+    verdict: Verdict
     when: Callable[[Frame, Thresholds], pd.Series]
     says: Callable[[Ctx, Thresholds], Finding]
     pull_only: bool = False
@@ -191,29 +218,42 @@ class Rule:
 
 # Severity order: the first rule that fires gives the verdict.
 RULES: tuple[Rule, ...] = (
-    Rule("NO_PULLERS", _no_pullers, _no_pullers_says, pull_only=True, suppressed_by_pause=True),
-    Rule("STALLED", _stalled, _stalled_says),
-    Rule("SATURATED", _saturated, _saturated_says),
-    Rule("UNPINNED", _unpinned, _unpinned_says, pull_only=True),
-    Rule("FLAPPING", _flapping, _flapping_says, pull_only=True),
-    Rule("REDELIVERING", _redelivering, _redelivering_says),
-    Rule("LAGGING", _lagging, _lagging_says, suppressed_by_pause=True),
-    Rule("PAUSED", _paused, _paused_says),
+    Rule(Verdict("NO_PULLERS", "red", "critical", "work is pending and no client pulls"),
+         _no_pullers, _no_pullers_says, pull_only=True, suppressed_by_pause=True),
+    Rule(Verdict("STALLED", "red", "critical", "work is handed out and none is acknowledged"),
+         _stalled, _stalled_says),
+    Rule(Verdict("SATURATED", "red", "critical", "in-flight work or waiting pulls at their limit"),
+         _saturated, _saturated_says),
+    Rule(Verdict("UNPINNED", "orange", "warning", "a pinned_client group has work and nobody pinned"),
+         _unpinned, _unpinned_says, pull_only=True),
+    Rule(Verdict("FLAPPING", "orange", "warning", "the pin keeps moving between clients"),
+         _flapping, _flapping_says, pull_only=True),
+    Rule(Verdict("REDELIVERING", "orange", "warning", "a large share of deliveries are redeliveries"),
+         _redelivering, _redelivering_says),
+    Rule(Verdict("LAGGING", "yellow", "warning", "the backlog grows although acks keep coming"),
+         _lagging, _lagging_says, suppressed_by_pause=True),
+    Rule(Verdict("PAUSED", "blue", "info", "paused: no deliveries until it resumes"),
+         _paused, _paused_says),
 )
-VERDICTS = tuple(r.verdict for r in RULES) + ("OK", "COLLECTING")
-SEVERITY = {v: i for i, v in enumerate(VERDICTS)}
-OK = Finding("OK", "healthy", {})
+VERDICTS: tuple[Verdict, ...] = tuple(r.verdict for r in RULES) + (
+    Verdict("OK", "green", "ok", "healthy"),
+    Verdict("COLLECTING", "gray", "unknown", "too few samples in the window for a verdict yet"),
+)
+VERDICT_NAMES: tuple[str, ...] = tuple(v.name for v in VERDICTS)
+BY_NAME: dict[str, Verdict] = {v.name: v for v in VERDICTS}
+SEVERITY: dict[str, int] = {v.name: i for i, v in enumerate(VERDICTS)}
+OK = Finding("OK", BY_NAME["OK"].meaning, {})
 
 
 def _collecting(c: Ctx, th: Thresholds) -> Finding:
     return Finding("COLLECTING", f"{_n(c['samples'])} samples over {c['span_seconds']:.0f}s; a verdict needs "
-                   f"{th.min_samples} over {th.min_span_seconds:.0f}s",
+                   f"{th.health_min_samples} over {th.health_min_span:.0f}s",
                    {"samples": _n(c["samples"]), "seconds": round(c["span_seconds"])})
 
 
 def judge(f: Frame, th: Thresholds) -> list[list[Finding]]:
     """All findings per consumer (row of `f`), most severe first; COLLECTING or OK when none."""
-    collecting = ((f["samples"] < th.min_samples) | (f["span_seconds"] < th.min_span_seconds)).to_numpy()
+    collecting = ((f["samples"] < th.health_min_samples) | (f["span_seconds"] < th.health_min_span)).to_numpy()
     paused = f["paused_last"].astype(bool).to_numpy()
     fired = []
     for rule in RULES:

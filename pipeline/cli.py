@@ -7,7 +7,9 @@ master comes from `--master` (default local[*]), never from the job's code.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import datetime as dt
+import json
 import os
 import shutil
 import subprocess
@@ -16,14 +18,15 @@ import uuid
 import zipfile
 from pathlib import Path
 
-import sql
-from jetwatch.clock import rfc3339
-from jetwatch.settings import Settings, parse_instant
-from pipeline.export import export
-from pipeline.load import load
-from store.database import Store
+from jetwatch import sql
+from jetwatch.core.clock import rfc3339
+from jetwatch.core.errors import JetwatchError, UsageError
+from jetwatch.core.settings import Settings, parse_instant
+from jetwatch.health.rules import Thresholds
+from jetwatch.pipeline.export import export
+from jetwatch.pipeline.load import load
+from jetwatch.store.database import Store
 
-ROOT = Path(__file__).resolve().parents[1]
 JOB = Path(__file__).resolve().parent / "job.py"
 
 # Small enough to share two cores with the collector and the dashboard.
@@ -36,8 +39,8 @@ SPARK_CONF = {
 }
 
 
-class PipelineError(Exception):
-    pass
+class PipelineError(JetwatchError):
+    """The Spark side could not run or failed; the message says why and where to look."""
 
 
 def spark_submit() -> str:
@@ -50,13 +53,22 @@ def spark_submit() -> str:
     return found
 
 
+# What pipeline/job.py imports, directly or not: shipped to executors as one zip.
+JOB_PACKAGES = ("jetwatch", "jetwatch.core", "jetwatch.sql", "jetwatch.health", "jetwatch.pipeline")
+
+
 def code_zip(path: Path) -> Path:
-    """The packages the job imports, for executors on a cluster (`--py-files`)."""
+    """The packages the job imports, laid out as `jetwatch/...`, for executors (`--py-files`)."""
     with zipfile.ZipFile(path, "w") as z:
-        for package in ("health", "pipeline", "sql"):
-            for f in (ROOT / package).rglob("*"):
-                if f.suffix in (".py", ".sql"):
-                    z.write(f, f.relative_to(ROOT))
+        for name in JOB_PACKAGES:
+            spec = importlib.util.find_spec(name)
+            assert spec is not None and spec.submodule_search_locations, name
+            base = Path(list(spec.submodule_search_locations)[0])
+            arc = Path(*name.split("."))
+            found = [base / "__init__.py"] if name == "jetwatch" else base.rglob("*")
+            for f in found:
+                if f.suffix in (".py", ".sql") and f.is_file():
+                    z.write(f, arc / f.relative_to(base))
     return path
 
 
@@ -72,10 +84,7 @@ def submit_command(settings: Settings, samples: Path, run_input: Path, output: P
     return cmd + [
         str(JOB), "--samples", samples.resolve().as_uri(), "--input", run_input.resolve().as_uri(),
         "--output", output.resolve().as_uri(), "--since", rfc3339(since), "--until", rfc3339(until),
-        "--window", str(settings.health_window), "--min-samples", str(settings.health_min_samples),
-        "--min-span", str(settings.health_min_span), "--saturation-ratio", str(settings.saturation_ratio),
-        "--unpinned-after", str(settings.unpinned_after), "--flapping-switches", str(settings.flapping_switches),
-        "--redelivery-share", str(settings.redelivery_share),
+        "--thresholds", json.dumps(Thresholds.from_settings(settings).as_dict()),
     ]
 
 
@@ -115,18 +124,13 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
 
 
 def run_pipeline(args: argparse.Namespace, settings: Settings) -> int:
-    from jetwatch.cli import UserError
-
     now = dt.datetime.now(dt.timezone.utc)
     until = _when(args.until, now, now)
     since = _when(args.since, now, until - dt.timedelta(hours=2))
     if since >= until:
-        raise UserError("--since must be before --until")
+        raise UsageError("--since must be before --until")
     if not Path(settings.db).exists():
-        raise UserError(f"no store at {settings.db}: run the collector first (jetwatch collect or jetwatch up)")
-    try:
-        result = run(settings, since, until)
-    except PipelineError as exc:
-        raise UserError(str(exc)) from None
+        raise UsageError(f"no store at {settings.db}: run the collector first (jetwatch collect or jetwatch up)")
+    result = run(settings, since, until)
     print("pipeline: " + ", ".join(f"{k} {v}" for k, v in result.items()))
     return 0

@@ -17,13 +17,14 @@ Output layout (read by pipeline/load.py):
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from health.rules import Thresholds
-from pipeline.transforms import pin_sessions, rollups, verdict_history
+from jetwatch.health.rules import Thresholds
+from jetwatch.pipeline.transforms import pin_sessions, rollups, verdict_history
 
 
 def session() -> SparkSession:
@@ -38,7 +39,7 @@ def _read(spark: SparkSession, path: str) -> DataFrame:
 
 
 def run(spark: SparkSession, samples_uri: str, input_uri: str, output_uri: str, since: str, until: str,
-        thresholds: Thresholds, saturation_ratio: float) -> dict[str, int]:
+        thresholds: Thresholds) -> dict[str, int]:
     lo, hi = F.to_timestamp(F.lit(since)), F.to_timestamp(F.lit(until))
     samples = (_read(spark, samples_uri)
                .where((F.col("date") >= since[:10]) & (F.col("date") <= until[:10]))  # partition pruning
@@ -52,7 +53,7 @@ def run(spark: SparkSession, samples_uri: str, input_uri: str, output_uri: str, 
     sessions.coalesce(1).write.mode("overwrite").parquet(f"{output_uri}/pin_sessions")
 
     for granularity in ("1m", "1h"):
-        (rollups(samples, limits, granularity, saturation_ratio)
+        (rollups(samples, limits, granularity, thresholds.saturation_ratio)
          .withColumn("date", F.date_format("bucket", "yyyy-MM-dd"))
          .withColumn("hour", F.hour("bucket"))
          .repartition("date", "hour")
@@ -67,27 +68,24 @@ def run(spark: SparkSession, samples_uri: str, input_uri: str, output_uri: str, 
     return {"samples": samples.count(), "pin_events": events.count()}
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Thresholds]:
     p = argparse.ArgumentParser(description="jetwatch Spark job")
     p.add_argument("--samples", required=True, help="URI of the samples archive (file://, hdfs://, s3a://)")
     p.add_argument("--input", required=True, help="URI of this run's other inputs")
     p.add_argument("--output", required=True, help="URI to write results to")
     p.add_argument("--since", required=True, help="RFC 3339 start of the window (whole hours)")
     p.add_argument("--until", required=True, help="RFC 3339 end of the window: open pins end here")
-    p.add_argument("--window", type=float, default=300.0)
-    p.add_argument("--min-samples", type=int, default=3)
-    p.add_argument("--min-span", type=float, default=60.0)
-    p.add_argument("--saturation-ratio", type=float, default=0.9)
-    p.add_argument("--unpinned-after", type=float, default=30.0)
-    p.add_argument("--flapping-switches", type=int, default=4)
-    p.add_argument("--redelivery-share", type=float, default=0.1)
+    p.add_argument("--thresholds", default="{}",
+                   help="JSON object of health settings by name (health_window, ...); missing ones take their defaults")
     a = p.parse_args(argv)
-    th = Thresholds(a.window, a.min_samples, a.min_span, a.saturation_ratio, a.unpinned_after,
-                    a.flapping_switches, a.redelivery_share)
+    return a, Thresholds(**json.loads(a.thresholds))
+
+
+def main(argv: list[str] | None = None) -> int:
+    a, th = parse_args(argv)
     spark = session()
     try:
-        counts = run(spark, a.samples.rstrip("/"), a.input.rstrip("/"), a.output.rstrip("/"), a.since, a.until, th,
-                     a.saturation_ratio)
+        counts = run(spark, a.samples.rstrip("/"), a.input.rstrip("/"), a.output.rstrip("/"), a.since, a.until, th)
     finally:
         spark.stop()
     print(f"jetwatch pipeline: {counts['samples']} samples, {counts['pin_events']} pin events processed")

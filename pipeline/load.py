@@ -14,8 +14,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-import sql
-from store.database import Store
+from jetwatch import sql
+from jetwatch.store.database import Store
 
 
 def _dataset(path: Path) -> pa.Table:

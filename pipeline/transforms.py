@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from health.rules import LIMIT_COLUMNS, Thresholds, evaluate
+from jetwatch.health.rules import LIMIT_COLUMNS, Thresholds, evaluate
 
 CONSUMER = ["account", "stream", "consumer"]
 
@@ -148,7 +148,7 @@ VERDICT_SCHEMA = T.StructType([
 def verdict_history(samples: DataFrame, limits: DataFrame, counts: DataFrame, thresholds: Thresholds) -> DataFrame:
     """The health rules over consecutive windows: one verdict per consumer per window, `ts`
     being the window's start."""
-    window_s = int(thresholds.window_seconds)
+    window_s = int(thresholds.health_window)
     start = F.timestamp_seconds(F.floor(F.unix_timestamp("ts") / window_s) * window_s)
     limit_cols = [c for c in LIMIT_COLUMNS]
     windowed_counts = (counts.withColumn("window_start", F.timestamp_seconds(

@@ -82,7 +82,7 @@ CREATE TABLE IF NOT EXISTS advisories (
     raw          JSON NOT NULL
 );
 
--- Pin changes the advisories did not report, derived from sampled state (collectors/reconcile.py).
+-- Pin changes the advisories did not report, derived from sampled state (store/writes.py, reconcile_pins).
 CREATE TABLE IF NOT EXISTS inferred_pin_events (
     id           VARCHAR PRIMARY KEY,
     ts           TIMESTAMPTZ NOT NULL,

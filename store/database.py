@@ -18,13 +18,14 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 import duckdb
 import pandas as pd
 
-import sql
-from jetwatch.clock import utcnow
+from jetwatch import sql
+from jetwatch.core.clock import utcnow
+from jetwatch.core.errors import JetwatchError
 
 T = TypeVar("T")
 
 
-class StoreError(Exception):
+class StoreError(JetwatchError):
     """Base of every error about the store file."""
 
 

@@ -8,7 +8,7 @@ from typing import Any, Iterable
 import duckdb
 import pyarrow as pa
 
-import sql
+from jetwatch import sql
 
 _SAMPLE_TYPES = {
     "num_pending": pa.int64(), "num_ack_pending": pa.int64(), "num_waiting": pa.int64(),

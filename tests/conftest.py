@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from demo.server import NatsServer, ServerStartError, free_port, nats_server_binary
-from jetwatch.jsapi import JetStreamAPI
-from store.database import Store
+from jetwatch.demo.server import NatsServer, ServerStartError, free_port, nats_server_binary
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.store.database import Store
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
 from tests.scenario import pin_story
 

@@ -8,11 +8,11 @@ import os
 import time
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
-from collectors.runner import Collector
-from jetwatch.connection import connect
-from jetwatch.jsapi import JetStreamAPI
-from jetwatch.settings import Settings
-from store.database import Store
+from jetwatch.collectors.runner import Collector
+from jetwatch.core.connection import connect
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.settings import Settings
+from jetwatch.store.database import Store
 
 T = TypeVar("T")
 

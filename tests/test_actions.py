@@ -8,11 +8,11 @@ import sys
 
 import nats
 
-from actions import operations as ops
-from demo.workers import PullWorker
-from jetwatch.jsapi import JetStreamAPI
-from jetwatch.settings import parse_instant
-from store.database import Store
+from jetwatch.actions import operations as ops
+from jetwatch.demo.workers import PullWorker
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.settings import parse_instant
+from jetwatch.store.database import Store
 from tests.helpers import clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
 
 

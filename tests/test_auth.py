@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from demo.server import NatsServer
-from store.database import Store
+from jetwatch.demo.server import NatsServer
+from jetwatch.store.database import Store
 from tests.helpers import clean_env, rows, wait_until
 
 
@@ -150,7 +150,7 @@ def test_the_readme_least_privilege_permissions_are_enough_to_collect(tmp_path):
 
     import nats
 
-    from jetwatch.jsapi import JetStreamAPI
+    from jetwatch.core.jsapi import JetStreamAPI
     from tests.helpers import make_consumer, make_stream
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()

@@ -16,9 +16,9 @@ import nats
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
-from demo.server import free_port
-from jetwatch.jsapi import JetStreamAPI
-from store.database import Store
+from jetwatch.demo.server import free_port
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.store.database import Store
 from tests.helpers import make_consumer, make_stream, publish, rows, wait_until
 from tests.scenario import pin_story
 

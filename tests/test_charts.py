@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dashboard import charts
-from dashboard.data import pin_summary, rates, sessions_from_events
+from jetwatch.dashboard import charts
+from jetwatch.dashboard.data import pin_summary, rates, sessions_from_events
 
 T0 = pd.Timestamp("2026-11-22 03:00:00", tz="UTC")
 KEY = {"account": "$G", "stream": "S", "consumer": "C", "group_name": "jobs"}

@@ -7,10 +7,10 @@ import json
 import nats
 import pytest
 
-from demo.server import cluster
-from demo.workers import PullWorker
-from jetwatch.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
-from store.database import Store
+from jetwatch.demo.server import cluster
+from jetwatch.demo.workers import PullWorker
+from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
+from jetwatch.store.database import Store
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, publish, rows
 
 pytestmark = pytest.mark.cluster

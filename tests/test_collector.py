@@ -12,10 +12,10 @@ from pathlib import Path
 
 import nats
 
-from demo.server import NatsServer
-from demo.workers import PullWorker
-from jetwatch.jsapi import JetStreamAPI
-from store.database import Store
+from jetwatch.demo.server import NatsServer
+from jetwatch.demo.workers import PullWorker
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.store.database import Store
 from tests.helpers import (
     collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows, wait_until,
 )

@@ -10,8 +10,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from store import writes
-from store.database import Store
+from jetwatch.store import writes
+from jetwatch.store.database import Store
 from tests.conftest import CONSUMER, IDLE_STREAM, STREAM
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")

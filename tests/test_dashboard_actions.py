@@ -12,10 +12,10 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from actions.operations import Target
-from demo.workers import PullWorker
-from jetwatch.jsapi import JetStreamAPI
-from store.database import Store
+from jetwatch.actions.operations import Target
+from jetwatch.demo.workers import PullWorker
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.store.database import Store
 from tests.helpers import LoopThread, make_consumer, make_stream, publish, rows, wait_until
 from tests.test_dashboard import APP
 

@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 
-from collectors.filters import NameFilter
-from pipeline.load import load
-from store.database import Store
+from jetwatch.collectors.filters import NameFilter
+from jetwatch.pipeline.load import load
+from jetwatch.store.database import Store
 from tests.helpers import rows
 
 CASES = [

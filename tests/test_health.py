@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from health.rules import Thresholds, evaluate
+from jetwatch.health.rules import Thresholds, evaluate
 
 T0 = dt.datetime(2026, 11, 22, 3, 0, tzinfo=dt.timezone.utc)
 TH = Thresholds()

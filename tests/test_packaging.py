@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jetwatch.settings import SETTINGS, reference_markdown
+from jetwatch.core.settings import SETTINGS, reference_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import nats
 
-from demo.workers import PullWorker
-from jetwatch.jsapi import JetStreamAPI
-from store.database import Store
+from jetwatch.demo.workers import PullWorker
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.store.database import Store
 from tests.helpers import collecting, eventually, make_consumer, make_stream, publish, rows, collector_settings
 
 PIN_ROWS = "SELECT event, pinned_id, reason, source, group_name FROM pin_events WHERE stream = ? AND consumer = ? ORDER BY ts, event DESC"

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from dashboard.data import SESSION_COLUMNS, sessions_from_events
-from dashboard.data import rates as live_rates
-from health.rules import Thresholds, evaluate
-from pipeline.transforms import pin_sessions, rollups, verdict_history
+from jetwatch.dashboard.data import SESSION_COLUMNS, sessions_from_events
+from jetwatch.dashboard.data import rates as live_rates
+from jetwatch.health.rules import Thresholds, evaluate
+from jetwatch.pipeline.transforms import pin_sessions, rollups, verdict_history
 
 pytestmark = pytest.mark.spark
 
@@ -231,7 +231,7 @@ def test_filtered_consumers_get_no_redelivery_rate_from_sequences(spark):
 
 # -- verdicts: the pipeline gives the dashboard's verdicts on the same samples -------------------
 
-TH = Thresholds(window_seconds=300, min_samples=3, min_span_seconds=60)
+TH = Thresholds(health_window=300, health_min_samples=3, health_min_span=60)
 
 
 @st.composite

@@ -15,8 +15,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from demo.server import free_port
-from store.database import Store
+from jetwatch.demo.server import free_port
+from jetwatch.store.database import Store
 from tests.conftest import CONSUMER, STREAM
 from tests.helpers import clean_env, rows, wait_until
 from tests.test_dashboard import APP, frame

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from jetwatch import cli
-from jetwatch.settings import SettingsError, parse_duration, parse_instant, parse_size, resolve
+from jetwatch.core.settings import SettingsError, parse_duration, parse_instant, parse_size, resolve
 
 
 @pytest.mark.parametrize("text,seconds", [("500ms", 0.5), ("5s", 5), ("5", 5), ("2m", 120), ("1h", 3600),

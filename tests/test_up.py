@@ -12,8 +12,8 @@ import streamlit as st
 from playwright.sync_api import sync_playwright
 from streamlit.testing.v1 import AppTest
 
-from demo.server import free_port
-from store.database import Store
+from jetwatch.demo.server import free_port
+from jetwatch.store.database import Store
 from tests.helpers import clean_env, rows, wait_until
 from tests.test_browser import CHROMIUM_ARGS, SHOTS, _http_ok
 from tests.test_dashboard import APP, frame

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, ui
-from store.database import StoreError
+from jetwatch.dashboard import data, ui
+from jetwatch.store.database import StoreError
 
 s = ui.settings()
 st.title("Audit")

@@ -9,9 +9,9 @@ import streamlit as st
 
 import datetime as dt
 
-from actions.operations import THEN_CHOICES, Target
-from dashboard import charts, data, operator, ui
-from store.database import StoreError, StoreMissing
+from jetwatch.actions.operations import THEN_CHOICES, Target
+from jetwatch.dashboard import charts, data, operator, ui
+from jetwatch.store.database import StoreError, StoreMissing
 
 s = ui.settings()
 store = ui.store(s)
@@ -55,7 +55,7 @@ if detail.latest.empty:
 else:
     row = detail.latest.iloc[0]
     max_ack, max_wait = row["max_ack_pending"], row["max_waiting"]
-    fleet = ui.fleet(s.db, s.lock_timeout, ui.thresholds(s)).consumers
+    fleet = ui.cached_fleet(s.db, s.lock_timeout, ui.thresholds(s)).consumers
     mine = fleet[(fleet["account"] == account) & (fleet["stream"] == stream) & (fleet["consumer"] == consumer)]
     if not mine.empty:
         v = mine.iloc[0]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from actions.operations import Target
-from dashboard import data, operator, ui
-from store.database import StoreError
+from jetwatch.actions.operations import Target
+from jetwatch.dashboard import data, operator, ui
+from jetwatch.health.rules import VERDICT_NAMES
+from jetwatch.store.database import StoreError
 
 s = ui.settings()
 store = ui.store(s)
@@ -21,7 +22,7 @@ operator.show_result()
 def live() -> None:
     now = data.utcnow()
     try:
-        view = ui.fleet(s.db, s.lock_timeout, ui.thresholds(s))
+        view = ui.cached_fleet(s.db, s.lock_timeout, ui.thresholds(s))
     except StoreError as exc:  # held by another process for longer than --lock-timeout
         st.error(str(exc))
         return
@@ -38,7 +39,7 @@ def live() -> None:
 
     c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
     streams = c1.multiselect("Stream", sorted(frame["stream"].unique()), key="fleet_stream")
-    verdicts = c2.multiselect("Verdict", list(ui.VERDICT_COLOR), key="fleet_verdict")
+    verdicts = c2.multiselect("Verdict", list(VERDICT_NAMES), key="fleet_verdict")
     policies = c3.multiselect("Priority policy", sorted(frame["priority_policy"].fillna("none").unique()),
                               key="fleet_policy")
     search = c4.text_input("Search consumer or stream", key="fleet_search")
@@ -55,7 +56,7 @@ def live() -> None:
                       | shown["stream"].str.lower().str.contains(needle, regex=False)]
 
     counts = frame["verdict"].value_counts()
-    st.markdown("  ".join(f"{ui.badge(v)} {int(counts[v])}" for v in ui.VERDICT_COLOR if v in counts))
+    st.markdown("  ".join(f"{ui.badge(v)} {int(counts[v])}" for v in VERDICT_NAMES if v in counts))
 
     table = pd.DataFrame({
         "verdict": shown["verdict"],

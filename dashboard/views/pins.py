@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, ui
-from store.database import StoreError
+from jetwatch.dashboard import charts, ui
+from jetwatch.store.database import StoreError
 
 s = ui.settings()
 st.title("Pins")

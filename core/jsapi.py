@@ -13,6 +13,8 @@ from typing import Any, AsyncIterator
 import nats.errors
 from nats.aio.client import Client
 
+from jetwatch.core.errors import JetwatchError, UsageError
+
 # Server error codes jetwatch acts on (nats-server errors.json).
 ERR_CONSUMER_NOT_FOUND = 10014
 ERR_STREAM_NOT_FOUND = 10059
@@ -22,7 +24,7 @@ _NAME_FORBIDDEN = re.compile(r"[\s.*>]")
 _GROUP = re.compile(r"^[a-zA-Z0-9/_=-]{1,16}$")
 
 
-class JetStreamAPIError(Exception):
+class JetStreamAPIError(JetwatchError):
     """The server refused an API request; `code`, `err_code` and `description` are its words."""
 
     def __init__(self, subject: str, code: int, err_code: int, description: str):
@@ -45,7 +47,7 @@ class GroupNotInConfig(JetStreamAPIError):
     pass
 
 
-class NoReply(Exception):
+class NoReply(JetwatchError):
     """The server did not answer in time: it is down, unreachable, or JetStream is off."""
 
 
@@ -56,7 +58,7 @@ _BY_ERR_CODE = {
 }
 
 
-class InvalidName(ValueError):
+class InvalidName(UsageError, ValueError):
     """A stream or consumer name that cannot be put in an API subject."""
 
 

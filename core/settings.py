@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from jetwatch.core.errors import UsageError
 
-class SettingsError(ValueError):
+
+class SettingsError(UsageError, ValueError):
     """A setting has a value jetwatch cannot use; the message says which and what to do."""
 
 
@@ -138,7 +140,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("unpinned_after", 30.0, "How long a pinned_client consumer with work pending may go without a pin before UNPINNED.", parse_duration, "health"),
     Setting("flapping_switches", 4, "More pin switches than this in the window is FLAPPING.", int, "health"),
     Setting("redelivery_share", 0.1, "Share of deliveries that are redeliveries above which the verdict is REDELIVERING.", float, "health"),
-    Setting("stale_after", 30.0, "Data older than this is marked stale on screen.", parse_duration, "health"),
+    Setting("stale_after", 30.0, "Data older than this is marked stale on screen.", parse_duration, "dashboard"),
     # dashboard and actions
     Setting("address", "127.0.0.1", "Address the dashboard listens on.", str, "dashboard"),
     Setting("port", 8501, "Port the dashboard listens on.", int, "dashboard"),

@@ -7,6 +7,7 @@ session, so Ctrl-C reaches only this supervisor, which stops them in order).
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import signal
 import socket
@@ -19,10 +20,11 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import urlparse
 
-from demo.server import NatsServer, ServerStartError, free_port
-from jetwatch.commands import PortInUse, check_port_free, child_env, dashboard_command
-from jetwatch.settings import Settings
-from store.database import Store, StoreError
+from jetwatch.demo.server import NatsServer, ServerStartError, free_port
+from jetwatch.subcommands import PortInUse, check_port_free, dashboard_command
+from jetwatch.core.children import child_env
+from jetwatch.core.settings import Settings
+from jetwatch.store.database import Store, StoreError
 
 
 @dataclass
@@ -140,7 +142,7 @@ def up(settings: Settings, demo: bool, pipeline: bool, nats_port: int) -> int:
         if demo:
             # The collector first, so that the demo's very first pins are captured as advisories.
             wait_for_collector(Store(settings.db), timeout=20)
-            sup.spawn("demo", [sys.executable, "-m", "demo.workload", "--server", settings.server.split(",")[0]])
+            sup.spawn("demo", [sys.executable, "-m", "jetwatch.demo.workload", "--server", settings.server.split(",")[0]])
             say("demo workload started: pinned, overflow and prioritized consumers with scripted trouble")
         try:
             check_port_free(settings.address, settings.port)
@@ -167,3 +169,7 @@ def up(settings: Settings, demo: bool, pipeline: bool, nats_port: int) -> int:
             server.stop()
         say("stopped")
     return 0
+
+
+def run_up(args: argparse.Namespace, settings: Settings) -> int:
+    return up(settings, demo=args.demo, pipeline=not args.no_pipeline, nats_port=args.nats_port)

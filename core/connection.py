@@ -8,12 +8,13 @@ from typing import Any
 
 from nats.aio.client import Client
 
-from jetwatch.settings import Settings
+from jetwatch.core.errors import JetwatchError
+from jetwatch.core.settings import Settings
 
-log = logging.getLogger("jetwatch.connection")
+log = logging.getLogger("jetwatch.core.connection")
 
 
-class ConnectError(Exception):
+class ConnectError(JetwatchError):
     """The first connection failed; the message says where to look."""
 
 

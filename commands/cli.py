@@ -1,0 +1,104 @@
+"""The `jetwatch` command: parse flags, resolve settings, hand over to the part that does the work.
+
+Every error meant for the user is a `JetwatchError`: printed as its message, exit status from the
+error; anything else is a bug and keeps its traceback."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Callable, Sequence
+
+from jetwatch import subcommands
+from jetwatch.actions import catalog
+from jetwatch.actions.cli import run_action
+from jetwatch.actions.operations import THEN_CHOICES
+from jetwatch.core import settings as settings_mod
+from jetwatch.core.errors import JetwatchError
+from jetwatch.core.settings import Settings
+from jetwatch.pipeline.cli import run_pipeline
+from jetwatch.up import run_up
+
+CONNECTION = ("connection",)
+STORE = ("store",)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jetwatch", description=__doc__)
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help: str, groups: tuple[str, ...]) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        settings_mod.add_arguments(p, groups)
+        return p
+
+    command("collect", "Sample consumer state and capture advisories into the store until stopped.",
+            CONNECTION + STORE + ("collect",))
+    command("setup", "Create the advisory capture stream (for collectors with read-only rights).",
+            CONNECTION + ("collect",))
+    dash = command("dashboard", "Serve the Streamlit dashboard.", CONNECTION + STORE + ("health", "dashboard"))
+    dash.add_argument("--browser", action="store_true", help="Open a browser window.")
+    up = command("up", "Start everything: an embedded demo server unless --server, the collector, "
+                 "the pipeline on a schedule and the dashboard.",
+                 CONNECTION + STORE + ("collect", "health", "dashboard", "pipeline"))
+    up.add_argument("--demo", action="store_true", help="Run the demo workload also against --server.")
+    up.add_argument("--no-pipeline", action="store_true", help="Do not run the Spark pipeline.")
+    up.add_argument("--nats-port", type=int, default=0, help="Port of the embedded server (0: a free one).")
+
+    for action in catalog.ACTIONS:
+        p = command(action.name, action.summary, CONNECTION + STORE)
+        p.add_argument("stream")
+        p.add_argument("consumer")
+        if action.name == "unpin":
+            p.add_argument("--group", help="Priority group (default: the consumer's only group).")
+        if action.name == "pause":
+            p.add_argument("--until", required=True, help="RFC 3339 time, or a duration from now such as 10m.")
+        if action.name == "drain":
+            p.add_argument("--then", dest="then_action", choices=list(THEN_CHOICES), default="resume")
+            p.add_argument("--timeout", default="60s", help="Longest wait for in-flight work (default 60s).")
+            p.add_argument("--stay-until", help="With --then stay-paused: RFC 3339 time or duration from now.")
+            p.add_argument("--drain-id", help=argparse.SUPPRESS)
+        p.add_argument("--yes", action="store_true", help="Do not ask for confirmation.")
+        p.add_argument("--actor", help="Name recorded in the audit log (default: the OS user).")
+
+    pipe = sub.add_parser("pipeline", help="Run the Spark pipeline.")
+    pipe_sub = pipe.add_subparsers(dest="pipeline_command", required=True, metavar="STEP")
+    run = pipe_sub.add_parser("run", help="Export, sessionise, roll up, judge and load back.")
+    settings_mod.add_arguments(run, STORE + ("pipeline", "health"))
+    run.add_argument("--since", help="Start of the window (RFC 3339 or a duration back from now).")
+    run.add_argument("--until", help="End of the window (RFC 3339; default now).")
+    run.add_argument("--master", dest="spark_master", help="Spark master URL (default local[*]).")
+
+    sub.add_parser("settings", help="Print the configuration reference (Markdown).")
+    return parser
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _handler(args: argparse.Namespace) -> Callable[[argparse.Namespace, Settings], int]:
+    if args.command in catalog.BY_NAME:
+        return run_action
+    return {"collect": subcommands.collect, "setup": subcommands.setup, "dashboard": subcommands.dashboard,
+            "up": run_up, "pipeline": run_pipeline, "settings": subcommands.print_settings}[args.command]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _configure_logging(args.log_level)
+    try:
+        return _handler(args)(args, settings_mod.resolve(args))
+    except JetwatchError as exc:
+        print(f"jetwatch: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

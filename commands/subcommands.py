@@ -1,0 +1,122 @@
+"""The subcommands that run a part in this process: collect, setup, dashboard, settings.
+
+`up`, the actions and the pipeline have their own modules (jetwatch/up.py, actions/cli.py,
+pipeline/cli.py); jetwatch/cli.py routes to all of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from jetwatch import dashboard as dashboard_package
+from jetwatch.collectors.advisories import ensure_capture_stream
+from jetwatch.collectors.runner import Collector
+from jetwatch.core import settings as settings_mod
+from jetwatch.core.children import child_env
+from jetwatch.core.connection import ConnectError, connect
+from jetwatch.core.errors import JetwatchError, UsageError
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.settings import Settings
+from jetwatch.store.database import Store
+
+log = logging.getLogger("jetwatch")
+
+DASHBOARD_APP = Path(dashboard_package.__file__).resolve().parent / "app.py"
+
+
+class PortInUse(JetwatchError):
+    """The dashboard's port is taken."""
+
+
+def check_port_free(address: str, port: int) -> None:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((address, port))
+        except OSError:
+            raise PortInUse(f"port {port} on {address} is already in use: stop what runs there, "
+                            f"or pass --port with a free port") from None
+
+
+def dashboard_command(settings: Settings, open_browser: bool = False) -> list[str]:
+    return [sys.executable, "-m", "streamlit", "run", str(DASHBOARD_APP),
+            "--server.address", settings.address, "--server.port", str(settings.port),
+            "--server.headless", "false" if open_browser else "true",
+            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+            "--client.toolbarMode", "minimal"]
+
+
+def dashboard(args: argparse.Namespace, settings: Settings) -> int:
+    check_port_free(settings.address, settings.port)
+    print(f"jetwatch dashboard on http://{settings.address}:{settings.port}/", flush=True)
+    return subprocess.call(dashboard_command(settings, args.browser), env=child_env(settings))
+
+
+async def _collect(settings: Settings) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    while True:  # a collector started before its server waits for it, saying so
+        try:
+            nc = await connect(settings, name="jetwatch-collector")
+            break
+        except ConnectError as exc:
+            log.error("%s Retrying in 5s.", exc)
+            try:
+                await asyncio.wait_for(stop.wait(), 5)
+                return
+            except asyncio.TimeoutError:
+                continue
+    system_nc = None
+    if settings.system is not None:
+        try:
+            system_nc = await connect(settings.system, name="jetwatch-collector-system")
+        except ConnectError as exc:
+            await nc.drain()
+            raise UsageError(f"{exc} (the system-account connection of --system-context "
+                             f"{settings.system_context})") from None
+    store = Store(settings.db, lock_timeout=settings.lock_timeout)
+    log.info("collecting from %s into %s every %.1fs", settings.server, settings.db, settings.interval)
+    try:
+        await Collector(settings, nc, store, system_nc=system_nc).run(stop)
+    finally:
+        for conn in (nc, system_nc):
+            if conn is not None and not conn.is_closed:
+                await conn.drain()
+    log.info("collector stopped; everything received is stored")
+
+
+def collect(args: argparse.Namespace, settings: Settings) -> int:
+    asyncio.run(_collect(settings))
+    return 0
+
+
+async def _setup(settings: Settings) -> None:
+    nc = await connect(settings, name="jetwatch-setup")
+    try:
+        api = JetStreamAPI(nc, timeout=settings.request_timeout)
+        if not await ensure_capture_stream(api, settings.capture_stream, settings.capture_max_age,
+                                           settings.capture_max_bytes):
+            raise UsageError(f"could not create the capture stream {settings.capture_stream}: "
+                             "these credentials need $JS.API.STREAM.CREATE rights")
+        print(f"capture stream {settings.capture_stream} is ready")
+    finally:
+        await nc.drain()
+
+
+def setup(args: argparse.Namespace, settings: Settings) -> int:
+    asyncio.run(_setup(settings))
+    return 0
+
+
+def print_settings(args: argparse.Namespace, settings: Settings) -> int:
+    print(settings_mod.reference_markdown())
+    return 0

@@ -1,1 +1,0 @@
-"""jetwatch: health of NATS JetStream pull consumers."""
