@@ -37,6 +37,10 @@ class StoreMissing(StoreError):
     """The store file does not exist yet (no collector has written to it)."""
 
 
+class StoreTooNew(StoreError):
+    """The file was written by a newer jetwatch, with a schema this code does not know."""
+
+
 class QueryTimeout(StoreError):
     """A named query ran past its time limit and was interrupted."""
 
@@ -131,12 +135,36 @@ class Store:
         self.write(lambda con: None)
 
     def _migrate(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Bring the file to this code's schema: every missing step, then the views, all in one
+        transaction, so a step that fails leaves the file exactly as it was."""
+        steps = sql.migrations()
+        latest = steps[-1].number
         con.execute("BEGIN TRANSACTION")
-        con.execute(sql.schema())
-        have = con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
-        if have is None or have < sql.SCHEMA_VERSION:
-            con.execute("INSERT INTO schema_version VALUES (?, ?)", [sql.SCHEMA_VERSION, utcnow()])
-        con.execute("COMMIT")
+        step = None
+        try:
+            con.execute("CREATE TABLE IF NOT EXISTS schema_version "
+                        "(version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+            have = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+            if have > latest:
+                raise StoreTooNew(
+                    f"The store {self.path} has schema version {have}, newer than this jetwatch knows "
+                    f"({latest}): it was written by a newer release. Upgrade jetwatch, or point --db at "
+                    "another file; nothing was changed.")
+            for step in steps[have:]:
+                con.execute(step.text)
+                con.execute("INSERT INTO schema_version VALUES (?, ?)", [step.number, utcnow()])
+            step = None
+            con.execute(sql.views())
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            con.execute("ROLLBACK")
+            where = f"step {step.number} ({step.name})" if step else "the views"
+            raise StoreError(
+                f"Upgrading the store {self.path} to schema version {latest} failed at {where}: {' '.join(str(exc).split())} "
+                "Nothing was changed: the file is as it was. Report this with the message above.") from None
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
         self._migrated = True
 
     def query(self, name: str, params: Sequence[Any] | dict[str, Any] = ()) -> pd.DataFrame:

@@ -54,7 +54,7 @@ def test_the_wheel_holds_one_top_level_package(wheel):
     names = {n.split("/")[0] for n in zipfile.ZipFile(wheel[0]).namelist()}
     assert {n for n in names if not n.endswith(".dist-info")} == {"jetwatch"}
     files = set(zipfile.ZipFile(wheel[0]).namelist())
-    for expected in ("jetwatch/cli.py", "jetwatch/collectors/runner.py", "jetwatch/sql/schema.sql",
+    for expected in ("jetwatch/cli.py", "jetwatch/collectors/runner.py", "jetwatch/sql/migrations/0001_initial.sql", "jetwatch/sql/views.sql",
                      "jetwatch/sql/queries/fleet_latest.sql", "jetwatch/dashboard/app.py",
                      "jetwatch/dashboard/views/fleet.py", "jetwatch/pipeline/job.py", "jetwatch/core/settings.py"):
         assert expected in files

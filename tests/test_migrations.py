@@ -1,0 +1,90 @@
+"""The store's schema is upgraded in numbered steps, in one transaction; newer files are refused."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from jetwatch import sql
+from jetwatch.store.database import Store, StoreError, StoreTooNew
+from tests.helpers import rows
+
+V1_SCHEMA = Path(__file__).parent / "fixtures" / "schema_v1.sql"  # sql/schema.sql of the first release
+T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def v1_store(path: str) -> None:
+    """A store as the first release left it: its schema file, version 1 stamped, some history."""
+    con = duckdb.connect(path)
+    con.execute(V1_SCHEMA.read_text())
+    con.execute("INSERT INTO schema_version VALUES (1, ?)", [T0])
+    con.execute("INSERT INTO samples (ts, account, stream, consumer, num_pending) VALUES (?, 'A', 'S', 'C', 7)", [T0])
+    con.execute("INSERT INTO advisories (id, ts, received_at, kind, subject, account, stream, consumer, group_name, "
+                "pinned_id, raw) VALUES ('adv1', ?, ?, 'consumer_group_pinned', 'x', 'A', 'S', 'C', 'g', 'pin-1', '{}')",
+                [T0, T0])
+    con.execute("INSERT INTO audit VALUES (?, 'ops', 'cli', 'unpin', 'A', 'S', 'C', 'g', '{}', 'ok', '{}')", [T0])
+    con.close()
+
+
+def tables(store: Store) -> dict[str, list[str]]:
+    return store.read(lambda con: {
+        t: [c[0] for c in con.execute(f'DESCRIBE "{t}"').fetchall()]
+        for (t,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()})
+
+
+def test_migrations_are_numbered_without_gaps_and_the_version_is_the_last():
+    numbers = [m.number for m in sql.migrations()]
+    assert numbers == list(range(1, len(numbers) + 1))
+    assert sql.schema_version() == numbers[-1]
+
+
+def test_a_store_made_by_the_first_release_is_upgraded_and_keeps_its_history(db_path):
+    v1_store(db_path)
+    store = Store(db_path)
+    store.migrate()
+    assert rows(store, "SELECT max(version) FROM schema_version")[0][0] == sql.schema_version()
+    assert rows(store, "SELECT num_pending FROM samples") == [(7,)]
+    assert rows(store, "SELECT event, pinned_id FROM pin_events") == [("pinned", "pin-1")]
+    assert rows(store, "SELECT actor, action FROM audit")[0] == ("ops", "unpin")
+
+
+def test_an_upgraded_store_has_the_same_tables_as_a_new_one(db_path, tmp_path):
+    v1_store(db_path)
+    upgraded = Store(db_path)
+    upgraded.migrate()
+    fresh = Store(str(tmp_path / "fresh.duckdb"))
+    fresh.migrate()
+    assert tables(upgraded) == tables(fresh)
+
+
+def test_opening_a_store_twice_applies_nothing_twice(db_path):
+    Store(db_path).migrate()
+    Store(db_path).migrate()
+    versions = rows(Store(db_path), "SELECT version FROM schema_version ORDER BY version")
+    assert [v for (v,) in versions] == list(range(1, sql.schema_version() + 1))
+
+
+def test_a_store_newer_than_the_code_is_refused_in_words_and_left_alone(db_path):
+    Store(db_path).migrate()
+    con = duckdb.connect(db_path)
+    con.execute("INSERT INTO schema_version VALUES (999, now())")
+    con.close()
+    with pytest.raises(StoreTooNew, match="schema version 999, newer than this jetwatch knows"):
+        Store(db_path).migrate()
+    assert rows(Store(db_path), "SELECT max(version) FROM schema_version")[0][0] == 999
+
+
+def test_a_failing_step_rolls_back_every_step_of_the_upgrade(db_path, monkeypatch):
+    v1_store(db_path)
+    before = tables(Store(db_path))
+    good = sql.Migration(2, "add_a_table", "CREATE TABLE added_by_step_two (x INTEGER);")
+    bad = sql.Migration(3, "broken", "ALTER TABLE no_such_table ADD COLUMN y INTEGER;")
+    first = sql.migrations()[0]
+    monkeypatch.setattr(sql, "migrations", lambda: (first, good, bad))
+    with pytest.raises(StoreError, match=r"failed at step 3 \(broken\).*Nothing was changed"):
+        Store(db_path).migrate()
+    assert tables(Store(db_path)) == before
+    assert rows(Store(db_path), "SELECT max(version) FROM schema_version")[0][0] == 1
