@@ -25,10 +25,12 @@ from jetwatch.collectors.advisories import (
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import Scope
 from jetwatch.collectors.filters import NameFilter
+from jetwatch.collectors.judging import JudgedCycle, WindowInputs, decide, keep, read_window
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.core.settings import Settings
+from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store, StoreError
 
@@ -71,6 +73,10 @@ class Collector:
         self.started_at = clock()
         self.name_filter = self._make_filter()
         self.cycles = 0
+        self.thresholds = Thresholds.from_settings(settings)
+        self.rejects_total = 0
+        self.cycle_hooks: list[Callable[[Collector, JudgedCycle, float], Any]] = []
+        self.judged: JudgedCycle | None = None  # the latest cycle's verdicts
 
     async def write(self, fn: Callable[[Any], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._writer, self.store.write, fn)
@@ -136,18 +142,36 @@ class Collector:
         accounts = sorted(batch.accounts)
         caught_up = self.caught_up
         status = self._status(now, time.monotonic() - began, batch.streams, batch.consumers)
+        thresholds = self.thresholds
 
-        def tx(con: Any) -> None:
+        def tx(con: Any) -> WindowInputs:
             writes.write_samples(con, accounts, batch.samples)
             writes.write_configs(con, batch.configs)
             writes.write_rejects(con, now, "consumer_state", batch.rejects)
             if caught_up:
                 writes.reconcile_pins(con, now, self.settings.inference_grace)
             writes.write_status(con, status)
+            # The window's features in the same transaction: they describe exactly what is stored.
+            return read_window(con, now, thresholds)
 
-        await self.write(tx)
+        inputs = await self.write(tx)
+        # The rules run with the file released (readers get their turn), then the verdicts are kept.
+        judged = await asyncio.get_running_loop().run_in_executor(self._writer, decide, inputs, thresholds)
+        await self.write(lambda con: keep(con, judged))
+        self.judged = judged
+        self.rejects_total += len(batch.rejects)
         self.cycles += 1
+        await self._after_cycle(self.judged, time.monotonic() - began)
         return batch.consumers
+
+    async def _after_cycle(self, judged: JudgedCycle, seconds: float) -> None:
+        """Hand the cycle's verdicts to the exporters (metrics, alerts), if any are on."""
+        for hook in self.cycle_hooks:
+            try:
+                await hook(self, judged, seconds)
+            except Exception as exc:  # an exporter never costs a cycle
+                log.exception("exporting the cycle failed")
+                self._error(f"exporting the cycle failed: {type(exc).__name__}: {exc}")
 
     @property
     def sample_mode(self) -> str:

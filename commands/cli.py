@@ -35,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     command("collect", "Sample consumer state and capture advisories into the store until stopped.",
-            CONNECTION + STORE + ("collect",))
+            CONNECTION + STORE + ("collect", "health", "exporters"))
     command("setup", "Create the advisory capture stream (for collectors with read-only rights).",
             CONNECTION + ("collect",))
     dash = command("dashboard", "Serve the Streamlit dashboard.", CONNECTION + STORE + ("health", "dashboard"))

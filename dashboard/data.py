@@ -6,6 +6,7 @@ Each function opens the store for one page's worth of named queries and closes i
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from jetwatch.core.clock import utcnow
-from jetwatch.health.rules import SEVERITY, Thresholds, evaluate_features
+from jetwatch.health.rules import SEVERITY, Thresholds
 from jetwatch.store.database import Store, StoreMissing
 
 KEY = ["account", "stream", "consumer"]
@@ -31,32 +32,75 @@ class Fleet:
 FLEET_COLUMNS = KEY + [
     "verdict", "reason", "num_pending", "num_ack_pending", "max_ack_pending", "num_waiting",
     "max_waiting", "redelivered_per_second", "delivered_per_second", "acked_per_second",
-    "priority_policy", "pin_group", "pinned_id", "pinned_ts", "paused", "findings", "ts",
+    "priority_policy", "pin_group", "pinned_id", "pinned_ts", "paused", "findings", "ts", "since",
 ]
+CHANGE_COLUMNS = ["ts", *KEY, "from_verdict", "to_verdict", "reason"]
 
 
-def fleet(store: Store, thresholds: Thresholds, now: dt.datetime | None = None) -> Fleet:
-    """Every consumer in the live state with its verdict, worst first."""
-    now = now or utcnow()
-    since = now - dt.timedelta(seconds=thresholds.health_window)
+def _findings(texts: pd.Series) -> list[Any]:
+    """The findings JSON of each consumer as lists; identical texts (every OK) parsed once."""
+    parsed: dict[str, Any] = {}
+    out = []
+    for text in texts:
+        if not isinstance(text, str):
+            out.append([])
+            continue
+        if text not in parsed:
+            parsed[text] = json.loads(text)
+        out.append(parsed[text])
+    return out
+
+
+def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime | None = None) -> Fleet:
+    """Every consumer in the live state with the verdict the collector judged after its last
+    cycle (verdicts_current), worst first. Nothing is recomputed here: the page's cost grows with
+    the consumers shown, not with the samples stored. `thresholds` and `now` are not needed any
+    more (the collector judges with its own health settings) and are accepted for old callers."""
     try:
-        latest, features, counts, collector = store.queries([
-            ("fleet_latest", {}), ("window_features", {}),
-            ("window_event_counts", {"since": since}), ("collector_health", {}),
-        ], stage=[("set_window_since", {"since": since}), ("stage_window_samples", {})])
+        latest, collector = store.queries([("fleet_verdicts", {}), ("collector_health", {})])
     except StoreMissing:
         return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), pd.DataFrame(), None, store_exists=False)
     if latest.empty:
         return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), collector, None)
-    limits = latest[KEY + ["is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy"]]
-    verdicts = evaluate_features(features, limits, thresholds, counts)
-    out = latest.merge(verdicts.drop(columns=["last_ts", "samples"]), on=KEY, how="left")
-    out["verdict"] = out["verdict"].fillna("COLLECTING")
-    out["reason"] = out["reason"].fillna("no samples in the window yet")
+    out = latest
+    judged = out["verdict"].notna()
+    out["verdict"] = out["verdict"].where(judged, "COLLECTING")
+    out["reason"] = out["reason"].where(judged, "not judged yet: the collector judges after its next cycle")
+    out["findings"] = _findings(out["findings"])
     out["_rank"] = out["verdict"].map(SEVERITY)
     out = out.sort_values(["_rank", "num_pending", "stream", "consumer"], ascending=[True, False, True, True])
     as_of = pd.to_datetime(latest["ts"]).max().to_pydatetime()
     return Fleet(out[FLEET_COLUMNS].reset_index(drop=True), collector, as_of)
+
+
+def recent_changes(store: Store, limit: int = 20) -> pd.DataFrame:
+    """The last verdict transitions of the fleet, newest first."""
+    try:
+        return store.query("verdict_changes_recent", {"limit": limit})
+    except StoreMissing:
+        return pd.DataFrame(columns=CHANGE_COLUMNS)
+
+
+def verdict_band(store: Store, account: str, stream: str, consumer: str,
+                 since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
+    """One consumer's verdicts over a range as spans (start, end, verdict, reason): the band
+    the Consumer page draws over its charts. The span in force at `since` starts there."""
+    try:
+        changes = store.query("verdict_changes_consumer", {"account": account, "stream": stream,
+                                                           "consumer": consumer, "since": since, "until": until})
+    except StoreMissing:
+        changes = pd.DataFrame(columns=["ts", "from_verdict", "to_verdict", "reason"])
+    return band_from_changes(changes, since, until)
+
+
+def band_from_changes(changes: pd.DataFrame, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
+    cols = ["start", "end", "verdict", "reason"]
+    if changes.empty:
+        return pd.DataFrame(columns=cols)
+    ch = changes.sort_values("ts").reset_index(drop=True)
+    starts = pd.to_datetime(ch["ts"], utc=True).clip(lower=pd.Timestamp(since))
+    ends = starts.shift(-1).fillna(pd.Timestamp(until))
+    return pd.DataFrame({"start": starts, "end": ends, "verdict": ch["to_verdict"], "reason": ch["reason"]})[cols]
 
 
 def last_cycle(store: Store) -> object:

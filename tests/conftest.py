@@ -72,7 +72,8 @@ def filled_db(nats_server, tmp_path_factory) -> str:
         await make_stream(api, IDLE_STREAM, ["dashidle.>"])
         await make_consumer(api, IDLE_STREAM, "idle")
         await publish(nc, "dashidle.x", 5)
-        settings = collector_settings(nats_server.url, db, (STREAM, IDLE_STREAM), interval=0.3)
+        settings = collector_settings(nats_server.url, db, (STREAM, IDLE_STREAM), interval=0.3,
+                                      health_min_span=0.5)  # as the dashboard tests judge
         async with collecting(settings):
             story = await pin_story(nc, api, STREAM, CONSUMER, "dashpins.work")
             await eventually(lambda: len(rows(store, "SELECT * FROM pin_events WHERE stream = ?", [STREAM])) >= 5,

@@ -10,6 +10,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from jetwatch.collectors.judging import judge_cycle
+from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store
 from tests.conftest import CONSUMER, IDLE_STREAM, STREAM
@@ -153,7 +155,13 @@ def _synthetic_fleet(db: str, consumers: int, cycles: int) -> None:
             "paused": [False] * n, "pause_until": [None] * n, "pin_group": [None] * n,
             "pinned_id": [None] * n, "pinned_ts": [None] * n, "leader": [None] * n,
         }
-        Store(db).write(lambda con: writes.write_samples(con, ["$G"], samples))
+        at = dt.datetime.fromisoformat(ts)
+
+        def cycle_tx(con, samples=samples, at=at) -> None:  # as the collector's cycle: write, then judge
+            writes.write_samples(con, ["$G"], samples)
+            judge_cycle(con, at, Thresholds(health_min_span=0.5))
+
+        Store(db).write(cycle_tx)
 
 
 def test_fleet_with_ten_thousand_consumers_renders(tmp_path, app_env):

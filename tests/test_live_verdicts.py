@@ -1,0 +1,105 @@
+"""The collector judges every consumer after each cycle and keeps the verdicts and their changes;
+the Fleet reads them instead of recomputing windows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import nats
+
+from jetwatch.collectors.judging import judge_cycle
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.dashboard import data
+from jetwatch.health.rules import Thresholds
+from jetwatch.store import writes
+from jetwatch.store.database import Store
+from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
+
+FAST = {"health_window": 4.0, "health_min_samples": 3, "health_min_span": 1.0}
+
+
+def test_collector_keeps_each_consumers_verdict_with_findings_and_since_and_records_the_change(
+        nats_server, db_path, uid, run):
+    stream = f"{uid}_IDLE"
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.>"])
+        await make_consumer(api, stream, "idle")
+        await publish(nc, f"{uid}.x", 4)
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, **FAST)
+        async with collecting(settings) as collector:
+            current = "SELECT verdict, level, findings, since, judged_at FROM verdicts_current WHERE stream = ?"
+            got = await eventually(lambda: [r for r in rows(store, current, [stream]) if r[0] == "NO_PULLERS"],
+                                   message="NO_PULLERS judged by the collector")
+            verdict, level, findings, since, judged_at = got[0]
+            assert level == "critical"
+            numbers = json.loads(findings)[0]["numbers"]
+            assert numbers["pending"] == 4 and numbers["waiting"] == 0
+            cycles = collector.cycles
+            await eventually(lambda: collector.cycles >= cycles + 3, message="three more cycles")
+            later = rows(store, current, [stream])[0]
+            assert later[0] == "NO_PULLERS" and later[3] == since, "a verdict that holds keeps its since"
+            assert later[4] > judged_at, "judged again every cycle"
+            assert collector.judged is not None and "NO_PULLERS" in set(collector.judged.consumers["verdict"])
+        changes = rows(store, "SELECT from_verdict, to_verdict FROM verdict_changes WHERE stream = ? ORDER BY ts",
+                       [stream])
+        assert changes[-1] == ("COLLECTING", "NO_PULLERS")
+        assert changes[0][0] is None  # first judged
+        fleet = data.fleet(store)
+        row = fleet.consumers[fleet.consumers["stream"] == stream].iloc[0]
+        assert row["verdict"] == "NO_PULLERS" and row["since"] == since
+        assert row["findings"][0]["verdict"] == "NO_PULLERS"
+        await nc.close()
+
+    run(scenario())
+
+
+def _cycle(store: Store, at: dt.datetime, pending: int, waiting: int) -> None:
+    samples = {
+        "ts": [at.isoformat()], "server": ["s"], "cluster": [None], "domain": [None], "account": ["$G"],
+        "stream": ["S"], "consumer": ["C"], "created": [None], "num_pending": [pending], "num_ack_pending": [0],
+        "num_waiting": [waiting], "num_redelivered": [0], "delivered_consumer_seq": [0],
+        "delivered_stream_seq": [0], "delivered_last_active": [None], "ack_floor_consumer_seq": [0],
+        "ack_floor_stream_seq": [0], "ack_floor_last_active": [None], "paused": [False], "pause_until": [None],
+        "pin_group": [None], "pinned_id": [None], "pinned_ts": [None], "leader": [None],
+    }
+
+    def tx(con) -> None:
+        writes.write_samples(con, ["$G"], samples)
+        judge_cycle(con, at, Thresholds(health_window=60, health_min_span=10))
+
+    store.write(tx)
+
+
+def test_fleet_reads_the_kept_verdict_not_a_recomputed_window(db_path):
+    """The Fleet shows what the collector judged, even when the samples alone would now say
+    something else (the judgement is the collector's, once per cycle)."""
+    store = Store(db_path)
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    for i in range(4):
+        _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=5, waiting=0)
+    assert data.fleet(store).consumers.iloc[0]["verdict"] == "NO_PULLERS"
+    store.write(lambda con: con.execute("DELETE FROM samples"))  # the window is gone; the verdict is kept
+    view = data.fleet(store)
+    assert view.consumers.iloc[0]["verdict"] == "NO_PULLERS"
+    assert view.consumers.iloc[0]["since"] == t0 + dt.timedelta(seconds=20)
+
+
+def test_recent_changes_and_the_band_follow_each_transition(db_path):
+    store = Store(db_path)
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    for i in range(4):
+        _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=5, waiting=0)
+    for i in range(4, 12):
+        _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=0, waiting=1)
+    changes = data.recent_changes(store)
+    assert [(f, t) for f, t in zip(changes["from_verdict"], changes["to_verdict"])] == [
+        ("NO_PULLERS", "OK"), ("COLLECTING", "NO_PULLERS"), (None, "COLLECTING")]
+    band = data.verdict_band(store, "$G", "S", "C", t0 + dt.timedelta(seconds=25), t0 + dt.timedelta(seconds=200))
+    assert list(band["verdict"]) == ["NO_PULLERS", "OK"]
+    assert band.iloc[0]["start"] == t0 + dt.timedelta(seconds=25)  # the span in force at the range start
+    assert band.iloc[-1]["end"] == t0 + dt.timedelta(seconds=200)
