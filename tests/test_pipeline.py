@@ -271,3 +271,111 @@ def test_pipeline_verdicts_equal_the_dashboards_on_generated_samples(spark, case
     pdf = pd.DataFrame(rows, columns=[f.name for f in SAMPLE_SCHEMA])
     live = evaluate(pdf, pd.DataFrame(lim_rows, columns=[f.name for f in LIMIT_SCHEMA]), TH)
     assert piped == dict(zip(live["consumer"], live["verdict"]))
+
+
+# -- live verdicts: the collector's judging path gives the pipeline's verdict history ---------
+
+LIVE_TH = Thresholds(health_window=120, health_min_samples=3, health_min_span=30)
+LAG = 0.5  # a cycle stamps its samples a little before it judges (collection takes time)
+
+
+@st.composite
+def cycle_history(draw):
+    """Cycle times over three windows (ends of windows included, so every window is judged at
+    its boundary) and, per consumer, the values each cycle samples."""
+    window = int(LIVE_TH.health_window)
+    times = []
+    for k in range(3):
+        offsets = draw(st.lists(st.integers(1, window - 1), min_size=0, max_size=6, unique=True))
+        times += [k * window + o for o in sorted(offsets)] + [(k + 1) * window]
+    policies = draw(st.lists(st.sampled_from(["pinned_client", None]), min_size=3, max_size=3))
+    consumers = []
+    for _ in range(3):
+        n = len(times)
+        consumers.append({
+            "pending": draw(st.lists(st.integers(0, 50), min_size=n, max_size=n)),
+            "ack": draw(st.lists(st.integers(0, 110), min_size=n, max_size=n)),
+            "waiting": draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)),
+            "steps": draw(st.lists(st.integers(0, 20), min_size=n, max_size=n)),
+            "extra": draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)),
+            "acks": draw(st.lists(st.integers(0, 20), min_size=n, max_size=n)),
+            "paused": draw(st.lists(st.booleans(), min_size=n, max_size=n)),
+            "pins": draw(st.lists(st.sampled_from([None, "p1", "p2"]), min_size=n, max_size=n)),
+        })
+    return times, policies, consumers
+
+
+def _sample_rows(times, consumers):
+    """Per cycle, the sample rows (SAMPLE_SCHEMA order) of every consumer."""
+    state = [{"dcs": 0, "dss": 0, "af": 0} for _ in consumers]
+    cycles = []
+    for i, t in enumerate(times):
+        batch = []
+        for c, (values, s) in enumerate(zip(consumers, state)):
+            s["dss"] += values["steps"][i]
+            s["dcs"] += values["steps"][i] + values["extra"][i]
+            s["af"] = min(s["af"] + values["acks"][i], s["dss"])
+            batch.append(sample(t - LAG, pending=values["pending"][i], ack=values["ack"][i],
+                                waiting=values["waiting"][i], dcs=s["dcs"], dss=s["dss"], afc=s["af"], afs=s["af"],
+                                consumer=f"c{c}", paused=values["paused"][i], pinned=values["pins"][i]))
+        cycles.append(batch)
+    return cycles
+
+
+def _collector_batch(batch):
+    names = [f.name for f in SAMPLE_SCHEMA]
+    cols = {name: [row[i] for row in batch] for i, name in enumerate(names)}
+    n = len(batch)
+    for name in ("ts", "created"):
+        cols[name] = [v.isoformat() for v in cols[name]]
+    cols.update({"server": ["s"] * n, "cluster": [None] * n, "domain": [None] * n,
+                 "delivered_last_active": [None] * n, "ack_floor_last_active": [None] * n,
+                 "pause_until": [None] * n, "pin_group": [None] * n, "pinned_ts": [None] * n, "leader": [None] * n})
+    return cols
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(cycle_history())
+def test_collectors_live_verdicts_equal_the_pipelines_verdict_history_across_window_boundaries(
+        spark, tmp_path_factory, history):
+    """The collector judges after every cycle over the sliding window [now - W, now]; the
+    pipeline judges consecutive windows [kW, (k+1)W). At each window's end the two look at the
+    same samples, so the collector's kept verdict (written through its real path: samples and
+    window features in one transaction, rules, then verdicts_current) must be the pipeline's."""
+    from jetwatch.collectors.judging import decide, keep, read_window
+    from jetwatch.store import writes
+    from jetwatch.store.database import Store
+
+    times, policies, consumers = history
+    cycles = _sample_rows(times, consumers)
+    store = Store(str(tmp_path_factory.mktemp("live") / "jetwatch.duckdb"))
+    configs = [{"ts": T0.isoformat(), "account": "$G", "stream": "S", "consumer": f"c{i}", "created": None,
+                "config_hash": f"h{i}", "is_pull": True, "filtered": False, "ack_policy": "explicit",
+                "max_waiting": 512, "max_ack_pending": 100, "ack_wait_ns": None, "max_deliver": None,
+                "priority_policy": p, "priority_groups": ["jobs"] if p else None, "priority_timeout_ns": None,
+                "config_json": "{}"} for i, p in enumerate(policies)]
+    window = int(LIVE_TH.health_window)
+    live = {}
+    for i, (t, batch) in enumerate(zip(times, cycles)):
+        now = at(t)
+
+        def tx(con, batch=batch, now=now, first=(i == 0)):
+            writes.write_samples(con, ["$G"], _collector_batch(batch))
+            if first:
+                writes.write_configs(con, configs)
+            return read_window(con, now, LIVE_TH)
+
+        judged = decide(store.write(tx), LIVE_TH)
+        store.write(lambda con, judged=judged: keep(con, judged))
+        if t % window == 0:
+            kept = store.query("verdicts_status")
+            live.update({(t // window - 1, c): v for c, v in zip(kept["consumer"], kept["verdict"])})
+
+    lim_rows = [("$G", "S", f"c{i}", True, False, 100, 512, p) for i, p in enumerate(policies)]
+    piped_rows = verdict_history(spark.createDataFrame([r for b in cycles for r in b], SAMPLE_SCHEMA),
+                                 spark.createDataFrame(lim_rows, LIMIT_SCHEMA), spark.createDataFrame([], COUNT_SCHEMA),
+                                 LIVE_TH).collect()
+    piped = {(int((r.ts.replace(tzinfo=dt.timezone.utc) - T0).total_seconds()) // window, r.consumer): r.verdict
+             for r in piped_rows}
+    assert live == piped
