@@ -14,10 +14,13 @@ $(STAMP): pyproject.toml
 up: $(STAMP)
 	$(VENV)/bin/jetwatch up
 
-# Debian packages the tests drive: Chromium for the browser tests, a Java runtime for Spark.
+# Debian packages the tests drive: Chromium for the browser tests, a Java runtime for Spark,
+# Prometheus (with promtool) and Alertmanager for the metrics and alerting tests.
 system-deps:
-	@command -v chromium >/dev/null && command -v java >/dev/null || { \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openjdk-17-jre-headless >/dev/null; }
+	@command -v chromium >/dev/null && command -v java >/dev/null && command -v prometheus >/dev/null \
+	  && command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openjdk-17-jre-headless \
+	  prometheus prometheus-alertmanager >/dev/null; }
 
 test: $(STAMP) system-deps
 	$(PY) -m pytest

@@ -27,6 +27,7 @@ from jetwatch.collectors.consumer_state import Scope
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.judging import JudgedCycle, WindowInputs, decide, keep, read_window
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
+from jetwatch.collectors.metrics import CycleHistogram, MetricsExporter, PinCounts, Snapshot
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.core.settings import Settings
@@ -76,6 +77,11 @@ class Collector:
         self.thresholds = Thresholds.from_settings(settings)
         self.rejects_total = 0
         self.cycle_hooks: list[Callable[[Collector, JudgedCycle, float], Any]] = []
+        self.pin_counts = PinCounts()
+        self.durations = CycleHistogram()
+        self.metrics: MetricsExporter | None = None
+        self.metrics_bound: tuple[str, int] | None = None
+        self._render = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-render")
         self.judged: JudgedCycle | None = None  # the latest cycle's verdicts
 
     async def write(self, fn: Callable[[Any], T]) -> T:
@@ -102,6 +108,10 @@ class Collector:
         else:
             self.sampler = ConsumerListCollector(self.api, self.scope, self.name_filter, stamp)
         self.sampler.known_hashes = known
+        if self.settings.metrics_address:
+            self.metrics = MetricsExporter(self.settings.metrics_cardinality)
+            self.metrics_bound = self.metrics.serve(self.settings.metrics_address)
+            self.cycle_hooks.append(Collector._export_metrics)
         self.capture = await self._open_capture()
 
     async def _open_capture(self) -> Capture:
@@ -161,8 +171,21 @@ class Collector:
         self.judged = judged
         self.rejects_total += len(batch.rejects)
         self.cycles += 1
+        self.durations.observe(time.monotonic() - began)
         await self._after_cycle(self.judged, time.monotonic() - began)
         return batch.consumers
+
+    def snapshot(self, judged: JudgedCycle) -> Snapshot:
+        """The cycle as the exporters see it (copies: rendering runs on another thread)."""
+        return Snapshot(at=judged.at, consumers=judged.consumers,
+                        pins=PinCounts(self.pin_counts.switches.copy(), self.pin_counts.unpins.copy()),
+                        cycle_buckets=list(self.durations.counts), cycle_sum=self.durations.total,
+                        cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total)
+
+    async def _export_metrics(self, judged: JudgedCycle, seconds: float) -> None:
+        """Render /metrics once per cycle, off the event loop."""
+        assert self.metrics is not None
+        await asyncio.get_running_loop().run_in_executor(self._render, self.metrics.render, self.snapshot(judged))
 
     async def _after_cycle(self, judged: JudgedCycle, seconds: float) -> None:
         """Hand the cycle's verdicts to the exporters (metrics, alerts), if any are on."""
@@ -213,6 +236,8 @@ class Collector:
 
         await self.write(tx)
         await self.capture.ack(fetched)  # only now: the rows are committed
+        self.pin_counts.add(rows)
+        self.rejects_total += len(rejects)
         self.last_event_at = now
         return len(fetched.messages)
 
@@ -253,8 +278,8 @@ class Collector:
                     pass
 
     async def run(self, stop: asyncio.Event) -> None:
-        await self.start()
         try:
+            await self.start()
             await asyncio.gather(self._sample_loop(stop), self._event_loop(stop))
             # Last flush: whatever arrived before the stop is stored and acknowledged.
             for _ in range(10):
@@ -264,3 +289,6 @@ class Collector:
             if self.capture is not None:
                 await self.capture.close()
             self._writer.shutdown(wait=True)
+            self._render.shutdown(wait=True)
+            if self.metrics is not None:
+                self.metrics.close()

@@ -72,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--master", dest="spark_master", help="Spark master URL (default local[*]).")
 
     sub.add_parser("settings", help="Print the configuration reference (Markdown).")
+    sub.add_parser("metrics", help="Print the reference of the Prometheus metrics `collect --metrics-address` serves (Markdown).")
     return parser
 
 
@@ -84,7 +85,8 @@ def _handler(args: argparse.Namespace) -> Callable[[argparse.Namespace, Settings
     if args.command in catalog.BY_NAME:
         return run_action
     return {"collect": subcommands.collect, "setup": subcommands.setup, "dashboard": subcommands.dashboard,
-            "up": run_up, "pipeline": run_pipeline, "settings": subcommands.print_settings}[args.command]
+            "up": run_up, "pipeline": run_pipeline, "settings": subcommands.print_settings,
+            "metrics": subcommands.print_metrics}[args.command]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from jetwatch import dashboard as dashboard_package
+from jetwatch.collectors import metrics as metrics_mod
 from jetwatch.collectors.advisories import ensure_capture_stream
 from jetwatch.collectors.runner import Collector
 from jetwatch.core import settings as settings_mod
@@ -119,4 +120,9 @@ def setup(args: argparse.Namespace, settings: Settings) -> int:
 
 def print_settings(args: argparse.Namespace, settings: Settings) -> int:
     print(settings_mod.reference_markdown())
+    return 0
+
+
+def print_metrics(args: argparse.Namespace, settings: Settings) -> int:
+    print(metrics_mod.reference_markdown())
     return 0

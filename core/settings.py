@@ -141,6 +141,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("flapping_switches", 4, "More pin switches than this in the window is FLAPPING.", int, "health"),
     Setting("redelivery_share", 0.1, "Share of deliveries that are redeliveries above which the verdict is REDELIVERING.", float, "health"),
     Setting("stale_after", 30.0, "Data older than this is marked stale on screen.", parse_duration, "dashboard"),
+    # exporters: /metrics and Alertmanager, fed by the collector's verdicts each cycle
+    Setting("metrics_address", None, "Serve Prometheus metrics at HOST:PORT/metrics (PORT alone: 127.0.0.1:PORT). Off when empty.", str, "exporters"),
+    Setting("metrics_cardinality", "non_ok", "Per-consumer series for `non_ok` consumers only, or for `all`; fleet totals are always exported.", str, "exporters"),
+    Setting("alertmanager", None, "Alertmanager URL: post firing and resolved alerts to its /api/v2/alerts each cycle. Off when empty.", str, "exporters"),
+    Setting("alert_after", 120.0, "How long a consumer stays non-OK before its alert fires (the rules' `for`).", parse_duration, "exporters"),
+    Setting("dashboard_url", "http://127.0.0.1:8501/", "The dashboard's address, for the alerts' runbook links.", str, "exporters"),
     # dashboard and actions
     Setting("address", "127.0.0.1", "Address the dashboard listens on.", str, "dashboard"),
     Setting("port", 8501, "Port the dashboard listens on.", int, "dashboard"),

@@ -1,0 +1,326 @@
+"""Prometheus exposition of the collector's current cycle.
+
+Every metric is declared once in `METRICS` (name, type, help, labels); the README's metrics
+table is generated from it (`jetwatch metrics`) and the custom collector below emits exactly
+these families. Nothing registers at import time: the exporter owns its CollectorRegistry, the
+custom collector reads the snapshot of the latest cycle, and the text is rendered once per cycle
+(off the event loop); a scrape is served the cached text, so a scrape never costs a render.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import logging
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+
+import numpy as np
+import pandas as pd
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.core import (
+    CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, InfoMetricFamily, Metric,
+)
+from prometheus_client.registry import Collector
+
+from jetwatch.core.errors import JetwatchError
+from jetwatch.health.rules import VERDICT_NAMES
+
+log = logging.getLogger("jetwatch.metrics")
+
+CONSUMER_LABELS = ("cluster", "account", "stream", "consumer", "group")
+CARDINALITIES = ("non_ok", "all")
+DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    name: str
+    type: str  # gauge, counter, histogram, info
+    help: str
+    labels: tuple[str, ...] = ()
+    scope: str = "fleet"  # consumer: bounded by --metrics-cardinality; fleet and collector: always
+
+    @property
+    def exposed(self) -> str:
+        """The name as scraped: counters end in _total, info metrics in _info."""
+        return self.name + {"counter": "_total", "info": "_info"}.get(self.type, "")
+
+
+def _c(name: str, type_: str, help_: str, *extra: str) -> MetricDef:
+    return MetricDef(name, type_, help_, CONSUMER_LABELS + extra, "consumer")
+
+
+METRICS: tuple[MetricDef, ...] = (
+    _c("jetwatch_consumer_pending_messages", "gauge", "Messages not yet delivered (num_pending)."),
+    _c("jetwatch_consumer_ack_pending_messages", "gauge", "Messages delivered and not yet acknowledged (num_ack_pending)."),
+    _c("jetwatch_consumer_ack_pending_limit_messages", "gauge", "max_ack_pending, when the consumer has one."),
+    _c("jetwatch_consumer_waiting_requests", "gauge", "Pull requests waiting (num_waiting)."),
+    _c("jetwatch_consumer_waiting_limit_requests", "gauge", "max_waiting, when the consumer has one."),
+    _c("jetwatch_consumer_redelivered_messages", "gauge", "Messages redelivered and not yet acknowledged (num_redelivered, a gauge)."),
+    _c("jetwatch_consumer_paused", "gauge", "1 while the consumer is paused."),
+    _c("jetwatch_consumer_verdict", "gauge", "1 for the consumer's current verdict (label verdict), judged after each cycle.", "verdict"),
+    _c("jetwatch_consumer_verdict_since_timestamp_seconds", "gauge", "Since when the current verdict has held (Unix time).", "verdict"),
+    _c("jetwatch_consumer_pinned", "gauge", "pinned_client consumers: 1 while a client holds the pin."),
+    _c("jetwatch_consumer_pin_age_seconds", "gauge", "How long the current pin has been held."),
+    _c("jetwatch_consumer_pin", "info", "The pin holder's id.", "pinned_id"),
+    _c("jetwatch_consumer_pin_switches", "counter", "Pins captured by this collector since it started."),
+    _c("jetwatch_consumer_unpins", "counter", "Unpins captured by this collector since it started, by reason.", "reason"),
+    MetricDef("jetwatch_consumers", "gauge", "Consumers in the live state per verdict (always exported).", ("verdict",)),
+    MetricDef("jetwatch_pin_switches", "counter", "Pins captured by this collector since it started, all consumers."),
+    MetricDef("jetwatch_unpins", "counter", "Unpins captured by this collector since it started, all consumers, by reason.", ("reason",)),
+    MetricDef("jetwatch_collector_cycle_duration_seconds", "histogram", "Time a sampling cycle took, sampling to verdicts kept.", (), "collector"),
+    MetricDef("jetwatch_collector_cycles", "counter", "Sampling cycles completed since start.", (), "collector"),
+    MetricDef("jetwatch_collector_last_cycle_timestamp_seconds", "gauge", "When the last successful cycle ended (Unix time).", (), "collector"),
+    MetricDef("jetwatch_collector_capture_backlog_messages", "gauge", "Advisories in the capture stream not yet stored.", (), "collector"),
+    MetricDef("jetwatch_collector_rejects", "counter", "Inputs rejected (malformed samples or advisories) since start.", (), "collector"),
+)
+BY_NAME: dict[str, MetricDef] = {m.name: m for m in METRICS}
+
+
+def reference_markdown() -> str:
+    """The README's metrics table, generated from METRICS."""
+    lines = ["| metric | type | labels | meaning |", "|---|---|---|---|"]
+    for m in METRICS:
+        labels = ", ".join(f"`{x}`" for x in m.labels)
+        note = " Per consumer: bounded by `--metrics-cardinality`." if m.scope == "consumer" else ""
+        lines.append(f"| `{m.exposed}` | {m.type} | {labels} | {m.help}{note} |")
+    return "\n".join(lines)
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """'PORT', ':PORT' or 'HOST:PORT'; the host defaults to 127.0.0.1 (never all interfaces unasked)."""
+    host, _, port = str(text).rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        raise JetwatchError(f"--metrics-address {text!r} is not HOST:PORT (for example 127.0.0.1:9464)") from None
+    return host or "127.0.0.1", number
+
+
+@dataclass
+class PinCounts:
+    """Pins and unpins seen in the captured advisories, per consumer (counters since start)."""
+
+    switches: Counter = field(default_factory=Counter)
+    unpins: Counter = field(default_factory=Counter)
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        for r in rows:
+            key = (r.get("account") or "", r.get("stream") or "", r.get("consumer") or "", r.get("group_name") or "")
+            if r["kind"] == "consumer_group_pinned":
+                self.switches[key] += 1
+            elif r["kind"] == "consumer_group_unpinned":
+                self.unpins[(*key, r.get("reason") or "unknown")] += 1
+
+
+@dataclass
+class Snapshot:
+    """What one cycle exports: every consumer with state, limits and verdict; collector health."""
+
+    at: dt.datetime
+    consumers: pd.DataFrame
+    pins: PinCounts
+    cycle_buckets: list[int]
+    cycle_sum: float
+    cycles: int
+    capture_backlog: int | None
+    rejects: int
+
+
+class CycleHistogram:
+    """Cycle durations, bucketed as Prometheus histograms are (cumulative at render)."""
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(DURATION_BUCKETS) + 1)
+        self.total = 0.0
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect.bisect_left(DURATION_BUCKETS, seconds)] += 1
+        self.total += seconds
+
+
+def _label(values: Any) -> np.ndarray:
+    s = pd.Series(values, dtype=object)
+    return s.where(s.notna(), "").astype(str).to_numpy()
+
+
+def _group(frame: pd.DataFrame) -> np.ndarray:
+    """The priority group a consumer's series carry: the pinned group, else its first group."""
+    pinned = _label(frame["pin_group"]) if "pin_group" in frame else np.array([""] * len(frame))
+    first = [g[0] if isinstance(g, (list, tuple, np.ndarray)) and len(g) else "" for g in
+             (frame["priority_groups"] if "priority_groups" in frame else [None] * len(frame))]
+    return np.where(pinned != "", pinned, np.array(first, dtype=object))
+
+
+class CycleCollector(Collector):
+    """A custom prometheus-client collector over the latest Snapshot."""
+
+    def __init__(self, cardinality: str = "non_ok") -> None:
+        if cardinality not in CARDINALITIES:
+            raise JetwatchError(f"--metrics-cardinality must be one of {', '.join(CARDINALITIES)}, not {cardinality!r}")
+        self.cardinality = cardinality
+        self.snapshot: Snapshot | None = None
+
+    def _family(self, name: str, **kw: Any) -> Metric:
+        m = BY_NAME[name]
+        kind = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily, "info": InfoMetricFamily}[m.type]
+        labels = [x for x in m.labels if not (m.type == "info" and x == "pinned_id")]
+        return kind(m.name, m.help, labels=labels or None, **kw)
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self.snapshot
+        if snap is None:
+            return
+        yield from self._consumer_families(snap)
+        yield from self._fleet_families(snap)
+        yield from self._collector_families(snap)
+
+    def _shown(self, frame: pd.DataFrame) -> pd.DataFrame:
+        if self.cardinality == "all" or frame.empty:
+            return frame
+        return frame[frame["verdict"] != "OK"]
+
+    def _consumer_families(self, snap: Snapshot) -> Iterator[Metric]:
+        f = self._shown(snap.consumers)
+        if f.empty:
+            return
+        labels = list(zip(_label(f["cluster"]) if "cluster" in f else [""] * len(f), _label(f["account"]),
+                          _label(f["stream"]), _label(f["consumer"]), _group(f)))
+        now = snap.at.timestamp()
+
+        def gauge(name: str, values: Any, keep: Any = None) -> Metric:
+            fam = self._family(name)
+            arr = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
+            mask = ~np.isnan(arr) if keep is None else (~np.isnan(arr) & np.asarray(keep, dtype=bool))
+            for lab, value, ok in zip(labels, arr, mask):
+                if ok:
+                    fam.add_metric(lab, float(value))
+            return fam
+
+        yield gauge("jetwatch_consumer_pending_messages", f["num_pending"])
+        yield gauge("jetwatch_consumer_ack_pending_messages", f["num_ack_pending"])
+        limit = pd.to_numeric(f["max_ack_pending"], errors="coerce")
+        yield gauge("jetwatch_consumer_ack_pending_limit_messages", limit, (limit > 0).to_numpy())
+        yield gauge("jetwatch_consumer_waiting_requests", f["num_waiting"])
+        wlimit = pd.to_numeric(f["max_waiting"], errors="coerce")
+        yield gauge("jetwatch_consumer_waiting_limit_requests", wlimit, (wlimit > 0).to_numpy())
+        yield gauge("jetwatch_consumer_redelivered_messages", f["num_redelivered"])
+        yield gauge("jetwatch_consumer_paused", f["paused"].fillna(False).astype(bool).astype(int))
+        verdict, since = self._family("jetwatch_consumer_verdict"), self._family("jetwatch_consumer_verdict_since_timestamp_seconds")
+        for lab, v, s in zip(labels, f["verdict"], pd.to_datetime(f["since"], utc=True)):
+            verdict.add_metric([*lab, v], 1.0)
+            if not pd.isna(s):
+                since.add_metric([*lab, v], s.timestamp())
+        yield verdict
+        yield since
+        pinned_client = (f["priority_policy"] == "pinned_client").to_numpy()
+        has_pin = pd.Series(_label(f["pinned_id"])) != ""
+        yield gauge("jetwatch_consumer_pinned", has_pin.astype(int), pinned_client)
+        ages = now - pd.to_datetime(f["pinned_ts"], utc=True).map(lambda t: t.timestamp() if not pd.isna(t) else np.nan)
+        yield gauge("jetwatch_consumer_pin_age_seconds", ages.to_numpy(), has_pin.to_numpy())
+        info = self._family("jetwatch_consumer_pin")
+        for lab, pin in zip(labels, _label(f["pinned_id"])):
+            if pin:
+                info.add_metric(lab, {"pinned_id": pin})
+        yield info
+        clusters = {(a, s, c, g): cl for cl, a, s, c, g in labels}
+        switches = self._family("jetwatch_consumer_pin_switches")
+        for key, n in sorted(snap.pins.switches.items()):
+            if key in clusters:
+                switches.add_metric([clusters[key], *key], n)
+        yield switches
+        unpins = self._family("jetwatch_consumer_unpins")
+        for key, n in sorted(snap.pins.unpins.items()):
+            if key[:4] in clusters:
+                unpins.add_metric([clusters[key[:4]], *key], n)
+        yield unpins
+
+    def _fleet_families(self, snap: Snapshot) -> Iterator[Metric]:
+        counts = snap.consumers["verdict"].value_counts() if not snap.consumers.empty else pd.Series(dtype=int)
+        fam = self._family("jetwatch_consumers")
+        for v in VERDICT_NAMES:
+            fam.add_metric([v], float(counts.get(v, 0)))
+        yield fam
+        yield self._family("jetwatch_pin_switches", value=sum(snap.pins.switches.values()))
+        unpins = self._family("jetwatch_unpins")
+        by_reason: Counter = Counter()
+        for key, n in snap.pins.unpins.items():
+            by_reason[key[4]] += n
+        for reason, n in sorted(by_reason.items()):
+            unpins.add_metric([reason], n)
+        yield unpins
+
+    def _collector_families(self, snap: Snapshot) -> Iterator[Metric]:
+        cumulative, running = [], 0
+        for bound, n in zip((*DURATION_BUCKETS, float("inf")), snap.cycle_buckets):
+            running += n
+            cumulative.append(("+Inf" if bound == float("inf") else repr(bound), running))
+        m = BY_NAME["jetwatch_collector_cycle_duration_seconds"]
+        yield HistogramMetricFamily(m.name, m.help, buckets=cumulative, sum_value=snap.cycle_sum)
+        yield self._family("jetwatch_collector_cycles", value=snap.cycles)
+        yield self._family("jetwatch_collector_last_cycle_timestamp_seconds", value=snap.at.timestamp())
+        if snap.capture_backlog is not None:
+            yield self._family("jetwatch_collector_capture_backlog_messages", value=snap.capture_backlog)
+        yield self._family("jetwatch_collector_rejects", value=snap.rejects)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    exporter: "MetricsExporter"
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        if self.path.split("?")[0] not in ("/metrics", "/"):
+            self.send_error(404, "only /metrics is served here")
+            return
+        body = self.exporter.text
+        self.send_response(200)
+        self.send_header("Content-Type", CONTENT_TYPE_PLAIN_0_0_4)  # what generate_latest writes
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("scrape: " + format, *args)
+
+
+class MetricsExporter:
+    """The /metrics endpoint: its own registry with one custom collector; render() once per
+    cycle (in a worker thread), scrapes served the cached text from a small HTTP server."""
+
+    def __init__(self, cardinality: str = "non_ok") -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.collector = CycleCollector(cardinality)
+        self.registry.register(self.collector)
+        self.text = b"# jetwatch: no cycle completed yet\n"
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def render(self, snapshot: Snapshot) -> bytes:
+        self.collector.snapshot = snapshot
+        self.text = generate_latest(self.registry)
+        return self.text
+
+    def serve(self, address: str) -> tuple[str, int]:
+        host, port = parse_address(address)
+        handler = type("Handler", (_Handler,), {"exporter": self})
+        try:
+            self._server = ThreadingHTTPServer((host, port), handler)
+        except OSError as exc:
+            raise JetwatchError(f"cannot serve metrics on {host}:{port} ({exc.strerror}): pass a free "
+                                "--metrics-address") from None
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="jetwatch-metrics", daemon=True)
+        self._thread.start()
+        bound = self._server.server_address
+        log.info("metrics on http://%s:%d/metrics", bound[0], bound[1])
+        return str(bound[0]), int(bound[1])
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None

@@ -1,0 +1,150 @@
+"""Prometheus exposition: the collector's /metrics, parsed as Prometheus parses it, and scraped
+by a real Prometheus server."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import nats
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from jetwatch.collectors import metrics
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.server import free_port
+from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, wait_until
+
+PROMETHEUS = "/usr/bin/prometheus"
+FAST = {"health_window": 4.0, "health_min_samples": 3, "health_min_span": 1.0}
+
+
+def scrape(address: tuple[str, int]) -> dict[str, list]:
+    with urllib.request.urlopen(f"http://{address[0]}:{address[1]}/metrics", timeout=5) as reply:
+        assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = reply.read().decode()
+    return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+
+async def _idle_and_ok(nc, uid: str) -> str:
+    """Two consumers: `idle` has work and nobody pulling (NO_PULLERS), `fine` has none (OK)."""
+    stream = f"{uid}_MET"
+    api = JetStreamAPI(nc)
+    await make_stream(api, stream, [f"{uid}.>"])
+    await make_consumer(api, stream, "idle", filter_subject=f"{uid}.idle")
+    await make_consumer(api, stream, "fine", filter_subject=f"{uid}.fine", max_waiting=0)
+    await publish(nc, f"{uid}.idle", 3)
+    return stream
+
+
+def test_metrics_serve_the_cycles_verdicts_with_bounded_cardinality_and_fleet_totals(nats_server, db_path, uid, run):
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        stream = await _idle_and_ok(nc, uid)
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3,
+                                      metrics_address=f"127.0.0.1:{free_port()}", **FAST)
+        async with collecting(settings) as collector:
+            def stalled() -> dict | None:
+                got = scrape(collector.metrics_bound)
+                hit = [s for s in got["jetwatch_consumer_verdict"] if s.labels["verdict"] == "NO_PULLERS"]
+                return got if hit else None
+
+            got = await eventually(stalled, message="NO_PULLERS on /metrics")
+            idle = {"cluster": "", "account": "$G", "stream": stream, "consumer": "idle", "group": ""}
+            verdict = [s for s in got["jetwatch_consumer_verdict"] if s.labels["stream"] == stream]
+            assert [(s.labels, s.value) for s in verdict] == [({**idle, "verdict": "NO_PULLERS"}, 1.0)]
+            pending = [s for s in got["jetwatch_consumer_pending_messages"] if s.labels["stream"] == stream]
+            assert [(s.labels["consumer"], s.value) for s in pending] == [("idle", 3.0)], "OK consumers not exported"
+            totals = {s.labels["verdict"]: s.value for s in got["jetwatch_consumers"]}
+            assert totals["NO_PULLERS"] >= 1 and totals["OK"] >= 1, "fleet totals count every consumer"
+            assert got["jetwatch_collector_cycles"][0].value >= 1
+            assert any(s.name == "jetwatch_collector_cycle_duration_seconds_count" and s.value >= 1
+                       for s in got["jetwatch_collector_cycle_duration_seconds"])
+            # The parser names families as declared; an info family keeps its _info suffix.
+            declared = {m.exposed if m.type == "info" else m.name for m in metrics.METRICS}
+            assert set(got) <= declared, set(got) - declared
+        await nc.close()
+
+    run(scenario())
+
+
+def test_full_cardinality_exports_every_consumer(nats_server, db_path, uid, run):
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        stream = await _idle_and_ok(nc, uid)
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, metrics_cardinality="all",
+                                      metrics_address=f"127.0.0.1:{free_port()}", **FAST)
+        async with collecting(settings) as collector:
+            def both() -> set[str]:
+                got = scrape(collector.metrics_bound)
+                return {s.labels["consumer"] for s in got.get("jetwatch_consumer_verdict", [])
+                        if s.labels["stream"] == stream} == {"idle", "fine"}
+
+            await eventually(both, message="both consumers on /metrics")
+        await nc.close()
+
+    run(scenario())
+
+
+def test_metrics_reference_in_the_readme_is_generated_from_the_declaration():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert metrics.reference_markdown() in readme, "run `.venv/bin/jetwatch metrics` and paste the table"
+
+
+@contextlib.contextmanager
+def prometheus(tmp_path: Path, target: str, rule_files: list[str] = ()) -> Iterator[str]:
+    """A real Prometheus scraping `target` every second; yields its base URL."""
+    port = free_port()
+    config = tmp_path / "prometheus.yml"
+    config.write_text(json.dumps({  # YAML is a superset of JSON
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": list(rule_files),
+        "scrape_configs": [{"job_name": "jetwatch", "static_configs": [{"targets": [target]}]}],
+    }))
+    proc = subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--web.listen-address=127.0.0.1:{port}",
+                             f"--storage.tsdb.path={tmp_path / 'tsdb'}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def prom_query(url: str, expr: str) -> list[dict]:
+    try:
+        with urllib.request.urlopen(f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": expr}), timeout=5) as r:
+            return json.loads(r.read())["data"]["result"]
+    except OSError:
+        return []  # not listening yet
+
+
+@pytest.mark.skipif(not Path(PROMETHEUS).exists(), reason="Debian's prometheus is installed by `make system-deps`")
+def test_a_real_prometheus_scrapes_the_collectors_verdicts(nats_server, db_path, uid, run, tmp_path):
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        stream = await _idle_and_ok(nc, uid)
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3,
+                                      metrics_address=f"127.0.0.1:{free_port()}", **FAST)
+        async with collecting(settings) as collector:
+            host, port = collector.metrics_bound
+            with prometheus(tmp_path, f"{host}:{port}") as url:
+                expr = f'jetwatch_consumer_verdict{{stream="{stream}",verdict="NO_PULLERS"}}'
+                got = await eventually(lambda: prom_query(url, expr), timeout=60, interval=0.5,
+                                       message="the verdict series in Prometheus")
+                assert got[0]["metric"]["consumer"] == "idle" and got[0]["value"][1] == "1"
+                up = prom_query(url, 'up{job="jetwatch"}')
+                assert up and up[0]["value"][1] == "1"
+        await nc.close()
+
+    run(scenario())
