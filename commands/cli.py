@@ -10,6 +10,7 @@ import logging
 import sys
 from typing import Callable, Sequence
 
+from jetwatch import status as status_mod
 from jetwatch import subcommands
 from jetwatch.actions import catalog
 from jetwatch.actions.cli import run_action
@@ -71,6 +72,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--until", help="End of the window (RFC 3339; default now).")
     run.add_argument("--master", dest="spark_master", help="Spark master URL (default local[*]).")
 
+    stat = command("status", "Print every consumer's verdict as the collector last judged it.", STORE)
+    stat.add_argument("--json", action="store_true", help="JSON, one object per consumer, findings included.")
+    status_mod.add_filters(stat)
+    chk = command("check", "Exit 0 OK, 1 WARNING, 2 CRITICAL (3 UNKNOWN) from the worst verdict, with a "
+                  "one-line summary: the monitoring-plugin convention.", STORE)
+    chk.add_argument("--stale-after", dest="stale_after", metavar="STALE_AFTER",
+                     help="Verdicts older than this are UNKNOWN (default: the stale_after setting).")
+    status_mod.add_filters(chk)
     sub.add_parser("settings", help="Print the configuration reference (Markdown).")
     sub.add_parser("metrics", help="Print the reference of the Prometheus metrics `collect --metrics-address` serves (Markdown).")
     return parser
@@ -86,7 +95,7 @@ def _handler(args: argparse.Namespace) -> Callable[[argparse.Namespace, Settings
         return run_action
     return {"collect": subcommands.collect, "setup": subcommands.setup, "dashboard": subcommands.dashboard,
             "up": run_up, "pipeline": run_pipeline, "settings": subcommands.print_settings,
-            "metrics": subcommands.print_metrics}[args.command]
+            "metrics": subcommands.print_metrics, "status": status_mod.status, "check": status_mod.check}[args.command]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -103,3 +103,67 @@ def test_recent_changes_and_the_band_follow_each_transition(db_path):
     assert list(band["verdict"]) == ["NO_PULLERS", "OK"]
     assert band.iloc[0]["start"] == t0 + dt.timedelta(seconds=25)  # the span in force at the range start
     assert band.iloc[-1]["end"] == t0 + dt.timedelta(seconds=200)
+
+
+# -- `jetwatch status` and `jetwatch check` ------------------------------------------------------
+
+def _two_consumers(store: Store, now: dt.datetime, idle_pending: int) -> None:
+    """Four cycles ending at `now`: consumer C pending with nobody pulling (NO_PULLERS when
+    idle_pending > 0), consumer D healthy."""
+    for i in range(4):
+        at = now - dt.timedelta(seconds=10 * (3 - i))
+        base = {"server": "s", "cluster": None, "domain": None, "account": "$G", "stream": "S", "created": None,
+                "num_ack_pending": 0, "num_redelivered": 0, "delivered_consumer_seq": 0, "delivered_stream_seq": 0,
+                "delivered_last_active": None, "ack_floor_consumer_seq": 0, "ack_floor_stream_seq": 0,
+                "ack_floor_last_active": None, "paused": False, "pause_until": None, "pin_group": None,
+                "pinned_id": None, "pinned_ts": None, "leader": None, "ts": at.isoformat()}
+        batch = [{**base, "consumer": "C", "num_pending": idle_pending, "num_waiting": 0},
+                 {**base, "consumer": "D", "num_pending": 0, "num_waiting": 1}]
+        samples = {k: [r[k] for r in batch] for k in batch[0]}
+
+        def tx(con, samples=samples, at=at) -> None:
+            writes.write_samples(con, ["$G"], samples)
+            judge_cycle(con, at, Thresholds(health_window=60, health_min_span=10))
+
+        store.write(tx)
+
+
+def test_status_prints_the_fleets_verdicts_and_json_for_scripts(db_path, capsys):
+    from jetwatch.cli import main
+
+    _two_consumers(Store(db_path), dt.datetime.now(dt.timezone.utc), idle_pending=5)
+    assert main(["status", "--db", db_path]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:5] == ["VERDICT", "SINCE", "ACCOUNT", "STREAM", "CONSUMER"]
+    assert lines[1].split()[0] == "NO_PULLERS" and lines[2].split()[0] == "OK"
+    assert main(["status", "--db", db_path, "--json", "--consumer", "C*"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [(r["consumer"], r["verdict"], r["level"]) for r in got] == [("C", "NO_PULLERS", "critical")]
+    assert got[0]["findings"][0]["numbers"]["pending"] == 5 and got[0]["since"]
+
+
+def test_check_exits_with_the_monitoring_plugin_status_of_the_worst_verdict(db_path, tmp_path, capsys):
+    from jetwatch.cli import main
+
+    now = dt.datetime.now(dt.timezone.utc)
+    _two_consumers(Store(db_path), now, idle_pending=5)
+    assert main(["check", "--db", db_path]) == 2
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("JETWATCH CRITICAL - 2 consumers:") and "S/C NO_PULLERS" in out and "\n" not in out
+    assert main(["check", "--db", db_path, "--consumer", "D"]) == 0
+    assert capsys.readouterr().out.startswith("JETWATCH OK - 1 consumers: 1 OK")
+    assert main(["check", "--db", db_path, "--stale-after", "0s"]) == 3  # nothing recent to judge by
+    assert "UNKNOWN" in capsys.readouterr().out
+    assert main(["check", "--db", str(tmp_path / "none.duckdb")]) == 3
+    assert capsys.readouterr().out.startswith("JETWATCH UNKNOWN - No store")
+
+
+def test_check_warns_on_a_warning_level_verdict(db_path, capsys):
+    from jetwatch.cli import main
+
+    store = Store(db_path)
+    _two_consumers(store, dt.datetime.now(dt.timezone.utc), idle_pending=0)
+    store.write(lambda con: con.execute("UPDATE verdicts_current SET verdict = 'LAGGING', level = 'warning' "
+                                        "WHERE consumer = 'C'"))
+    assert main(["check", "--db", db_path]) == 1
+    assert capsys.readouterr().out.startswith("JETWATCH WARNING")
