@@ -120,6 +120,8 @@ def decide(inputs: WindowInputs, thresholds: Thresholds) -> JudgedCycle:
         "stream": changed["stream"].to_numpy(), "consumer": changed["consumer"].to_numpy(),
         "from_verdict": changed["from_verdict"].astype(object).where(changed["from_verdict"].notna(), None).to_numpy(),
         "to_verdict": changed["verdict"].to_numpy(), "reason": changed["reason"].astype(str).to_numpy(),
+        # Since when the old verdict had held: what alerting needs to resolve what it fired.
+        "from_since": pd.to_datetime(changed["prev_since"], utc=True).to_numpy(),
     })
     return JudgedCycle(now, merged.drop(columns=["prev_since"]), changes)
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, TypeVar
 
 from nats.aio.client import Client
 
+from jetwatch.collectors.alerting import AlertmanagerClient
 from jetwatch.collectors.advisories import (
     Capture, CoreCapture, DurableCapture, MalformedAdvisory, ensure_capture_stream, parse_advisory,
 )
@@ -81,6 +82,7 @@ class Collector:
         self.durations = CycleHistogram()
         self.metrics: MetricsExporter | None = None
         self.metrics_bound: tuple[str, int] | None = None
+        self.alertmanager: AlertmanagerClient | None = None
         self._render = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-render")
         self.judged: JudgedCycle | None = None  # the latest cycle's verdicts
 
@@ -112,6 +114,10 @@ class Collector:
             self.metrics = MetricsExporter(self.settings.metrics_cardinality)
             self.metrics_bound = self.metrics.serve(self.settings.metrics_address)
             self.cycle_hooks.append(Collector._export_metrics)
+        if self.settings.alertmanager:
+            self.alertmanager = AlertmanagerClient(self.settings.alertmanager, self.settings.alert_after,
+                                                   self.settings.dashboard_url, self.settings.interval)
+            self.cycle_hooks.append(Collector._send_alerts)
         self.capture = await self._open_capture()
 
     async def _open_capture(self) -> Capture:
@@ -186,6 +192,12 @@ class Collector:
         """Render /metrics once per cycle, off the event loop."""
         assert self.metrics is not None
         await asyncio.get_running_loop().run_in_executor(self._render, self.metrics.render, self.snapshot(judged))
+
+    async def _send_alerts(self, judged: JudgedCycle, seconds: float) -> None:
+        """Firing alerts (every cycle) and resolved ones to Alertmanager, off the event loop."""
+        assert self.alertmanager is not None
+        alerts = self.alertmanager.alerts_for(judged.consumers, judged.changes, judged.at)
+        await asyncio.get_running_loop().run_in_executor(self._render, self.alertmanager.post, alerts)
 
     async def _after_cycle(self, judged: JudgedCycle, seconds: float) -> None:
         """Hand the cycle's verdicts to the exporters (metrics, alerts), if any are on."""

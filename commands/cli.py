@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     dash.add_argument("--browser", action="store_true", help="Open a browser window.")
     up = command("up", "Start everything: an embedded demo server unless --server, the collector, "
                  "the pipeline on a schedule and the dashboard.",
-                 CONNECTION + STORE + ("collect", "health", "dashboard", "pipeline"))
+                 CONNECTION + STORE + ("collect", "health", "exporters", "dashboard", "pipeline"))
     up.add_argument("--demo", action="store_true", help="Run the demo workload also against --server.")
     up.add_argument("--no-pipeline", action="store_true", help="Do not run the Spark pipeline.")
     up.add_argument("--nats-port", type=int, default=0, help="Port of the embedded server (0: a free one).")

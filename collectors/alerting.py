@@ -1,0 +1,185 @@
+"""Alerts from the verdicts, straight to Alertmanager's v2 API (no Prometheus needed).
+
+The consumer alerts are declared once here, by verdict; deploy/prometheus/jetwatch-rules.yml
+holds the same alerts as Prometheus rules over `jetwatch_consumer_verdict`, and a test keeps the
+two in step (names, severities, verdicts, annotations). As Prometheus does, every firing alert is
+re-sent each cycle with an `endsAt` a few cycles ahead (Alertmanager expires alerts it stops
+hearing about), and a resolved alert is sent once with `endsAt` = now (retried until delivered).
+
+Alert identity is the label set; its `startsAt` is when it fired: the verdict's `since` (kept in
+the store) plus `--alert-after`. So a restarted collector sends the very same alert again, which
+Alertmanager treats as the one it already has: no new notification, nothing lost; and a verdict
+that changed while the collector was down is resolved from the store's previous `since`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote_plus
+
+import pandas as pd
+
+from jetwatch.core.clock import rfc3339
+
+log = logging.getLogger("jetwatch.alerts")
+
+
+@dataclass(frozen=True)
+class ConsumerAlert:
+    name: str
+    verdicts: tuple[str, ...]
+    severity: str
+
+
+CONSUMER_ALERTS: tuple[ConsumerAlert, ...] = (
+    ConsumerAlert("JetwatchConsumerUnhealthy", ("NO_PULLERS", "STALLED", "SATURATED"), "critical"),
+    ConsumerAlert("JetwatchConsumerUnhealthy", ("REDELIVERING", "LAGGING"), "warning"),
+    ConsumerAlert("JetwatchPinnedGroupUnpinned", ("UNPINNED",), "warning"),
+    ConsumerAlert("JetwatchConsumerFlapping", ("FLAPPING",), "warning"),
+)
+BY_VERDICT: dict[str, ConsumerAlert] = {v: a for a in CONSUMER_ALERTS for v in a.verdicts}
+
+
+def consumer_link(dashboard_url: str, account: str, stream: str, consumer: str) -> str:
+    """The dashboard's deep link to one consumer (Go's `urlquery` escaping, as in the rules)."""
+    base = dashboard_url if dashboard_url.endswith("/") else dashboard_url + "/"
+    return (f"{base}consumer?account={quote_plus(account)}&stream={quote_plus(stream)}"
+            f"&consumer={quote_plus(consumer)}")
+
+
+def labels_for(alert: ConsumerAlert, verdict: str, cluster: str, account: str, stream: str, consumer: str,
+               group: str) -> dict[str, str]:
+    """The rule's labels: alertname, severity and the metric's labels; an empty label is no label
+    (as in Prometheus)."""
+    labels = {"alertname": alert.name, "severity": alert.severity, "cluster": cluster, "account": account,
+              "stream": stream, "consumer": consumer, "group": group, "verdict": verdict}
+    return {k: v for k, v in labels.items() if v}
+
+
+def annotations_for(labels: dict[str, str], dashboard_url: str) -> dict[str, str]:
+    """The rules' annotations, rendered for these labels."""
+    stream, consumer, account = labels["stream"], labels["consumer"], labels["account"]
+    return {
+        "summary": f"{stream}/{consumer} is {labels['verdict']}",
+        "description": f"jetwatch judged consumer {consumer} of stream {stream} (account {account}) "
+                       f"{labels['verdict']}; its findings and actions are on the dashboard.",
+        "runbook_url": consumer_link(dashboard_url, account, stream, consumer),
+    }
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (not isinstance(value, (list, tuple)) and pd.isna(value)) else str(value)
+
+
+def _group(row: Any) -> str:
+    pinned = _text(getattr(row, "pin_group", None))
+    if pinned:
+        return pinned
+    groups = getattr(row, "priority_groups", None)
+    return str(groups[0]) if groups is not None and not isinstance(groups, float) and len(groups) else ""
+
+
+def firing(consumers: pd.DataFrame, now: dt.datetime, after_s: float, dashboard_url: str,
+           resend_s: float) -> dict[tuple, dict[str, Any]]:
+    """The alerts firing now, by label set: consumers whose verdict has an alert and has held
+    for at least `after_s`."""
+    out: dict[tuple, dict[str, Any]] = {}
+    if consumers.empty:
+        return out
+    candidates = consumers[consumers["verdict"].isin(list(BY_VERDICT))]
+    for row in candidates.itertuples(index=False):
+        since = pd.Timestamp(row.since)
+        fired_at = since + pd.Timedelta(seconds=after_s)
+        if fired_at > pd.Timestamp(now):
+            continue
+        labels = labels_for(BY_VERDICT[row.verdict], row.verdict, _text(getattr(row, "cluster", None)),
+                            row.account, row.stream, row.consumer, _group(row))
+        out[tuple(sorted(labels.items()))] = {
+            "labels": labels, "annotations": annotations_for(labels, dashboard_url),
+            "startsAt": rfc3339(fired_at.to_pydatetime()),
+            "endsAt": rfc3339(now + dt.timedelta(seconds=resend_s)),
+            "generatorURL": consumer_link(dashboard_url, row.account, row.stream, row.consumer),
+        }
+    return out
+
+
+def resolved_from_changes(changes: pd.DataFrame, consumers: pd.DataFrame, now: dt.datetime, after_s: float,
+                          dashboard_url: str) -> dict[tuple, dict[str, Any]]:
+    """Alerts a transition of this cycle ended: the old verdict had an alert and had held long
+    enough to fire. Found from the store's previous `since`, so they are resolved even when the
+    collector restarted in between."""
+    out: dict[tuple, dict[str, Any]] = {}
+    if changes.empty or "from_since" not in changes:
+        return out
+    where = consumers.set_index(["account", "stream", "consumer"]) if not consumers.empty else None
+    for row in changes.itertuples(index=False):
+        alert = BY_VERDICT.get(_text(row.from_verdict))
+        if alert is None or pd.isna(row.from_since):
+            continue
+        fired_at = pd.Timestamp(row.from_since) + pd.Timedelta(seconds=after_s)
+        if fired_at > pd.Timestamp(now):
+            continue
+        cluster = group = ""
+        key = (row.account, row.stream, row.consumer)
+        if where is not None and key in where.index:
+            state = where.loc[key]
+            cluster = _text(state.get("cluster"))
+            group = _group(state)
+        labels = labels_for(alert, row.from_verdict, cluster, row.account, row.stream, row.consumer, group)
+        out[tuple(sorted(labels.items()))] = {
+            "labels": labels, "annotations": annotations_for(labels, dashboard_url),
+            "startsAt": rfc3339(fired_at.to_pydatetime()), "endsAt": rfc3339(now),
+            "generatorURL": consumer_link(dashboard_url, row.account, row.stream, row.consumer),
+        }
+    return out
+
+
+class AlertmanagerClient:
+    """Posts alerts to Alertmanager's /api/v2/alerts; remembers what fired to resolve it."""
+
+    def __init__(self, url: str, after_s: float, dashboard_url: str, interval_s: float, timeout_s: float = 5.0):
+        self.url = url.rstrip("/") + "/api/v2/alerts"
+        self.after_s = after_s
+        self.dashboard_url = dashboard_url
+        self.resend_s = max(4 * interval_s, 60.0)  # Alertmanager keeps an alert this long unheard
+        self.timeout_s = timeout_s
+        self.firing: dict[tuple, dict[str, Any]] = {}
+        self.unsent_resolved: dict[tuple, dict[str, Any]] = {}
+        self.posts = 0
+
+    def alerts_for(self, consumers: pd.DataFrame, changes: pd.DataFrame, now: dt.datetime) -> list[dict[str, Any]]:
+        """This cycle's post: every firing alert, and every alert resolved since the last post."""
+        now_firing = firing(consumers, now, self.after_s, self.dashboard_url, self.resend_s)
+        resolved = resolved_from_changes(changes, consumers, now, self.after_s, self.dashboard_url)
+        for key, alert in self.firing.items():
+            if key not in now_firing and key not in resolved:
+                resolved[key] = {**alert, "endsAt": rfc3339(now)}
+        self.unsent_resolved.update({k: v for k, v in resolved.items() if k not in now_firing})
+        self.firing = now_firing
+        return list(now_firing.values()) + list(self.unsent_resolved.values())
+
+    def post(self, alerts: list[dict[str, Any]]) -> None:
+        """One POST (blocking: run it off the event loop). Resolved alerts are forgotten only once
+        Alertmanager took them."""
+        if not alerts:
+            return
+        request = urllib.request.Request(self.url, data=json.dumps(alerts).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as reply:
+                reply.read()
+        except urllib.error.HTTPError as exc:
+            raise OSError(f"Alertmanager at {self.url} refused the alerts: HTTP {exc.code} "
+                          f"{exc.read()[:300].decode(errors='replace')}") from None
+        except (urllib.error.URLError, TimeoutError) as exc:
+            raise OSError(f"cannot reach Alertmanager at {self.url} ({getattr(exc, 'reason', exc)}): "
+                          "alerts are re-sent next cycle") from None
+        self.posts += 1
+        sent = {tuple(sorted(a["labels"].items())) for a in alerts}
+        self.unsent_resolved = {k: v for k, v in self.unsent_resolved.items() if k not in sent}

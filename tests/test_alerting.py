@@ -1,0 +1,219 @@
+"""Alerts: the shipped Prometheus rules pass promtool, match the collector's own alert
+declaration, and `collect --alertmanager` drives a real Alertmanager end to end."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Iterator
+
+import nats
+import pytest
+import yaml
+
+from jetwatch.collectors import alerting
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.server import free_port
+from jetwatch.demo.workers import PullWorker
+from jetwatch.store.database import Store
+from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
+
+RULES_DIR = Path(__file__).resolve().parents[1] / "deploy" / "prometheus"
+RULES = RULES_DIR / "jetwatch-rules.yml"
+ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
+
+
+def test_promtool_accepts_the_rules():
+    out = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_promtool_unit_tests_of_the_rules_pass():
+    out = subprocess.run(["promtool", "test", "rules", "jetwatch-rules.test.yml"], cwd=RULES_DIR,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _consumer_rules() -> list[dict[str, Any]]:
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    return [r for g in groups for r in g["rules"] if "alert" in r and "jetwatch_consumer_verdict" in r["expr"]]
+
+
+def test_the_rules_alert_on_exactly_the_verdicts_the_collector_alerts_on():
+    """Prometheus rules and direct alerts are two renderings of one declaration."""
+    from_rules = set()
+    for rule in _consumer_rules():
+        matcher = rule["expr"].split('verdict=~"' if "=~" in rule["expr"] else 'verdict="')[1].split('"')[0]
+        from_rules.add((rule["alert"], tuple(matcher.split("|")), rule["labels"]["severity"]))
+    declared = {(a.name, a.verdicts, a.severity) for a in alerting.CONSUMER_ALERTS}
+    assert from_rules == declared
+
+
+def test_direct_alert_annotations_are_the_rules_annotations_for_the_same_labels():
+    """The promtool test's expected annotations (what Prometheus renders from the rule
+    templates) equal what the collector sends to Alertmanager for the same labels."""
+    cases = yaml.safe_load((RULES_DIR / "jetwatch-rules.test.yml").read_text())["tests"]
+    checked = 0
+    for case in cases:
+        for check in case["alert_rule_test"]:
+            for exp in check.get("exp_alerts", []):
+                labels = exp["exp_labels"]
+                if "verdict" not in labels:
+                    continue
+                alert = alerting.BY_VERDICT[labels["verdict"]]
+                ours = alerting.labels_for(alert, labels["verdict"], labels.get("cluster", ""), labels["account"],
+                                           labels["stream"], labels["consumer"], labels.get("group", ""))
+                assert ours == labels
+                assert alerting.annotations_for(ours, "http://127.0.0.1:8501/") == exp["exp_annotations"]
+                checked += 1
+    assert checked >= 3
+
+
+# -- end to end against a real Alertmanager ------------------------------------------------------
+
+class Webhook:
+    """Alertmanager's webhook receiver: a local HTTP server that keeps every notification."""
+
+    def __init__(self) -> None:
+        self.notifications: list[tuple[float, dict[str, Any]]] = []
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                hook.notifications.append((time.monotonic(), json.loads(body)))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def alerts(self, stream: str) -> list[tuple[float, str, dict[str, Any]]]:
+        """(arrival, status, alert) for each alert of `stream` in each notification."""
+        return [(t, a["status"], a) for t, n in list(self.notifications) for a in n["alerts"]
+                if a["labels"].get("stream") == stream]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@contextlib.contextmanager
+def alertmanager(tmp_path: Path, webhook_url: str) -> Iterator[str]:
+    port = free_port()
+    config = tmp_path / "alertmanager.yml"
+    config.write_text(json.dumps({
+        "route": {"receiver": "hook", "group_by": ["alertname", "stream", "consumer", "verdict"],
+                  "group_wait": "0s", "group_interval": "1s", "repeat_interval": "1h"},
+        "receivers": [{"name": "hook", "webhook_configs": [{"url": webhook_url, "send_resolved": True}]}],
+    }))
+    proc = subprocess.Popen([ALERTMANAGER, f"--config.file={config}", f"--storage.path={tmp_path / 'am'}",
+                             f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise AssertionError("Alertmanager did not become ready") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def _active(url: str, stream: str) -> list[dict[str, Any]]:
+    with urllib.request.urlopen(f"{url}/api/v2/alerts?active=true", timeout=5) as r:
+        return [a for a in json.loads(r.read()) if a["labels"].get("stream") == stream]
+
+
+@pytest.mark.skipif(not Path(ALERTMANAGER).exists(), reason="Debian's prometheus-alertmanager: `make system-deps`")
+def test_a_stalled_pinned_worker_fires_one_alert_a_restart_keeps_it_and_recovery_resolves_it(
+        nats_server, db_path, uid, run, tmp_path):
+    stream = f"{uid}_ALERT"
+    store = Store(db_path)
+    hook = Webhook()
+
+    async def scenario(am_url: str) -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.>"])
+        await make_consumer(api, stream, "work", "pinned_client", timeout_s=60, ack_wait=int(300e9))
+        worker = PullWorker(nc, stream, "work", "jobs", name="stuck").start()
+        worker.acking = False  # pinned, pulling, never acknowledging: STALLED
+        await publish(nc, f"{uid}.x", 5)
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=3.0,
+                                      health_min_samples=3, health_min_span=1.0, alert_after=0.0,
+                                      alertmanager=am_url, dashboard_url="http://dash.example:8501/")
+        interval = settings.interval
+        cycles: list[tuple[float, bool]] = []  # (end of the cycle's exports, judged STALLED in it)
+
+        async def record(collector, judged, seconds) -> None:
+            cycles.append((time.monotonic(), "STALLED" in set(judged.changes["to_verdict"])))
+
+        try:
+            async with collecting(settings) as first:
+                first.cycle_hooks.append(record)
+                got = await eventually(lambda: [a for a in hook.alerts(stream) if a[1] == "firing"], timeout=40,
+                                       message="the STALLED alert at the webhook")
+            fired_at_hook, _, alert = got[0]
+            assert alert["labels"]["alertname"] == "JetwatchConsumerUnhealthy"
+            assert alert["labels"]["verdict"] == "STALLED" and alert["labels"]["group"] == "jobs"
+            assert alert["annotations"]["runbook_url"] == (
+                f"http://dash.example:8501/consumer?account=%24G&stream={stream}&consumer=work")
+            change_at = rows(store, "SELECT max(ts) FROM verdict_changes WHERE stream = ? AND to_verdict = 'STALLED'",
+                             [stream])[0][0]
+            starts = _active(am_url, stream)[0]["startsAt"]
+
+            # A restart: the new collector sends the same alert; Alertmanager keeps one, notifies nobody.
+            async with collecting(settings) as again:
+                await eventually(lambda: again.alertmanager.posts >= 5, timeout=30, message="five posts after restart")
+                active = _active(am_url, stream)
+                assert len(active) == 1 and active[0]["startsAt"] == starts, "the same alert, not a new one"
+                assert [a[1] for a in hook.alerts(stream)] == ["firing"], "no second notification"
+
+                await worker.ack_held()
+                worker.acking = True  # recovered
+                await eventually(lambda: [a for a in hook.alerts(stream) if a[1] == "resolved"], timeout=40,
+                                 message="the resolved notification")
+            statuses = [a[1] for a in hook.alerts(stream)]
+            assert statuses == ["firing", "resolved"], statuses
+            assert _active(am_url, stream) == []
+            # Cause to arrival: from the cycle whose samples turned the verdict STALLED (judged and
+            # posted in that same cycle) to the webhook's receipt, in cycles and seconds.
+            cause = next(i for i, (_, stalled) in enumerate(cycles) if stalled)
+            later = sum(1 for t, _ in cycles[cause + 1:] if t < fired_at_hook)
+            assert later <= 2, "a verdict change reaches Alertmanager within 2 cycles"
+            print(f"\nALERT LATENCY: STALLED judged at {change_at}; webhook got it {later} cycle(s) after the "
+                  f"cycle that judged it, {fired_at_hook - cycles[cause][0]:+.3f}s after that cycle's exports "
+                  f"(interval {interval}s)")
+        finally:
+            await worker.stop()
+            await nc.close()
+
+    try:
+        with alertmanager(tmp_path, hook.url) as am_url:
+            run(scenario(am_url))
+    finally:
+        hook.close()
