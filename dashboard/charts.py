@@ -13,6 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from jetwatch.health.rules import BY_NAME
+
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
            "#7f7f7f", "#d62728")
 REASON_SYMBOL = {"timeout": "x", "admin": "diamond", "inferred": "circle-open", "unknown": "circle-open"}
@@ -38,9 +40,30 @@ def _limit_line(fig: go.Figure, samples: pd.DataFrame, value: float | None, name
                              name=esc(name), line={"dash": "dash", "color": "#d62728"}), row=row, col=1)
 
 
+BAND_COLOUR = {"red": "#d62728", "orange": "#ff7f0e", "yellow": "#e3c700", "blue": "#1f77b4", "green": "#2ca02c",
+               "gray": "#9e9e9e"}
+
+
+def verdict_band(fig: go.Figure, band: pd.DataFrame | None) -> None:
+    """The consumer's verdicts over time as coloured spans behind every subplot, named on hover
+    and labelled at the top when not OK (so the band reads without colour too)."""
+    if band is None or band.empty:
+        return
+    for span in band.itertuples(index=False):
+        known = BY_NAME.get(str(span.verdict))
+        colour = BAND_COLOUR[known.colour if known else "gray"]
+        fig.add_vrect(x0=span.start, x1=span.end, fillcolor=colour, opacity=0.12, layer="below", line_width=0,
+                      row="all", col=1, name=esc(span.verdict))
+        if span.verdict != "OK":
+            fig.add_annotation(x=span.start, y=1.0, xref="x", yref="paper", text=esc(span.verdict), showarrow=False,
+                               xanchor="left", yanchor="bottom", font={"size": 10, "color": colour},
+                               hovertext=esc(span.reason))
+
+
 def consumer_gauges(samples: pd.DataFrame, max_ack_pending: float | None, max_waiting: float | None,
-                    title: str = "") -> go.Figure:
-    """Pending, in flight (with max_ack_pending) and waiting pulls (with max_waiting) over time."""
+                    title: str = "", band: pd.DataFrame | None = None) -> go.Figure:
+    """Pending, in flight (with max_ack_pending) and waiting pulls (with max_waiting) over time,
+    over the band of the consumer's verdicts."""
     fig = make_subplots(rows=4, cols=1, shared_xaxes=True, vertical_spacing=0.04,
                         subplot_titles=("pending (not yet delivered)", "ack pending (in flight)",
                                         "waiting pull requests", "awaiting redelivery"))
@@ -50,6 +73,7 @@ def consumer_gauges(samples: pd.DataFrame, max_ack_pending: float | None, max_wa
             fig.add_trace(go.Scatter(x=samples["ts"], y=samples[col], mode="lines", name=name), row=row, col=1)
     _limit_line(fig, samples, max_ack_pending, "max_ack_pending", 2)
     _limit_line(fig, samples, max_waiting, "max_waiting", 3)
+    verdict_band(fig, band)
     fig.update_layout(height=720, title=esc(title), margin={"l": 40, "r": 10, "t": 60, "b": 30},
                       legend={"orientation": "h"})
     return fig

@@ -53,7 +53,8 @@ def thresholds(s: Settings) -> Thresholds:
 
 
 def cached_fleet(db: str, lock_timeout: float, th: Thresholds) -> data.Fleet:
-    """The fleet's verdicts, computed once per collector cycle however many viewers refresh."""
+    """The fleet with the verdicts the collector kept, read once per collector cycle however many
+    viewers refresh."""
     store = Store(db, lock_timeout=lock_timeout)
     return _fleet_for_cycle(db, lock_timeout, th, data.last_cycle(store), int(data.utcnow().timestamp() // 30))
 

@@ -205,3 +205,30 @@ def test_a_store_held_too_long_is_an_error_in_words_not_a_traceback(filled_db, a
         holder.stdin.write("\n")
         holder.stdin.close()
         holder.wait(10)
+
+
+def test_fleet_shows_since_for_each_verdict_and_the_recent_changes(filled_db, app_env):
+    app_env(filled_db)
+    at = run_app()
+    table = frame(at, "verdict")
+    idle = table[table["consumer"] == "idle"].iloc[0]
+    assert idle["since"].endswith("ago")
+    changes = frame(at, "to")
+    mine = changes[changes["consumer"] == "idle"]
+    assert list(mine["to"])[:2] == ["NO_PULLERS", "COLLECTING"]  # newest first
+    assert list(mine["from"])[-1] == "(new)"
+
+
+def test_consumer_page_draws_its_verdict_history_as_a_band_over_the_charts(filled_db, app_env):
+    import json
+
+    app_env(filled_db)
+    at = run_app("views/consumer.py", stream=IDLE_STREAM, consumer="idle")
+    gauges = next(c for c in at.get("plotly_chart") if "consumer_gauges" in str(c.proto.id) or
+                  "pending (not yet delivered)" in c.proto.spec)
+    spec = json.loads(gauges.proto.spec)
+    bands = [s for s in spec["layout"].get("shapes", []) if s.get("type") == "rect"]
+    labels = [a["text"] for a in spec["layout"].get("annotations", [])]
+    assert bands, "verdict spans drawn behind the charts"
+    assert "NO_PULLERS" in labels and "COLLECTING" in labels
+    assert "Behind the charts: the verdicts the collector judged" in texts(at)

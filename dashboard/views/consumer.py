@@ -106,7 +106,11 @@ else:
             stay_until=data.utcnow() + dt.timedelta(minutes=stay_minutes) if then == "stay-paused" else None))
 
 st.caption(f"Showing {detail.source}")
-st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait), key="consumer_gauges")
+band = data.verdict_band(store, account, stream, consumer, since, until)
+st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait, band=band), key="consumer_gauges")
+if not band.empty:
+    st.caption("Behind the charts: the verdicts the collector judged, " + " → ".join(
+        f"{v} {ui.ago(t, now)}" for v, t in zip(band["verdict"].tail(4), band["start"].tail(4))))
 if detail.source == "raw samples":
     filtered = bool(not detail.latest.empty and detail.latest["filtered"].fillna(False).astype(bool).iloc[0])
     st.plotly_chart(charts.consumer_rates(data.rates(detail.samples, filtered), "Rates from sequence deltas"),

@@ -60,6 +60,7 @@ def live() -> None:
 
     table = pd.DataFrame({
         "verdict": shown["verdict"],
+        "since": [ui.ago(t, now) for t in shown["since"]],
         "stream": shown["stream"], "consumer": shown["consumer"], "reason": shown["reason"],
         "pending": shown["num_pending"],
         "ack pending": [f"{a:,.0f} / {'∞' if pd.isna(m) or m <= 0 else f'{m:,.0f}'}"
@@ -95,6 +96,29 @@ def live() -> None:
 
 
 live()
+
+
+@st.fragment(run_every=s.refresh)
+def recent_changes() -> None:
+    """The last verdict transitions of the fleet, newest first."""
+    try:
+        changes = data.recent_changes(store, 20)
+    except StoreError as exc:
+        st.error(str(exc))
+        return
+    now = data.utcnow()
+    with st.expander(f"Recent verdict changes ({len(changes)})", expanded=False):
+        if changes.empty:
+            st.caption("none yet: the collector records each transition after its cycle")
+            return
+        st.dataframe(pd.DataFrame({
+            "when": [ui.ago(t, now) for t in changes["ts"]], "stream": changes["stream"],
+            "consumer": changes["consumer"], "from": changes["from_verdict"].fillna("(new)"),
+            "to": changes["to_verdict"], "reason": changes["reason"], "account": changes["account"],
+        }).style.map(ui.verdict_cell_style, subset=["to"]), key="fleet_changes", hide_index=True, width="stretch")
+
+
+recent_changes()
 
 selected = st.session_state.get("fleet_selected")
 if selected:
