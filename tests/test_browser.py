@@ -85,7 +85,8 @@ def live_dashboard(nats_server, tmp_path_factory):
     db = str(tmp / "jetwatch.duckdb")
     env = {**os.environ, "JETWATCH_INCLUDE_STREAMS": "BROWSER_*", "JETWATCH_INFERENCE_GRACE": "1.5s"}
     collector = subprocess.Popen(
-        [sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url, "--db", db, "--interval", "0.5s"],
+        [sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url, "--db", db, "--interval", "0.5s",
+         "--health-min-span", "1s"],  # the collector judges; the pages read its verdicts
         env=env, stdout=open(tmp / "collector.log", "wb"), stderr=subprocess.STDOUT)
     store = Store(db)
     wait_until(lambda: store.exists() and not store.query("collector_health").empty, timeout=30,
