@@ -204,13 +204,14 @@ class CycleCollector(Collector):
 
         yield gauge("jetwatch_consumer_pending_messages", f["num_pending"])
         yield gauge("jetwatch_consumer_ack_pending_messages", f["num_ack_pending"])
-        limit = pd.to_numeric(f["max_ack_pending"], errors="coerce")
+        limit = pd.to_numeric(f["max_ack_pending"], errors="coerce").astype(float)  # no config yet: NaN
         yield gauge("jetwatch_consumer_ack_pending_limit_messages", limit, (limit > 0).to_numpy())
         yield gauge("jetwatch_consumer_waiting_requests", f["num_waiting"])
-        wlimit = pd.to_numeric(f["max_waiting"], errors="coerce")
+        wlimit = pd.to_numeric(f["max_waiting"], errors="coerce").astype(float)
         yield gauge("jetwatch_consumer_waiting_limit_requests", wlimit, (wlimit > 0).to_numpy())
         yield gauge("jetwatch_consumer_redelivered_messages", f["num_redelivered"])
-        yield gauge("jetwatch_consumer_paused", f["paused"].fillna(False).astype(bool).astype(int))
+        yield gauge("jetwatch_consumer_paused", f["paused"].astype(object).where(f["paused"].notna(), False)
+                    .astype(bool).astype(int))
         verdict, since = self._family("jetwatch_consumer_verdict"), self._family("jetwatch_consumer_verdict_since_timestamp_seconds")
         for lab, v, s in zip(labels, f["verdict"], pd.to_datetime(f["since"], utc=True)):
             verdict.add_metric([*lab, v], 1.0)

@@ -148,3 +148,32 @@ def test_a_real_prometheus_scrapes_the_collectors_verdicts(nats_server, db_path,
         await nc.close()
 
     run(scenario())
+
+
+def test_a_consumer_with_no_recorded_limits_renders_without_limit_series(db_path):
+    """A consumer whose config is not stored yet (no max_ack_pending, no max_waiting) still renders:
+    its gauges without the limit series (found by the benchmark's synthetic store)."""
+    import datetime as dt
+
+    from jetwatch.collectors.judging import judge_cycle
+    from jetwatch.health.rules import Thresholds
+    from jetwatch.store import writes
+    from jetwatch.store.database import Store
+
+    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    samples = {"ts": [now.isoformat()], "account": ["$G"], "stream": ["S"], "consumer": ["C"], "num_pending": [3],
+               "num_ack_pending": [1], "num_waiting": [0], "num_redelivered": [0], "paused": [False]}
+    samples.update({k: [None] for k in ("server", "cluster", "domain", "created", "delivered_consumer_seq",
+                                        "delivered_stream_seq", "delivered_last_active", "ack_floor_consumer_seq",
+                                        "ack_floor_stream_seq", "ack_floor_last_active", "pause_until", "pin_group",
+                                        "pinned_id", "pinned_ts", "leader")})
+    judged = Store(db_path).write(lambda con: (writes.write_samples(con, ["$G"], samples),
+                                               judge_cycle(con, now, Thresholds()))[1])
+    exporter = metrics.MetricsExporter("all")
+    text = exporter.render(metrics.Snapshot(at=now, consumers=judged.consumers, pins=metrics.PinCounts(),
+                                            cycle_buckets=[0] * 10, cycle_sum=0.0, cycles=1, capture_backlog=None,
+                                            rejects=0)).decode()
+    got = {f.name: f.samples for f in text_string_to_metric_families(text)}
+    assert [s.value for s in got["jetwatch_consumer_pending_messages"]] == [3.0]
+    assert got["jetwatch_consumer_ack_pending_limit_messages"] == []
+    assert [s.value for s in got["jetwatch_consumer_paused"]] == [0.0]
