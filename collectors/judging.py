@@ -1,8 +1,9 @@
-"""Judging every consumer after each cycle, inside the cycle's own write transaction.
+"""Judging every consumer after each cycle, right after the cycle's samples are committed.
 
 The verdict is computed where the data is: the window-features SQL (health/features.py's one
-definition, sql/queries/window_features.sql) runs on the connection that just wrote the cycle's
-samples, over the health window, and `health.rules.evaluate_features` judges the result. The
+definition, sql/queries/window_features.sql) runs inside the store over the health window, on a
+read-only connection (so the dashboard's readers are not kept out while it runs), and
+`health.rules.evaluate_features` judges the result with the file released. The
 verdicts replace `verdicts_current`; each transition is appended to `verdict_changes`. Pages,
 `jetwatch status`, /metrics and alerts read what this wrote instead of recomputing windows.
 """
@@ -21,6 +22,7 @@ import pyarrow as pa
 
 from jetwatch import sql
 from jetwatch.health.rules import BY_NAME, LIMIT_COLUMNS, Thresholds, evaluate_features
+from jetwatch.store.database import Store
 
 KEY = ["account", "stream", "consumer"]
 NO_SAMPLES = "no samples in the window yet"
@@ -154,6 +156,15 @@ def keep(con: duckdb.DuckDBPyConnection, judged: JudgedCycle) -> None:
         con.register("change_batch", changes)
         con.execute(sql.query("insert_verdict_changes"))
         con.unregister("change_batch")
+
+
+def judge_stored_cycle(store: Store, now: dt.datetime, thresholds: Thresholds) -> JudgedCycle:
+    """The collector's judging after it committed a cycle's samples: the window's features on a
+    read-only connection (dashboard readers are not kept out meanwhile), the rules with the
+    file released, then one short write transaction that keeps the verdicts."""
+    judged = decide(store.read(lambda con: read_window(con, now, thresholds)), thresholds)
+    store.write(lambda con: keep(con, judged))
+    return judged
 
 
 def judge_cycle(con: duckdb.DuckDBPyConnection, now: dt.datetime, thresholds: Thresholds) -> JudgedCycle:

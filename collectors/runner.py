@@ -26,7 +26,7 @@ from jetwatch.collectors.advisories import (
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import Scope
 from jetwatch.collectors.filters import NameFilter
-from jetwatch.collectors.judging import JudgedCycle, WindowInputs, decide, keep, read_window
+from jetwatch.collectors.judging import JudgedCycle, judge_stored_cycle
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
 from jetwatch.collectors.metrics import CycleHistogram, MetricsExporter, PinCounts, Snapshot
 from jetwatch.core.clock import rfc3339, utcnow
@@ -160,20 +160,18 @@ class Collector:
         status = self._status(now, time.monotonic() - began, batch.streams, batch.consumers)
         thresholds = self.thresholds
 
-        def tx(con: Any) -> WindowInputs:
+        def tx(con: Any) -> None:
             writes.write_samples(con, accounts, batch.samples)
             writes.write_configs(con, batch.configs)
             writes.write_rejects(con, now, "consumer_state", batch.rejects)
             if caught_up:
                 writes.reconcile_pins(con, now, self.settings.inference_grace)
             writes.write_status(con, status)
-            # The window's features in the same transaction: they describe exactly what is stored.
-            return read_window(con, now, thresholds)
 
-        inputs = await self.write(tx)
-        # The rules run with the file released (readers get their turn), then the verdicts are kept.
-        judged = await asyncio.get_running_loop().run_in_executor(self._writer, decide, inputs, thresholds)
-        await self.write(lambda con: keep(con, judged))
+        await self.write(tx)
+        # On the writer thread, so no other write slips between the samples and their verdicts.
+        judged = await asyncio.get_running_loop().run_in_executor(
+            self._writer, judge_stored_cycle, self.store, now, thresholds)
         self.judged = judged
         self.rejects_total += len(batch.rejects)
         self.cycles += 1

@@ -341,9 +341,9 @@ def test_collectors_live_verdicts_equal_the_pipelines_verdict_history_across_win
         spark, tmp_path_factory, history):
     """The collector judges after every cycle over the sliding window [now - W, now]; the
     pipeline judges consecutive windows [kW, (k+1)W). At each window's end the two look at the
-    same samples, so the collector's kept verdict (written through its real path: samples and
-    window features in one transaction, rules, then verdicts_current) must be the pipeline's."""
-    from jetwatch.collectors.judging import decide, keep, read_window
+    same samples, so the collector's kept verdict (through its real path: the cycle's samples
+    committed, then judge_stored_cycle) must be the pipeline's."""
+    from jetwatch.collectors.judging import judge_stored_cycle
     from jetwatch.store import writes
     from jetwatch.store.database import Store
 
@@ -360,14 +360,13 @@ def test_collectors_live_verdicts_equal_the_pipelines_verdict_history_across_win
     for i, (t, batch) in enumerate(zip(times, cycles)):
         now = at(t)
 
-        def tx(con, batch=batch, now=now, first=(i == 0)):
+        def tx(con, batch=batch, first=(i == 0)):
             writes.write_samples(con, ["$G"], _collector_batch(batch))
             if first:
                 writes.write_configs(con, configs)
-            return read_window(con, now, LIVE_TH)
 
-        judged = decide(store.write(tx), LIVE_TH)
-        store.write(lambda con, judged=judged: keep(con, judged))
+        store.write(tx)
+        judge_stored_cycle(store, now, LIVE_TH)  # what the collector runs after each cycle
         if t % window == 0:
             kept = store.query("verdicts_status")
             live.update({(t // window - 1, c): v for c, v in zip(kept["consumer"], kept["verdict"])})

@@ -16,8 +16,8 @@ CREATE TABLE IF NOT EXISTS verdicts_current (
     samples                 INTEGER,
     delivered_per_second    DOUBLE,
     acked_per_second        DOUBLE,
-    redelivered_per_second  DOUBLE,
-    PRIMARY KEY (account, stream, consumer)
+    redelivered_per_second  DOUBLE
+    -- One row per consumer by construction (replaced whole each cycle); no index to maintain.
 );
 
 -- Every verdict transition, as the collector saw it (from_verdict NULL: first judged).
