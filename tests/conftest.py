@@ -80,8 +80,10 @@ def filled_db(nats_server, tmp_path_factory) -> str:
                              message="the pin story stored")
             await eventually(lambda: rows(store, "SELECT count(DISTINCT ts) FROM samples WHERE stream = ?",
                                           [IDLE_STREAM])[0][0] >= 4, message="a few samples")
-            for w in story.workers:
-                await w.stop()
+        # Only after the collector stopped: workers leaving would end the last pin (a timeout
+        # unpin) while a slow last cycle is still capturing.
+        for w in story.workers:
+            await w.stop()
         await nc.close()
 
     asyncio.run(fill())
