@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -152,17 +153,21 @@ class AlertmanagerClient:
         self.firing: dict[tuple, dict[str, Any]] = {}
         self.unsent_resolved: dict[tuple, dict[str, Any]] = {}
         self.posts = 0
+        self._lock = threading.Lock()  # post() runs on a worker thread, alerts_for() on the loop
 
     def alerts_for(self, consumers: pd.DataFrame, changes: pd.DataFrame, now: dt.datetime) -> list[dict[str, Any]]:
         """This cycle's post: every firing alert, and every alert resolved since the last post."""
         now_firing = firing(consumers, now, self.after_s, self.dashboard_url, self.resend_s)
         resolved = resolved_from_changes(changes, consumers, now, self.after_s, self.dashboard_url)
-        for key, alert in self.firing.items():
-            if key not in now_firing and key not in resolved:
-                resolved[key] = {**alert, "endsAt": rfc3339(now)}
-        self.unsent_resolved.update({k: v for k, v in resolved.items() if k not in now_firing})
-        self.firing = now_firing
-        return list(now_firing.values()) + list(self.unsent_resolved.values())
+        with self._lock:
+            for key, alert in self.firing.items():
+                if key not in now_firing and key not in resolved:
+                    resolved[key] = {**alert, "endsAt": rfc3339(now)}
+            self.unsent_resolved.update({k: v for k, v in resolved.items() if k not in now_firing})
+            for key in now_firing:  # firing again: no longer resolved
+                self.unsent_resolved.pop(key, None)
+            self.firing = now_firing
+            return list(now_firing.values()) + list(self.unsent_resolved.values())
 
     def post(self, alerts: list[dict[str, Any]]) -> None:
         """One POST (blocking: run it off the event loop). Resolved alerts are forgotten only once
@@ -180,6 +185,8 @@ class AlertmanagerClient:
         except (urllib.error.URLError, TimeoutError) as exc:
             raise OSError(f"cannot reach Alertmanager at {self.url} ({getattr(exc, 'reason', exc)}): "
                           "alerts are re-sent next cycle") from None
-        self.posts += 1
-        sent = {tuple(sorted(a["labels"].items())) for a in alerts}
-        self.unsent_resolved = {k: v for k, v in self.unsent_resolved.items() if k not in sent}
+        resolved_sent = {tuple(sorted(a["labels"].items())): a["endsAt"] for a in alerts}
+        with self._lock:
+            self.posts += 1
+            self.unsent_resolved = {k: v for k, v in self.unsent_resolved.items()
+                                    if resolved_sent.get(k) != v["endsAt"]}

@@ -83,6 +83,8 @@ class Collector:
         self.metrics: MetricsExporter | None = None
         self.metrics_bound: tuple[str, int] | None = None
         self.alertmanager: AlertmanagerClient | None = None
+        self._alerts_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-alerts")
+        self._alert_post: asyncio.Future[None] | None = None
         self._render = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-render")
         self.judged: JudgedCycle | None = None  # the latest cycle's verdicts
 
@@ -192,10 +194,21 @@ class Collector:
         await asyncio.get_running_loop().run_in_executor(self._render, self.metrics.render, self.snapshot(judged))
 
     async def _send_alerts(self, judged: JudgedCycle, seconds: float) -> None:
-        """Firing alerts (every cycle) and resolved ones to Alertmanager, off the event loop."""
+        """Firing alerts (every cycle) and resolved ones to Alertmanager, off the event loop and
+        without waiting: an Alertmanager that is slow or down never delays sampling. While a post
+        is still under way the next one is skipped (firing alerts go again next cycle; resolved
+        ones wait in the client until delivered)."""
         assert self.alertmanager is not None
         alerts = self.alertmanager.alerts_for(judged.consumers, judged.changes, judged.at)
-        await asyncio.get_running_loop().run_in_executor(self._render, self.alertmanager.post, alerts)
+        if self._alert_post is not None and not self._alert_post.done():
+            log.warning("the previous post to Alertmanager is still under way; sending next cycle")
+            return
+        self._alert_post = asyncio.get_running_loop().run_in_executor(self._alerts_pool, self.alertmanager.post, alerts)
+        self._alert_post.add_done_callback(self._alert_posted)
+
+    def _alert_posted(self, done: "asyncio.Future[None]") -> None:
+        if not done.cancelled() and done.exception() is not None:
+            self._error(f"alerting failed: {done.exception()}")
 
     async def _after_cycle(self, judged: JudgedCycle, seconds: float) -> None:
         """Hand the cycle's verdicts to the exporters (metrics, alerts), if any are on."""
@@ -300,5 +313,6 @@ class Collector:
                 await self.capture.close()
             self._writer.shutdown(wait=True)
             self._render.shutdown(wait=True)
+            self._alerts_pool.shutdown(wait=True)  # a post under way finishes (bounded by its timeout)
             if self.metrics is not None:
                 self.metrics.close()

@@ -217,3 +217,37 @@ def test_a_stalled_pinned_worker_fires_one_alert_a_restart_keeps_it_and_recovery
             run(scenario(am_url))
     finally:
         hook.close()
+
+
+def test_an_unreachable_alertmanager_never_delays_sampling_and_is_reported(nats_server, db_path, uid, run):
+    """Posting runs beside the cycle: with an Alertmanager that accepts connections and never
+    answers, cycles keep their pace and the failure is said where the on-call engineer looks
+    (the collector's last error)."""
+    import socket
+
+    stream = f"{uid}_NOAM"
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(16)  # never accepted: every request hangs until the client's timeout
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.>"])
+        await make_consumer(api, stream, "idle")
+        await publish(nc, f"{uid}.x", 2)
+        dead = f"http://127.0.0.1:{hole.getsockname()[1]}"
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=3.0,
+                                      health_min_samples=3, health_min_span=1.0, alert_after=0.0, alertmanager=dead)
+        async with collecting(settings) as collector:
+            start, cycles = time.monotonic(), collector.cycles
+            await eventually(lambda: collector.cycles >= cycles + 5, timeout=30, message="five more cycles")
+            assert time.monotonic() - start < 4.0, "cycles kept their pace while the post hangs (5 s timeout)"
+            await eventually(lambda: collector.last_error is not None and "Alertmanager" in collector.last_error[0],
+                             timeout=30, message="the alerting failure reported")
+        await nc.close()
+
+    try:
+        run(scenario())
+    finally:
+        hole.close()
