@@ -85,6 +85,7 @@ class Collector:
         self.alertmanager: AlertmanagerClient | None = None
         self._alerts_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-alerts")
         self._alert_post: asyncio.Future[None] | None = None
+        self._rendering: asyncio.Future[bytes] | None = None
         self._render = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-render")
         self.judged: JudgedCycle | None = None  # the latest cycle's verdicts
 
@@ -189,9 +190,19 @@ class Collector:
                         cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total)
 
     async def _export_metrics(self, judged: JudgedCycle, seconds: float) -> None:
-        """Render /metrics once per cycle, off the event loop."""
+        """Render /metrics once per cycle, on a worker thread, without holding up the next cycle
+        (a full-cardinality render of a large fleet takes a while); a render still under way
+        when the next cycle ends is not queued behind: that cycle is skipped, the one after rendered."""
         assert self.metrics is not None
-        await asyncio.get_running_loop().run_in_executor(self._render, self.metrics.render, self.snapshot(judged))
+        if self._rendering is not None and not self._rendering.done():
+            return
+        self._rendering = asyncio.get_running_loop().run_in_executor(
+            self._render, self.metrics.render, self.snapshot(judged))
+        self._rendering.add_done_callback(self._rendered)
+
+    def _rendered(self, done: "asyncio.Future[bytes]") -> None:
+        if not done.cancelled() and done.exception() is not None:
+            self._error(f"rendering /metrics failed: {type(done.exception()).__name__}: {done.exception()}")
 
     async def _send_alerts(self, judged: JudgedCycle, seconds: float) -> None:
         """Firing alerts (every cycle) and resolved ones to Alertmanager, off the event loop and

@@ -76,6 +76,15 @@ def parse_bool(text: str | bool) -> bool:
     raise SettingsError(f"'{text}' is not true or false")
 
 
+def parse_cardinality(text: str) -> str:
+    """How many per-consumer series /metrics exports: `non_ok` or `all`."""
+    value = str(text).strip().lower().replace("-", "_")
+    if value not in ("non_ok", "all"):
+        raise SettingsError(f"'{text}' is not a metrics cardinality: write non_ok (per-consumer series for "
+                            "non-OK consumers only) or all")
+    return value
+
+
 def parse_list(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     if isinstance(text, (list, tuple)):
         return tuple(text)
@@ -143,7 +152,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("stale_after", 30.0, "Data older than this is marked stale on screen.", parse_duration, "dashboard"),
     # exporters: /metrics and Alertmanager, fed by the collector's verdicts each cycle
     Setting("metrics_address", None, "Serve Prometheus metrics at HOST:PORT/metrics (PORT alone: 127.0.0.1:PORT). Off when empty.", str, "exporters"),
-    Setting("metrics_cardinality", "non_ok", "Per-consumer series for `non_ok` consumers only, or for `all`; fleet totals are always exported.", str, "exporters"),
+    Setting("metrics_cardinality", "non_ok", "Per-consumer series for `non_ok` consumers only, or for `all`; fleet totals are always exported.", parse_cardinality, "exporters"),
     Setting("alertmanager", None, "Alertmanager URL: post firing and resolved alerts to its /api/v2/alerts each cycle. Off when empty.", str, "exporters"),
     Setting("alert_after", 120.0, "How long a consumer stays non-OK before its alert fires (the rules' `for`).", parse_duration, "exporters"),
     Setting("dashboard_url", "http://127.0.0.1:8501/", "The dashboard's address, for the alerts' runbook links.", str, "exporters"),

@@ -177,3 +177,11 @@ def test_a_consumer_with_no_recorded_limits_renders_without_limit_series(db_path
     assert [s.value for s in got["jetwatch_consumer_pending_messages"]] == [3.0]
     assert got["jetwatch_consumer_ack_pending_limit_messages"] == []
     assert [s.value for s in got["jetwatch_consumer_paused"]] == [0.0]
+
+
+def test_an_unknown_cardinality_is_refused_in_words_before_anything_starts(capsys):
+    from jetwatch.cli import main
+
+    assert main(["collect", "--metrics-cardinality", "some"]) == 2
+    err = capsys.readouterr().err
+    assert "--metrics-cardinality: 'some' is not a metrics cardinality" in err and "non_ok" in err
