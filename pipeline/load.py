@@ -56,7 +56,7 @@ def load(store: Store, output: Path, since: dt.datetime, until: dt.datetime, ret
             con.register("verdict_batch", verdicts)
             con.execute(sql.query("insert_verdicts"), window)
         con.execute(sql.query("retention_samples"), {"cutoff": retention["samples"]})
-        for name in ("retention_events", "retention_rejects", "retention_inferred"):
+        for name in ("retention_events", "retention_rejects", "retention_inferred", "retention_verdict_changes"):
             con.execute(sql.query(name), {"cutoff": retention["events"]})
         return {"pin_sessions": sessions.num_rows, "rollups": rollups.num_rows if rollups is not None else 0,
                 "verdicts": verdicts.num_rows}

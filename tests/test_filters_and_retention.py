@@ -44,6 +44,9 @@ def test_retention_removes_raw_samples_only_once_an_hourly_rollup_covers_them(tm
                     [now - dt.timedelta(days=100), now])
         con.execute("INSERT INTO audit VALUES (?, 'ana', 'cli', 'unpin', '$G', 'S', 'C', 'jobs', '{}', 'ok', '{}')",
                     [now - dt.timedelta(days=400)])
+        for days in (100, 1):  # verdict transitions age out with the events
+            con.execute("INSERT INTO verdict_changes VALUES (?, '$G', 'S', 'C', 'OK', 'STALLED', 'r')",
+                        [now - dt.timedelta(days=days)])
 
     store.write(seed)
     empty = tmp_path / "no-output"
@@ -51,6 +54,7 @@ def test_retention_removes_raw_samples_only_once_an_hourly_rollup_covers_them(tm
     load(store, empty, now - dt.timedelta(hours=1), now, retention)
     assert rows(store, "SELECT count(*) FROM samples") == [(3,)], "no rollup yet: nothing may go"
     assert rows(store, "SELECT count(*) FROM advisories") == [(0,)]
+    assert rows(store, "SELECT count(*) FROM verdict_changes") == [(1,)]
 
     store.write(lambda con: con.execute(
         "INSERT INTO rollups (granularity, bucket, account, stream, consumer) VALUES ('1h', ?, '$G', 'S', 'C')",

@@ -1,0 +1,1 @@
+DELETE FROM verdict_changes WHERE ts < $cutoff;
