@@ -32,6 +32,13 @@ from jetwatch.store.database import Store
 
 from bench.fleet import CURRENT, GENERATE
 
+# Every tenth consumer has work pending and nobody pulling (NO_PULLERS), so the default
+# cardinality exports a realistic share of per-consumer series.
+IDLE = """
+UPDATE samples SET num_pending = 5, num_waiting = 0, delivered_consumer_seq = 0, delivered_stream_seq = 0
+WHERE CAST(substr(consumer, 2) AS INTEGER) % 10 = 0
+"""
+
 
 def machine() -> str:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -69,7 +76,8 @@ def main(rows: int, consumers: int, runs: int) -> None:
         store = Store(Path(tmp) / "verdicts.duckdb", query_timeout=600, lock_timeout=60)
         store.migrate()
         t = time.perf_counter()
-        store.write(lambda con: (con.execute(GENERATE, {"rows": rows, "consumers": consumers}), con.execute(CURRENT)))
+        store.write(lambda con: (con.execute(GENERATE, {"rows": rows, "consumers": consumers}), con.execute(IDLE),
+                                 con.execute(CURRENT)))
         print(f"store: {rows:,} raw samples of {consumers:,} consumers, one every 5 s "
               f"({time.perf_counter() - t:.1f}s to build)")
 
