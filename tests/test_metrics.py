@@ -185,3 +185,44 @@ def test_an_unknown_cardinality_is_refused_in_words_before_anything_starts(capsy
     assert main(["collect", "--metrics-cardinality", "some"]) == 2
     err = capsys.readouterr().err
     assert "--metrics-cardinality: 'some' is not a metrics cardinality" in err and "non_ok" in err
+
+
+def test_pin_state_and_pin_switch_and_unpin_counters_follow_a_real_pin_story(nats_server, db_path, uid, run):
+    """A stalled pinned client (timeout unpin) and an admin unpin: the counters count them by
+    reason, and the pin gauges and info name the current holder."""
+    from jetwatch.core.jsapi import JetStreamAPI
+    from tests.scenario import pin_story
+
+    stream = f"{uid}_PINS"
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, metrics_cardinality="all",
+                                      metrics_address=f"127.0.0.1:{free_port()}", **FAST)
+        async with collecting(settings) as collector:
+            story = await pin_story(nc, api, stream, "work", f"{uid}.work")
+            holder = story.pins[-1]
+
+            def counted() -> dict | None:
+                got = scrape(collector.metrics_bound)
+                reasons = {s.labels["reason"]: s.value for s in got["jetwatch_unpins"] if s.name.endswith("_total")}
+                pinned = {s.labels["pinned_id"] for s in got.get("jetwatch_consumer_pin_info", [])
+                          if s.labels["stream"] == stream}
+                ok = reasons.get("admin", 0) >= 1 and reasons.get("timeout", 0) >= 1 and pinned == {holder}
+                return got if ok else None
+
+            got = await eventually(counted, timeout=30, message="pin counters and the current holder on /metrics")
+            switches = [s for s in got["jetwatch_consumer_pin_switches"]
+                        if s.labels["stream"] == stream and s.name.endswith("_total")]
+            assert switches and switches[0].value >= 3 and switches[0].labels["group"] == "jobs"
+            assert [s.value for s in got["jetwatch_pin_switches"] if s.name.endswith("_total")][0] >= 3
+            pinned = [s for s in got["jetwatch_consumer_pinned"] if s.labels["stream"] == stream]
+            assert [s.value for s in pinned] == [1.0]
+            age = [s.value for s in got["jetwatch_consumer_pin_age_seconds"] if s.labels["stream"] == stream]
+            assert age and age[0] >= 0
+            for w in story.workers:
+                await w.stop()
+        await nc.close()
+
+    run(scenario())
