@@ -4,26 +4,31 @@
 -- Documented views (README, "Querying the store").
 
 -- One row per pin or unpin; the server keeps one pin per consumer.
+-- `vouched` says what sampled state makes of a pin: 'confirmed' (a sample showed its pin id; an
+-- inferred pin is sampled state), 'unconfirmed' (none did within the grace period: a pin shorter
+-- than a sampling interval, or a forged advisory), 'pending' (not decided yet); NULL for unpins.
 CREATE OR REPLACE VIEW pin_events AS
-SELECT ts, account, stream, consumer, group_name,
-       CASE kind WHEN 'consumer_group_pinned' THEN 'pinned' ELSE 'unpinned' END AS event,
-       CASE kind WHEN 'consumer_group_pinned' THEN pinned_id END AS pinned_id,
-       reason, 'advisory' AS source
-FROM advisories
-WHERE kind IN ('consumer_group_pinned', 'consumer_group_unpinned')
+SELECT a.ts, a.account, a.stream, a.consumer, a.group_name,
+       CASE a.kind WHEN 'consumer_group_pinned' THEN 'pinned' ELSE 'unpinned' END AS event,
+       CASE a.kind WHEN 'consumer_group_pinned' THEN a.pinned_id END AS pinned_id,
+       a.reason, 'advisory' AS source,
+       CASE a.kind WHEN 'consumer_group_pinned' THEN coalesce(c.status, 'pending') END AS vouched
+FROM advisories a LEFT JOIN pin_confirmations c ON c.advisory_id = a.id
+WHERE a.kind IN ('consumer_group_pinned', 'consumer_group_unpinned')
 UNION ALL
 SELECT ts, account, stream, consumer, group_name, event,
        CASE event WHEN 'pinned' THEN pinned_id END AS pinned_id,
-       NULL AS reason, 'inferred' AS source
+       NULL AS reason, 'inferred' AS source,
+       CASE event WHEN 'pinned' THEN 'confirmed' END AS vouched
 FROM inferred_pin_events;
 
 -- Everything that starts or ends a pin session: the pin events and each consumer's deletion.
 CREATE OR REPLACE VIEW pin_session_events AS
-SELECT ts, account, stream, consumer, group_name, event, pinned_id, reason, source
+SELECT ts, account, stream, consumer, group_name, event, pinned_id, reason, source, vouched
 FROM pin_events
 UNION ALL
 SELECT ts, account, stream, consumer, NULL AS group_name, 'deleted' AS event, NULL AS pinned_id,
-       NULL AS reason, 'advisory' AS source
+       NULL AS reason, 'advisory' AS source, NULL AS vouched
 FROM advisories
 WHERE kind = 'consumer_action' AND json_extract_string(raw, '$.action') = 'delete';
 

@@ -9,6 +9,8 @@ longer than `lock_timeout`, and then the error says who to look for.
 
 from __future__ import annotations
 
+import contextlib
+
 import random
 import threading
 import time
@@ -45,6 +47,54 @@ class QueryTimeout(StoreError):
     """A named query ran past its time limit and was interrupted."""
 
 
+class StoreIsDirectory(StoreError):
+    """--db names a directory, not a file."""
+
+
+class StoreCorrupt(StoreError):
+    """The file is not a readable DuckDB database: another kind of file, truncated or damaged."""
+
+
+class StoreFull(StoreError):
+    """The disk under the store has no space left: nothing of the failed write is kept in the file."""
+
+
+def _disk_full(path: Path, exc: BaseException) -> StoreFull | None:
+    if "No space left on device" not in str(exc):
+        return None
+    return StoreFull(f"The disk under the store {path} is full: the write was not kept. Free space on "
+                     f"{path.parent} (or move --db to a larger disk); nothing else needs doing.")
+
+
+class StoreUnwritable(StoreError):
+    """The file cannot be created or opened where --db says: no rights, no such place, read-only."""
+
+
+_CORRUPT = ("not a valid DuckDB database file", "Could not read enough bytes", "Corrupt database file",
+            "checksum", "Failed to read")
+_UNWRITABLE = ("Permission denied", "Not a directory", "No such file or directory", "Read-only file system",
+               "No space left on device")
+
+
+def unusable(path: Path, exc: BaseException) -> StoreError | None:
+    """The error, in words, for a store file jetwatch cannot use at all (None: not such a case)."""
+    text = " ".join(str(exc).split())
+    if "Is a directory" in text or path.is_dir():
+        return StoreIsDirectory(
+            f"--db {path} is a directory, not a store file: point --db at a file, such as {path / 'jetwatch.duckdb'}.")
+    if any(marker in text for marker in _CORRUPT):
+        return StoreCorrupt(
+            f"The store {path} is not a readable DuckDB database: it is another kind of file, or truncated or "
+            f"damaged ({text}). Move it aside (keep it for inspection) and point --db at a new file, or restore "
+            "it from a backup.")
+    if any(marker in text for marker in _UNWRITABLE):
+        reason = next(m for m in _UNWRITABLE if m in text).lower()
+        return StoreUnwritable(
+            f"Cannot open the store {path}: {reason}. Point --db at a file in a directory this user can write "
+            "to (the directory is created if missing).")
+    return None
+
+
 _CONFLICTS = (
     "Could not set lock", "Conflicting lock",
     # In one process, a read-only and a read-write connection to one file cannot coexist either.
@@ -66,10 +116,12 @@ def _backoff(deadline: float) -> Iterator[float]:
 class Store:
     """The store file. Writers and readers in any number of processes take turns on it."""
 
-    def __init__(self, path: str | Path, lock_timeout: float = 15.0, query_timeout: float = 30.0):
+    def __init__(self, path: str | Path, lock_timeout: float = 15.0, query_timeout: float | None = None):
         self.path = Path(path)
         self.lock_timeout = lock_timeout
-        self.query_timeout = query_timeout
+        # Writers first: a reader holds the file (which keeps every writer out) for at most a third
+        # of the time a writer waits for it, so a reader gives way before a writer gives up.
+        self.query_timeout = lock_timeout / 3 if query_timeout is None else query_timeout
         self._migrated = False
 
     def exists(self) -> bool:
@@ -83,7 +135,7 @@ class Store:
                 return duckdb.connect(str(self.path), read_only=read_only)
             except duckdb.Error as exc:
                 if not _is_lock_conflict(exc):
-                    raise
+                    raise unusable(self.path, exc) or exc from None
                 last = exc
                 time.sleep(pause)
         raise StoreLocked(
@@ -94,7 +146,15 @@ class Store:
 
     def write(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         """Run fn in one transaction on a fresh read-write connection, then close it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise StoreUnwritable(f"Cannot create the store {self.path}: {self.path.parent} is a file, not a "
+                                  "directory. Point --db at a file in a directory.") from None
+        except OSError as exc:
+            raise unusable(self.path, exc) or StoreUnwritable(
+                f"Cannot create the directory of the store {self.path}: {exc.strerror}. Point --db at a "
+                "file in a directory this user can write to.") from None
         con = self._connect(read_only=False)
         try:
             if not self._migrated:
@@ -102,10 +162,14 @@ class Store:
             con.execute("BEGIN TRANSACTION")
             try:
                 result = fn(con)
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
+            except BaseException as exc:
+                with contextlib.suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
+                raise _disk_full(self.path, exc) or exc
+            try:
+                con.execute("COMMIT")
+            except duckdb.Error as exc:
+                raise _disk_full(self.path, exc) or exc
             return result
         finally:
             con.close()
@@ -133,6 +197,25 @@ class Store:
 
     def migrate(self) -> None:
         self.write(lambda con: None)
+
+    def checkpoint(self) -> None:
+        """Write the WAL into the file and give freed blocks back (after retention deleted rows);
+        outside any transaction, as DuckDB requires."""
+        con = self._connect(read_only=False)
+        try:
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+
+    def check(self) -> None:
+        """At startup: the file can be used (created and brought to this schema if it is new), or a
+        StoreError says why not, before anything else is started."""
+        self.migrate()
+
+    def check_readable(self) -> None:
+        """For readers, which never create the file: a file that exists can be opened."""
+        if self.path.exists():
+            self.read(lambda con: None)
 
     def _migrate(self, con: duckdb.DuckDBPyConnection) -> None:
         """Bring the file to this code's schema: every missing step, then the views, all in one

@@ -15,7 +15,10 @@ _SAMPLE_TYPES = {
     "num_redelivered": pa.int64(), "delivered_consumer_seq": pa.int64(),
     "delivered_stream_seq": pa.int64(), "ack_floor_consumer_seq": pa.int64(),
     "ack_floor_stream_seq": pa.int64(), "paused": pa.bool_(),
+    "oldest_unacked_age_seconds": pa.float64(), "oldest_undelivered_age_seconds": pa.float64(),
 }
+_LAG_COLUMNS = ("oldest_unacked_age_seconds", "oldest_unacked_age_kind", "oldest_undelivered_age_seconds",
+                "oldest_undelivered_age_kind")
 _CONFIG_TYPES = {
     "is_pull": pa.bool_(), "filtered": pa.bool_(), "max_waiting": pa.int64(),
     "max_ack_pending": pa.int64(), "ack_wait_ns": pa.int64(), "max_deliver": pa.int64(),
@@ -32,12 +35,18 @@ def _rows_table(rows: list[dict[str, Any]], types: dict[str, pa.DataType]) -> pa
     return _table({k: [r[k] for r in rows] for k in rows[0]}, types)
 
 
-def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: dict[str, list[Any]]) -> None:
-    """Append a cycle's samples and make them the current state of the accounts sampled."""
+def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: dict[str, list[Any]],
+                  kept: Iterable[tuple[str, ...]] = ()) -> None:
+    """Append a cycle's samples and make them the current state of the accounts sampled; what
+    `kept` names (account, stream) for a stream whose listing failed, or (account, stream,
+    consumer) for a rejected entry, keeps its last known state."""
+    n = len(next(iter(samples.values()), []))
+    samples = {**{c: [None] * n for c in _LAG_COLUMNS}, **samples}  # batches made without time lag
     con.register("batch", _table(samples, _SAMPLE_TYPES))
     con.execute(sql.query("stage_samples"))
     con.execute(sql.query("insert_samples"))
-    con.execute(sql.query("delete_current"), {"accounts": accounts})
+    con.execute(sql.query("delete_current"),
+                {"accounts": accounts, "kept": ["\x1f".join(key) for key in kept]})
     con.execute(sql.query("insert_current"))
     con.unregister("batch")
 
@@ -65,17 +74,46 @@ def write_rejects(con: duckdb.DuckDBPyConnection, now: dt.datetime, origin: str,
                     {"ts": now, "origin": origin, "subject": subject, "error": error, "raw": raw})
 
 
+def write_dropped_rejects(con: duckdb.DuckDBPyConnection, dropped: dict[str, Any] | None) -> None:
+    """The minute's count of rejects dropped over the budget (one row, replaced as it grows)."""
+    if dropped is not None:
+        con.execute(sql.query("delete_dropped_rejects"), {"ts": dropped["ts"], "origin": dropped["origin"]})
+        con.execute(sql.query("insert_reject"), {**dropped, "subject": None})
+
+
 def reconcile_pins(con: duckdb.DuckDBPyConnection, now: dt.datetime, grace_s: float,
                    horizon_s: float = 3600.0) -> None:
-    """Record as `inferred` the pin changes that only sampled state shows."""
+    """Record as `inferred` the pin changes that only sampled state shows, and mark each pin
+    advisory confirmed or unconfirmed by sampled state (advisories can be forged)."""
     params = {"now": now, "cutoff": now - dt.timedelta(seconds=grace_s),
               "horizon": now - dt.timedelta(seconds=horizon_s)}
     con.execute(sql.query("infer_unpinned"), params)
     con.execute(sql.query("infer_pinned"), params)
+    con.execute(sql.query("confirm_pins"), params)
 
 
 def write_status(con: duckdb.DuckDBPyConnection, status: dict[str, Any]) -> None:
     con.execute(sql.query("upsert_collector_status"), status)
+
+
+def write_capture_progress(con: duckdb.DuckDBPyConnection, gaps: list[dict[str, Any]],
+                           cursor: dict[str, Any] | None) -> None:
+    """Gaps found in the capture stream's sequence, and where the store now is in it."""
+    for row in gaps:
+        con.execute(sql.query("insert_capture_gap"), row)
+    if cursor is not None:
+        con.execute(sql.query("upsert_capture_cursor"), cursor)
+
+
+def capture_cursor(con: duckdb.DuckDBPyConnection, stream: str) -> tuple[Any, ...] | None:
+    """(stream_created, last_seq, last_ts) of the capture stream, or None if never read."""
+    return con.execute(sql.query("capture_cursor"), {"stream": stream}).fetchone()
+
+
+def last_capture_gap(con: duckdb.DuckDBPyConnection) -> dt.datetime | None:
+    """When the newest gap in the advisory record was found, if ever."""
+    row = con.execute(sql.query("last_capture_gap")).fetchone()
+    return row[0] if row else None
 
 
 def store_id(con: duckdb.DuckDBPyConnection) -> str:

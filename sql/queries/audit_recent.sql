@@ -1,2 +1,2 @@
-SELECT ts, actor, origin, action, account, stream, consumer, group_name, parameters, outcome, reply
-FROM audit ORDER BY ts DESC LIMIT $limit;
+SELECT ts, actor, origin, action, account, stream, consumer, group_name, parameters, outcome, reply, phase, action_id
+FROM audit ORDER BY ts DESC, seq DESC NULLS LAST LIMIT $limit;

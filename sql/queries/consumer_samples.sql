@@ -1,6 +1,7 @@
 SELECT ts, num_pending, num_ack_pending, num_waiting, num_redelivered, delivered_consumer_seq,
        delivered_stream_seq, ack_floor_consumer_seq, ack_floor_stream_seq, paused, pinned_id,
-       pinned_ts, created
+       pinned_ts, created, oldest_unacked_age_seconds, oldest_unacked_age_kind,
+       oldest_undelivered_age_seconds, oldest_undelivered_age_kind
 FROM samples
 WHERE account = $account AND stream = $stream AND consumer = $consumer
   AND ts >= $since AND ts <= $until

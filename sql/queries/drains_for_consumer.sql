@@ -1,4 +1,4 @@
-SELECT drain_id, started_at, updated_at, actor, then_action, state, ack_pending_start,
+SELECT drain_id, started_at, updated_at, actor, account, then_action, state, ack_pending_start,
        ack_pending_now, message
 FROM drains
 WHERE stream = $stream AND consumer = $consumer

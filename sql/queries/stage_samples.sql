@@ -7,5 +7,7 @@ SELECT ts::TIMESTAMPTZ AS ts, server, cluster, domain, account, stream, consumer
        ack_floor_consumer_seq, ack_floor_stream_seq,
        ack_floor_last_active::TIMESTAMPTZ AS ack_floor_last_active,
        paused, pause_until::TIMESTAMPTZ AS pause_until, pin_group, pinned_id,
-       pinned_ts::TIMESTAMPTZ AS pinned_ts, leader
+       pinned_ts::TIMESTAMPTZ AS pinned_ts, leader,
+       oldest_unacked_age_seconds, oldest_unacked_age_kind,
+       oldest_undelivered_age_seconds, oldest_undelivered_age_kind
 FROM batch;

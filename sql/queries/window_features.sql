@@ -4,13 +4,14 @@
 -- health.features (in-process DuckDB).
 -- Input relation `window_samples`: account, stream, consumer, ts, created, num_pending,
 -- num_ack_pending, num_waiting, num_redelivered, delivered_consumer_seq, delivered_stream_seq,
--- ack_floor_stream_seq, paused, pinned_id.
+-- ack_floor_stream_seq, paused, pinned_id, oldest_unacked_age_seconds.
 WITH base AS (
     SELECT account, stream, consumer, hash(account, stream, consumer) AS k, ts, epoch(ts) AS t, epoch(created) AS created,
            coalesce(num_pending, 0)::DOUBLE AS pending, coalesce(num_ack_pending, 0)::DOUBLE AS ack_pending,
            coalesce(num_waiting, 0)::DOUBLE AS waiting, coalesce(num_redelivered, 0)::DOUBLE AS redelivered,
            coalesce(delivered_consumer_seq, 0)::DOUBLE AS dcs, coalesce(delivered_stream_seq, 0)::DOUBLE AS dss,
-           coalesce(ack_floor_stream_seq, 0)::DOUBLE AS afs, coalesce(paused, false) AS paused, pinned_id
+           coalesce(ack_floor_stream_seq, 0)::DOUBLE AS afs, coalesce(paused, false) AS paused, pinned_id,
+           coalesce(oldest_unacked_age_seconds, 0)::DOUBLE AS unacked_age
     FROM window_samples
 ),
 lagged AS (
@@ -27,12 +28,14 @@ per_consumer AS (
     SELECT k,
            coalesce(max(t) FILTER (WHERE dcs < p_dcs OR (created IS NOT NULL AND p_created IS NOT NULL
                                                          AND created <> p_created)), -1e18) AS reset_t,
-           max(t) FILTER (WHERE NOT (pinned_id IS NULL AND pending > 0)) AS last_break_t
+           max(t) FILTER (WHERE NOT (pinned_id IS NULL AND pending > 0)) AS last_break_t,
+           min(t) AS t0
     FROM lagged
     GROUP BY k
 ),
 stepped AS (
     SELECT l.*, c.last_break_t,
+           t - c.t0 AS tc, pending + ack_pending AS backlog,  -- times from the consumer's first: full precision
            CASE WHEN t > reset_t THEN pending - p_pending END AS d_pending,
            CASE WHEN t > reset_t THEN redelivered - p_redelivered END AS d_redelivered,
            CASE WHEN t > reset_t THEN p_pinned END AS prev_pinned,
@@ -64,6 +67,12 @@ SELECT account, stream, consumer,
        arg_max(redelivered, t) AS redelivered_last,
        count(*) FILTER (WHERE d_redelivered < 0) = 0 AS redelivered_never_falls,
        arg_max(paused, t) AS paused_last,
+       arg_max(unacked_age, t) AS unacked_age_last,
+       -- The trend of the backlog (pending + in flight) and its standard error: the drain ETA's rate and range.
+       regr_slope(backlog, tc) AS backlog_slope,
+       CASE WHEN regr_count(backlog, tc) > 2 AND regr_sxx(backlog, tc) > 0
+            THEN sqrt(greatest(regr_syy(backlog, tc) - regr_sxy(backlog, tc) * regr_sxy(backlog, tc) / regr_sxx(backlog, tc), 0)
+                      / (regr_count(backlog, tc) - 2) / regr_sxx(backlog, tc)) END AS backlog_slope_se,
        coalesce(max(t) - min(t) FILTER (WHERE nopin AND (last_break_t IS NULL OR t > last_break_t)), 0.0)
          AS nopin_seconds,
        count(*) FILTER (WHERE pinned_id IS NOT NULL AND prev_pinned IS NOT NULL AND pinned_id <> prev_pinned)

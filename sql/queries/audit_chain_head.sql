@@ -1,0 +1,1 @@
+SELECT seq, row_hash FROM audit WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1;

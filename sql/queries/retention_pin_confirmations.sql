@@ -1,0 +1,1 @@
+DELETE FROM pin_confirmations WHERE decided_at < $cutoff AND advisory_id NOT IN (SELECT id FROM advisories);

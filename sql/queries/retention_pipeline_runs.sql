@@ -1,0 +1,1 @@
+DELETE FROM pipeline_runs WHERE started_at < $cutoff;
