@@ -10,6 +10,7 @@ crash between commit and ack costs a redelivery, never a loss or a duplicate.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import logging
 from dataclasses import dataclass, field
@@ -19,7 +20,8 @@ import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
+from jetwatch.core.clock import parse_rfc3339, rfc3339
+from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 
 log = logging.getLogger("jetwatch.advisories")
 
@@ -38,30 +40,65 @@ class MalformedAdvisory(ValueError):
     pass
 
 
+# The pin advisories' subjects and types go together: a pin event on the other's subject is forged.
+PIN_KINDS = {"PINNED": "consumer_group_pinned", "UNPINNED": "consumer_group_unpinned"}
+_OPTIONAL_STRINGS = ("account", "stream", "consumer", "domain", "group", "pinned_id", "reason", "action", "leader")
+_OPTIONAL_INTS = ("stream_seq", "consumer_seq", "deliveries")
+
+
+def _fail(why: str) -> MalformedAdvisory:
+    return MalformedAdvisory(why)
+
+
+def validate_advisory(subject: str, doc: Any) -> tuple[str, dt.datetime]:
+    """Check, field by field, everything of an advisory the store keeps or pin history reads;
+    returns its kind and time. One bad advisory is rejected alone: the store would otherwise
+    refuse (and redeliver forever) the whole batch it came in."""
+    if not isinstance(doc, dict):
+        raise _fail("not a JSON object")
+    kind = doc.get("type")
+    if not isinstance(kind, str) or not kind.startswith(TYPE_PREFIX):
+        raise _fail(f"unknown advisory type {kind!r:.80}")
+    kind = kind[len(TYPE_PREFIX):]
+    if not isinstance(doc.get("id"), str) or not doc["id"]:
+        raise _fail("advisory without an id")
+    if len(doc["id"]) > 128:
+        raise _fail("advisory id longer than 128 characters")
+    if "timestamp" not in doc:
+        raise _fail("advisory without a timestamp")
+    try:
+        at = parse_rfc3339(doc["timestamp"])
+    except ValueError as exc:
+        raise _fail(f"timestamp: {exc}") from None
+    for key in _OPTIONAL_STRINGS:
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise _fail(f"{key} is {type(doc[key]).__name__} {doc[key]!r:.40}, expected a string")
+    for key in _OPTIONAL_INTS:
+        value = doc.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise _fail(f"{key} is {type(value).__name__} {value!r:.40}, expected an integer")
+    if kind in PIN_KINDS.values():
+        for key in ("stream", "consumer"):
+            if not doc.get(key):
+                raise _fail(f"{kind} advisory without {key}")
+        if kind == "consumer_group_pinned" and not doc.get("pinned_id"):
+            raise _fail("pinned advisory without pinned_id")
+        expected = next(token for token, k in PIN_KINDS.items() if k == kind)
+        if subject != f"{ADVISORY_PREFIX}{expected}.{doc['stream']}.{doc['consumer']}":
+            raise _fail(f"{kind} advisory for {doc['stream']}/{doc['consumer']} arrived on {subject!r:.200}")
+    return kind, at
+
+
 def parse_advisory(subject: str, data: bytes, account: str, received_at: str) -> dict[str, Any]:
-    """One advisory as a row; raises MalformedAdvisory for anything the store cannot key."""
+    """One advisory as a row; raises MalformedAdvisory, saying why, for anything that is not an
+    advisory jetwatch can store exactly."""
     try:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedAdvisory(f"not JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise MalformedAdvisory("not a JSON object")
-    kind = str(doc.get("type", ""))
-    if not kind.startswith(TYPE_PREFIX):
-        raise MalformedAdvisory(f"unknown advisory type {kind!r}")
-    if not isinstance(doc.get("id"), str) or not doc["id"]:
-        raise MalformedAdvisory("advisory without an id")
-    if not isinstance(doc.get("timestamp"), str):
-        raise MalformedAdvisory("advisory without a timestamp")
-    kind = kind[len(TYPE_PREFIX):]
-    if kind in ("consumer_group_pinned", "consumer_group_unpinned"):
-        for key in ("stream", "consumer"):
-            if not isinstance(doc.get(key), str):
-                raise MalformedAdvisory(f"{kind} advisory without {key}")
-        if kind == "consumer_group_pinned" and not isinstance(doc.get("pinned_id"), str):
-            raise MalformedAdvisory("pinned advisory without pinned_id")
+    kind, at = validate_advisory(subject, doc)
     return {
-        "id": doc["id"], "ts": doc["timestamp"], "received_at": received_at, "kind": kind,
+        "id": doc["id"], "ts": rfc3339(at), "received_at": received_at, "kind": kind,
         "subject": subject, "account": doc.get("account") or account, "stream": doc.get("stream"),
         "consumer": doc.get("consumer"), "group_name": doc.get("group"),
         "pinned_id": doc.get("pinned_id"), "reason": doc.get("reason"), "raw": json.dumps(doc),
@@ -74,6 +111,8 @@ class Fetched:
 
     messages: list[tuple[str, bytes]] = field(default_factory=list)
     to_ack: list[Msg] = field(default_factory=list)
+    # Capture-stream sequence and stored time of each message (durable capture only).
+    positions: list[tuple[int, dt.datetime]] = field(default_factory=list)
 
 
 class Capture(Protocol):
@@ -94,20 +133,56 @@ def capture_stream_config(name: str, max_age_s: float, max_bytes: int) -> dict[s
     }
 
 
-async def ensure_capture_stream(api: JetStreamAPI, name: str, max_age_s: float, max_bytes: int) -> bool:
-    """Create the capture stream if missing; True if it exists afterwards."""
+@dataclass
+class CaptureStream:
+    """The capture stream as the server has it: which incarnation (`created`), and a warning in
+    words when its limits differ from the settings and could not be corrected."""
+
+    name: str
+    created: str | None
+    first_seq: int
+    warning: str | None = None
+
+
+_LIMITS = ("max_age", "max_bytes", "subjects")
+
+
+async def open_capture_stream(api: JetStreamAPI, name: str, max_age_s: float, max_bytes: int) -> CaptureStream | None:
+    """The capture stream, created if missing and its limits corrected if they differ from the
+    settings (a stream update; if that is refused, a warning says what differs). None when it
+    neither exists nor can be created."""
+    wanted = capture_stream_config(name, max_age_s, max_bytes)
     try:
-        await api.stream_info(name)
-        return True
+        info = await api.stream_info(name)
     except StreamNotFound:
-        pass
-    try:
-        await api.add_stream(capture_stream_config(name, max_age_s, max_bytes))
-        log.info("created capture stream %s", name)
-        return True
-    except (JetStreamAPIError, NoReply) as exc:
-        log.warning("cannot create capture stream %s: %s", name, exc)
-        return False
+        try:
+            info = await api.add_stream(wanted)
+            log.info("created capture stream %s", name)
+        except (JetStreamAPIError, NoReply) as exc:
+            log.warning("cannot create capture stream %s: %s", name, exc)
+            return None
+    config = info.get("config") or {}
+    differ = {k: (config.get(k), wanted[k]) for k in _LIMITS
+              if (sorted(config.get(k) or []) if k == "subjects" else config.get(k)) !=
+              (sorted(wanted[k]) if k == "subjects" else wanted[k])}
+    warning = None
+    if differ:
+        try:
+            info = await api.update_stream({**config, **{k: wanted[k] for k in differ}})
+            log.warning("corrected the capture stream %s's limits: %s", name,
+                        ", ".join(f"{k} {old} -> {new}" for k, (old, new) in differ.items()))
+        except (JetStreamAPIError, NoReply) as exc:
+            warning = (f"the capture stream {name} has other limits than the settings ("
+                       + ", ".join(f"{k} {old} instead of {new}" for k, (old, new) in differ.items())
+                       + f") and could not be corrected: {exc}. Run `jetwatch setup` with JetStream admin rights.")
+            log.warning("%s", warning)
+    state = info.get("state") or {}
+    return CaptureStream(name, info.get("created"), int(state.get("first_seq") or 0), warning)
+
+
+async def ensure_capture_stream(api: JetStreamAPI, name: str, max_age_s: float, max_bytes: int) -> bool:
+    """Create the capture stream if missing (correcting its limits); True if it exists afterwards."""
+    return await open_capture_stream(api, name, max_age_s, max_bytes) is not None
 
 
 class DurableCapture:
@@ -121,22 +196,32 @@ class DurableCapture:
         self.forget_after_s, self.batch, self.wait = forget_after_s, batch, wait
         self._sub: Any = None
 
-    async def open(self) -> None:
-        await self.api.add_consumer(self.stream, {
-            "durable_name": self.durable, "ack_policy": "explicit", "deliver_policy": "all",
-            "ack_wait": 5_000_000_000, "max_ack_pending": 10_000, "max_waiting": 16,
-            "inactive_threshold": int(self.forget_after_s * 1e9),
-            "description": "jetwatch collector: advisories not yet in its store",
-        })
+    async def open(self, start_seq: int | None = None) -> bool:
+        """Bind to the durable, creating it if missing (from `start_seq`, the first sequence the
+        store does not have, when known); True if it had to be created."""
+        created = False
+        try:
+            await self.api.consumer_info(self.stream, self.durable)
+        except ConsumerNotFound:
+            start = {"deliver_policy": "by_start_sequence", "opt_start_seq": start_seq} if start_seq else {"deliver_policy": "all"}
+            await self.api.add_consumer(self.stream, {
+                "durable_name": self.durable, "ack_policy": "explicit", **start,
+                "ack_wait": 5_000_000_000, "max_ack_pending": 10_000, "max_waiting": 16,
+                "inactive_threshold": int(self.forget_after_s * 1e9),
+                "description": "jetwatch collector: advisories not yet in its store",
+            })
+            created = True
         js = self.nc.jetstream(timeout=self.api.timeout)
         self._sub = await js.pull_subscribe_bind(self.durable, self.stream)
+        return created
 
     async def fetch(self) -> Fetched:
         try:
             msgs = await self._sub.fetch(self.batch, timeout=self.wait)
         except (nats.errors.TimeoutError, asyncio.TimeoutError):
             return Fetched()
-        return Fetched([(m.subject, m.data) for m in msgs], msgs)
+        return Fetched([(m.subject, m.data) for m in msgs], msgs,
+                       [(m.metadata.sequence.stream, m.metadata.timestamp) for m in msgs])
 
     async def ack(self, fetched: Fetched) -> None:
         # One ack per message: an AckAll for this batch would also ack messages that a killed
@@ -152,7 +237,11 @@ class DurableCapture:
 
     async def close(self) -> None:
         if self._sub is not None:
-            await self._sub.unsubscribe()
+            try:
+                await self._sub.unsubscribe()
+            except Exception as exc:  # the connection or the stream may be gone: nothing to release
+                log.info("closing the capture subscription: %s", exc)
+            self._sub = None
 
 
 class CoreCapture:

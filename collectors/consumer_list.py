@@ -7,12 +7,11 @@ requests in flight at once: never one INFO request per consumer.
 from __future__ import annotations
 
 import asyncio
-import json
-from typing import Callable
+from typing import Any, Callable
 
 from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
 from jetwatch.collectors.filters import NameFilter
-from jetwatch.core.jsapi import JetStreamAPI, StreamNotFound
+from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 
 
 class ConsumerListCollector:
@@ -27,25 +26,44 @@ class ConsumerListCollector:
 
     async def collect(self) -> SampleBatch:
         names = [s for s in await self.api.stream_names() if self.name_filter.stream_ok(s)]
-        pages = await asyncio.gather(*(self._stream(s) for s in names))
+        return self.batch_from_pages(await self.fetch(names))
+
+    async def fetch(self, names: list[str]) -> list[tuple[str, list[Any] | None | Exception]]:
+        """Each stream's CONSUMER.LIST entries, at most `concurrency` requests in flight."""
+        return list(zip(names, await asyncio.gather(*(self._stream(s) for s in names))))
+
+    def batch_from_pages(self, pages: list[tuple[str, list[Any] | None | Exception]]) -> SampleBatch:
+        """The cycle's batch from each stream's CONSUMER.LIST entries (None: the stream was
+        deleted meanwhile; an exception: listing it failed). One stream that failed, or one
+        entry that is malformed, is set aside with the reason; every other consumer is kept."""
         batch = SampleBatch(accounts={self.scope.account})
         now = self.clock()
-        for stream, consumers in zip(names, pages):
+        for stream, consumers in pages:
             if consumers is None:
                 continue  # deleted between STREAM.NAMES and CONSUMER.LIST
+            if isinstance(consumers, Exception):
+                batch.failed_streams.append((self.scope.account, stream))
+                batch.errors.append(f"listing the consumers of stream {stream!r} failed: {consumers}")
+                continue
             batch.streams += 1
+            if consumers and isinstance(consumers[-1], dict):
+                batch.saw_server_time(consumers[-1].get("ts"))  # the page's last reply
             for info in consumers:
-                if not isinstance(info, dict) or not self.name_filter.consumer_ok(str(info.get("name", ""))):
+                if isinstance(info, dict) and not self.name_filter.consumer_ok(str(info.get("name", ""))):
                     continue
                 try:
                     add_consumer(batch, info, self.scope, now, self.known_hashes)
                 except MalformedState as exc:
-                    batch.rejects.append((f"CONSUMER.LIST.{stream}", str(exc), json.dumps(info)[:10000]))
+                    batch.reject(f"CONSUMER.LIST.{stream}", exc, info, self.scope.account, stream)
         return batch
 
-    async def _stream(self, stream: str) -> list[dict] | None:
+    async def _stream(self, stream: str) -> list[dict] | None | Exception:
         async with self._limit:
             try:
                 return await self.api.consumer_list(stream)
             except StreamNotFound:
                 return None
+            except NoReply as exc:
+                return NoReply(f"{exc} (may the collector's user publish to $JS.API.CONSUMER.LIST.{stream}?)")
+            except (JetStreamAPIError, ValueError) as exc:  # a refusal, or a reply that is not JSON
+                return exc

@@ -6,10 +6,13 @@ whichever way it came.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from jetwatch.core.clock import parse_rfc3339
 
 ZERO_TIME = "0001-01-01T00:00:00Z"
 
@@ -19,11 +22,92 @@ SAMPLE_COLUMNS = (
     "delivered_consumer_seq", "delivered_stream_seq", "delivered_last_active",
     "ack_floor_consumer_seq", "ack_floor_stream_seq", "ack_floor_last_active",
     "paused", "pause_until", "pin_group", "pinned_id", "pinned_ts", "leader",
+    # Filled by collectors/lag.py where it runs (NULL otherwise): seconds, and 'exact' or 'estimate'.
+    "oldest_unacked_age_seconds", "oldest_unacked_age_kind",
+    "oldest_undelivered_age_seconds", "oldest_undelivered_age_kind",
 )
+LAG_COLUMNS = SAMPLE_COLUMNS[-4:]
 
 
 class MalformedState(ValueError):
-    """A consumer entry lacks what every server sends (stream_name, name, config)."""
+    """A consumer entry lacks what every server sends, or has a field of the wrong type: it
+    goes to `rejects` alone and the rest of the cycle is stored."""
+
+
+_COUNTS = ("num_pending", "num_ack_pending", "num_waiting", "num_redelivered")
+_CONFIG_INTS = ("max_waiting", "max_ack_pending", "ack_wait", "max_deliver", "priority_timeout")
+
+
+def _object(info: dict[str, Any], key: str) -> dict[str, Any]:
+    value = info.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise MalformedState(f"{key} is {type(value).__name__}, expected an object")
+    return value
+
+
+def _check_int(where: str, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or not -(1 << 63) <= value < 1 << 63):
+        raise MalformedState(f"{where} is {type(value).__name__} {value!r:.40}, expected an integer")
+
+
+def _check_time(where: str, value: Any) -> None:
+    if value is None:
+        return
+    try:
+        parse_rfc3339(value)
+    except ValueError as exc:
+        raise MalformedState(f"{where}: {exc}") from None
+
+
+def _check_str(where: str, value: Any) -> None:
+    if value is not None and not isinstance(value, str):
+        raise MalformedState(f"{where} is {type(value).__name__} {value!r:.40}, expected a string")
+
+
+def validate(info: Any) -> None:
+    """Every field jetwatch stores, checked for its type one by one (the store would otherwise
+    refuse the cycle's whole batch over one bad value). Raises MalformedState saying which."""
+    if not isinstance(info, dict):
+        raise MalformedState(f"consumer entry is {type(info).__name__}, expected an object")
+    for key in ("stream_name", "name"):
+        if not isinstance(info.get(key), str) or not info[key]:
+            raise MalformedState(f"consumer entry without a {key} string")
+    if not isinstance(info.get("config"), dict):
+        raise MalformedState("consumer entry without a config object")
+    config = info["config"]
+    for key in _COUNTS:
+        _check_int(key, info.get(key))
+    for part in ("delivered", "ack_floor"):
+        seqs = _object(info, part)
+        for key in ("consumer_seq", "stream_seq"):
+            _check_int(f"{part}.{key}", seqs.get(key))
+        _check_time(f"{part}.last_active", seqs.get("last_active"))
+    cluster = _object(info, "cluster")
+    _check_str("cluster.name", cluster.get("name"))
+    _check_str("cluster.leader", cluster.get("leader"))
+    _check_time("ts", info.get("ts"))
+    _check_time("created", info.get("created"))
+    if info.get("paused"):
+        _check_time("config.pause_until", config.get("pause_until"))
+    for key in _CONFIG_INTS:
+        _check_int(f"config.{key}", config.get(key))
+    for key in ("priority_policy", "ack_policy", "deliver_subject", "filter_subject"):
+        _check_str(f"config.{key}", config.get(key))
+    for key in ("priority_groups", "filter_subjects"):
+        value = config.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            raise MalformedState(f"config.{key} is {value!r:.60}, expected a list of strings")
+    groups = info.get("priority_groups")
+    if groups is not None:
+        if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+            raise MalformedState(f"priority_groups is {groups!r:.60}, expected a list of objects")
+        if groups:
+            _check_str("priority_groups[0].group", groups[0].get("group"))
+            _check_str("priority_groups[0].pinned_client_id", groups[0].get("pinned_client_id"))
+            _check_time("priority_groups[0].pinned_ts", groups[0].get("pinned_ts"))
 
 
 @dataclass
@@ -44,6 +128,31 @@ class SampleBatch:
     rejects: list[tuple[str, str, str]] = field(default_factory=list)  # (subject, error, raw)
     streams: int = 0
     accounts: set[str] = field(default_factory=set)
+    # Streams whose listing failed this cycle, and consumers whose entry was rejected: they keep
+    # their last known state instead of vanishing.
+    failed_streams: list[tuple[str, str]] = field(default_factory=list)  # (account, stream)
+    rejected_consumers: list[tuple[str, str, str]] = field(default_factory=list)  # (account, stream, consumer)
+    unanswered: list[tuple[str, str, str]] = field(default_factory=list)  # led by a server that did not answer
+
+    def reject(self, subject: str, error: MalformedState, info: Any, account: str, stream: str) -> None:
+        """Set one malformed entry aside with the reason; its consumer keeps its last state."""
+        self.rejects.append((subject, str(error), json.dumps(info, default=str)[:10000]))
+        name = info.get("name") if isinstance(info, dict) else None
+        if isinstance(name, str):
+            self.rejected_consumers.append((account, stream, name))
+    errors: list[str] = field(default_factory=list)  # what failed, in words
+    # Each sampled consumer's filter subjects, in sample order (empty: the whole stream), for lag.
+    filters: list[tuple[str, ...]] = field(default_factory=list)
+    server_now: dt.datetime | None = None  # the server's clock at its latest reply (for the offset)
+
+    def saw_server_time(self, text: Any) -> None:
+        """Keep the latest server time seen in a reply (`ts` of consumer info, JSZ `now`)."""
+        try:
+            at = parse_rfc3339(text)
+        except ValueError:
+            return
+        if self.server_now is None or at > self.server_now:
+            self.server_now = at
 
     @property
     def consumers(self) -> int:
@@ -70,11 +179,10 @@ def _pin(info: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
 
 def add_consumer(batch: SampleBatch, info: dict[str, Any], scope: Scope, now_iso: str,
                  known_hashes: dict[tuple[str, str, str], str]) -> None:
-    """Append one consumer's sample, and its config if it changed since `known_hashes`."""
-    try:
-        stream, name, config = info["stream_name"], info["name"], info["config"]
-    except (KeyError, TypeError):
-        raise MalformedState("consumer entry without stream_name, name or config") from None
+    """Append one consumer's sample, and its config if it changed since `known_hashes`;
+    raises MalformedState (and appends nothing) for an entry with a field of the wrong type."""
+    validate(info)
+    stream, name, config = info["stream_name"], info["name"], info["config"]
     delivered = info.get("delivered") or {}
     ack_floor = info.get("ack_floor") or {}
     cluster = info.get("cluster") or {}
@@ -88,17 +196,18 @@ def add_consumer(batch: SampleBatch, info: dict[str, Any], scope: Scope, now_iso
         delivered.get("consumer_seq"), delivered.get("stream_seq"), delivered.get("last_active"),
         ack_floor.get("consumer_seq"), ack_floor.get("stream_seq"), ack_floor.get("last_active"),
         bool(info.get("paused", False)), config.get("pause_until") if info.get("paused") else None,
-        group, pinned_id, pinned_ts, cluster.get("leader"),
+        group, pinned_id, pinned_ts, cluster.get("leader"), None, None, None, None,
     )
     for column, value in zip(SAMPLE_COLUMNS, row):
         batch.samples[column].append(value)
+    filters = config.get("filter_subjects") or ([config["filter_subject"]] if config.get("filter_subject") else [])
+    batch.filters.append(tuple(filters))
 
     key = (scope.account, stream, name)
     digest = config_hash(config) + (created or "")
     if known_hashes.get(key) == digest:
         return
     known_hashes[key] = digest
-    filters = config.get("filter_subjects") or ([config["filter_subject"]] if config.get("filter_subject") else [])
     batch.configs.append({
         "ts": info.get("ts") or now_iso, "account": scope.account, "stream": stream, "consumer": name,
         "created": created, "config_hash": digest,

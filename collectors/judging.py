@@ -21,6 +21,8 @@ import pandas as pd
 import pyarrow as pa
 
 from jetwatch import sql
+from jetwatch.collectors.window_state import WindowState
+from jetwatch.health.eta import ETA_COLUMNS, drain_eta
 from jetwatch.health.rules import BY_NAME, LIMIT_COLUMNS, Thresholds, evaluate_features
 from jetwatch.store.database import Store
 
@@ -69,20 +71,41 @@ class WindowInputs:
     previous: pd.DataFrame
 
 
-def read_window(con: duckdb.DuckDBPyConnection, now: dt.datetime, thresholds: Thresholds) -> WindowInputs:
-    """The health window's features (window_features.sql over the samples just written), event
-    counts, the live state with limits and the previous verdicts: SQL only, so the store is held
-    for as short as possible; the rules run after the transaction."""
+def read_window(con: duckdb.DuckDBPyConnection, now: dt.datetime, thresholds: Thresholds,
+                window: WindowState | None = None) -> WindowInputs:
+    """The health window's features, event counts, the live state with limits and the previous
+    verdicts. The features come from the collector's in-memory `window` when it keeps one (no
+    scan of the samples), else from window_features.sql over the store; the rules run after."""
     since = now - dt.timedelta(seconds=thresholds.health_window)
-    con.execute(sql.query("set_window_since"), {"since": since})
-    con.execute(sql.query("stage_window_samples"))
+    latest = con.execute(sql.query("fleet_latest")).df()
+    if window is None:
+        con.execute(sql.query("set_window_since"), {"since": since})
+        con.execute(sql.query("stage_window_samples"))
+        features = con.execute(sql.query("window_features")).df()
+    else:
+        features = window.features(since, list(zip(latest["account"], latest["stream"], latest["consumer"])))
     return WindowInputs(
         at=now,
-        features=con.execute(sql.query("window_features")).df(),
+        features=features,
         counts=con.execute(sql.query("window_event_counts"), {"since": since}).df(),
-        latest=con.execute(sql.query("fleet_latest")).df(),
+        latest=latest,
         previous=con.execute(sql.query("verdicts_previous")).df(),
     )
+
+
+def load_window(store: Store, now: dt.datetime, thresholds: Thresholds) -> WindowState:
+    """A collector's window at start: the samples of the health window already stored."""
+    window = WindowState(thresholds.health_window)
+    since = now - dt.timedelta(seconds=thresholds.health_window)
+
+    def stored(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+        con.execute(sql.query("set_window_since"), {"since": since})
+        con.execute(sql.query("stage_window_samples"))
+        return con.execute("SELECT * FROM window_samples").df()
+
+    if store.exists():
+        window.seed(store.read(stored))
+    return window
 
 
 def judge(inputs: WindowInputs, thresholds: Thresholds) -> pd.DataFrame:
@@ -100,7 +123,27 @@ def judge(inputs: WindowInputs, thresholds: Thresholds) -> pd.DataFrame:
             [[{"verdict": "COLLECTING", "reason": NO_SAMPLES, "numbers": {"samples": 0}}]] * int(missing.sum()),
             index=out.index[missing])
     out["level"] = out["verdict"].map(lambda v: BY_NAME[v].level)
-    return out
+    return with_eta(out, inputs.features)
+
+
+def with_eta(judged: pd.DataFrame, features: pd.DataFrame) -> pd.DataFrame:
+    """The drain ETA of every judged consumer (health/eta.py): its backlog now, the backlog's
+    trend over the window, paused or nobody pulling."""
+    trend = [c for c in ("backlog_slope", "backlog_slope_se") if c in features]
+    out = judged.merge(features[KEY + trend], on=KEY, how="left") if trend else judged.copy()
+    for c in ("backlog_slope", "backlog_slope_se"):
+        if c not in out:
+            out[c] = np.nan
+    frame = pd.DataFrame({
+        "backlog": pd.to_numeric(out["num_pending"], errors="coerce").fillna(0)
+        + pd.to_numeric(out["num_ack_pending"], errors="coerce").fillna(0),
+        "backlog_slope": out["backlog_slope"], "backlog_slope_se": out["backlog_slope_se"],
+        "paused": out["paused"].astype(object).where(out["paused"].notna(), False),
+        "no_pullers": out["verdict"] == "NO_PULLERS",
+        "is_pull": out["is_pull"].astype(object).where(out["is_pull"].notna(), True),
+    }, index=out.index)
+    out[ETA_COLUMNS] = drain_eta(frame)
+    return out.drop(columns=["backlog_slope", "backlog_slope_se"])
 
 
 def decide(inputs: WindowInputs, thresholds: Thresholds) -> JudgedCycle:
@@ -112,8 +155,10 @@ def decide(inputs: WindowInputs, thresholds: Thresholds) -> JudgedCycle:
     if judged.empty:
         return JudgedCycle(now, judged.assign(since=pd.Series(dtype="datetime64[ns, UTC]")),
                            pd.DataFrame(columns=["ts", *KEY, "from_verdict", "to_verdict", "reason"]))
-    merged = judged.merge(inputs.previous.rename(columns={"verdict": "from_verdict", "since": "prev_since"}),
-                          on=KEY, how="left")
+    previous = inputs.previous.rename(columns={"verdict": "from_verdict", "since": "prev_since",
+                                               "reason": "prev_reason", "findings": "prev_findings",
+                                               "judged_at": "prev_judged_at"})
+    merged = hold_last_known(judged.merge(previous, on=KEY, how="left"), now_ts)
     same = merged["from_verdict"] == merged["verdict"]
     merged["since"] = pd.to_datetime(merged["prev_since"], utc=True).where(same, now_ts)
     changed = merged[~same]
@@ -125,7 +170,41 @@ def decide(inputs: WindowInputs, thresholds: Thresholds) -> JudgedCycle:
         # Since when the old verdict had held: what alerting needs to resolve what it fired.
         "from_since": pd.to_datetime(changed["prev_since"], utc=True).to_numpy(),
     })
-    return JudgedCycle(now, merged.drop(columns=["prev_since"]), changes)
+    return JudgedCycle(now, merged.drop(columns=["prev_since", "prev_reason", "prev_findings", "prev_judged_at"],
+                                        errors="ignore"), changes)
+
+
+LAST_KNOWN = "last known, judged "
+
+
+def hold_last_known(merged: pd.DataFrame, now_ts: pd.Timestamp) -> pd.DataFrame:
+    """A consumer that would be COLLECTING only for lack of fresh samples (the collector was
+    stopped longer than the health window, or a server did not answer) keeps its previous verdict,
+    findings and since, marked in its reason with when it was last judged: a STALLED consumer
+    never turns grey just because the collector died with it. A consumer never judged before
+    stays COLLECTING."""
+    merged = merged.copy()
+    merged["judged_at"] = now_ts
+    if "prev_reason" not in merged:
+        return merged
+    hold = ((merged["verdict"] == "COLLECTING") & merged["from_verdict"].notna()
+            & (merged["from_verdict"] != "COLLECTING"))
+    if not hold.any():
+        return merged
+    for i in merged.index[hold]:
+        reason = str(merged.at[i, "prev_reason"])
+        judged_at = pd.Timestamp(merged.at[i, "prev_judged_at"])
+        judged_at = judged_at.tz_convert("UTC") if judged_at.tzinfo else judged_at.tz_localize("UTC")
+        if not reason.startswith(LAST_KNOWN):
+            reason = (f"{LAST_KNOWN}{judged_at:%Y-%m-%d %H:%M:%S} UTC (too few fresh samples to judge again, "
+                      f"the collector or the server was away): {reason}")
+        merged.at[i, "verdict"] = merged.at[i, "from_verdict"]
+        merged.at[i, "reason"] = reason
+        prev = merged.at[i, "prev_findings"]
+        merged.at[i, "findings"] = json.loads(prev) if isinstance(prev, str) else prev
+        merged.at[i, "judged_at"] = judged_at
+    merged.loc[hold, "level"] = merged.loc[hold, "verdict"].map(lambda v: BY_NAME[v].level)
+    return merged
 
 
 def keep(con: duckdb.DuckDBPyConnection, judged: JudgedCycle) -> None:
@@ -140,10 +219,14 @@ def keep(con: duckdb.DuckDBPyConnection, judged: JudgedCycle) -> None:
         "level": pa.array(merged["level"], pa.string()), "reason": pa.array(merged["reason"].astype(str), pa.string()),
         "findings": pa.array(_findings_json(list(merged["findings"])), pa.string()),
         "since": pa.array(merged["since"], pa.timestamp("us", tz="UTC")),
-        "judged_at": pa.array([now_ts] * len(merged), pa.timestamp("us", tz="UTC")),
+        # A held last known verdict keeps the time it was judged (see hold_last_known).
+        "judged_at": pa.array(pd.to_datetime(merged["judged_at"], utc=True) if "judged_at" in merged
+                              else [now_ts] * len(merged), pa.timestamp("us", tz="UTC")),
         "samples": pa.array(pd.to_numeric(merged["samples"], errors="coerce").fillna(0).astype("int64"), pa.int64()),
         **{c: pa.array(pd.to_numeric(merged[c], errors="coerce").astype(float), pa.float64(), from_pandas=True)
-           for c in ("delivered_per_second", "acked_per_second", "redelivered_per_second")},
+           for c in ("delivered_per_second", "acked_per_second", "redelivered_per_second", *ETA_COLUMNS[1:])},
+        "eta_state": pa.array(merged["eta_state"].astype(object).where(merged["eta_state"].notna(), None)
+                              if "eta_state" in merged else [None] * len(merged), pa.string()),
     })
     con.register("verdict_batch", batch)
     for statement in _statements("replace_verdicts_current"):
@@ -158,11 +241,13 @@ def keep(con: duckdb.DuckDBPyConnection, judged: JudgedCycle) -> None:
         con.unregister("change_batch")
 
 
-def judge_stored_cycle(store: Store, now: dt.datetime, thresholds: Thresholds) -> JudgedCycle:
-    """The collector's judging after it committed a cycle's samples: the window's features on a
-    read-only connection (dashboard readers are not kept out meanwhile), the rules with the
-    file released, then one short write transaction that keeps the verdicts."""
-    judged = decide(store.read(lambda con: read_window(con, now, thresholds)), thresholds)
+def judge_stored_cycle(store: Store, now: dt.datetime, thresholds: Thresholds,
+                       window: WindowState | None = None) -> JudgedCycle:
+    """The collector's judging after it committed a cycle's samples: the live state and counts
+    on a read-only connection (dashboard readers are not kept out meanwhile), the features from
+    its in-memory window, the rules with the file released, then one short write transaction
+    that keeps the verdicts."""
+    judged = decide(store.read(lambda con: read_window(con, now, thresholds, window)), thresholds)
     store.write(lambda con: keep(con, judged))
     return judged
 

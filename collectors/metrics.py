@@ -63,6 +63,9 @@ METRICS: tuple[MetricDef, ...] = (
     _c("jetwatch_consumer_waiting_limit_requests", "gauge", "max_waiting, when the consumer has one."),
     _c("jetwatch_consumer_redelivered_messages", "gauge", "Messages redelivered and not yet acknowledged (num_redelivered, a gauge)."),
     _c("jetwatch_consumer_paused", "gauge", "1 while the consumer is paused."),
+    _c("jetwatch_consumer_oldest_unacked_age_seconds", "gauge", "Age of the oldest unacknowledged message (the first after the ack floor that the filter matches), from the stream's timestamp or, where it could not be read, an estimate (the store and the pages say which); absent with nothing unacknowledged."),
+    _c("jetwatch_consumer_oldest_undelivered_age_seconds", "gauge", "Age of the oldest message not yet delivered (the first after the delivered sequence that the filter matches); absent with nothing pending."),
+    _c("jetwatch_consumer_drain_eta_seconds", "gauge", "Time until the backlog (pending + in flight) is gone at the net drain rate of the health window; pull consumers that drain only (absent when not draining, paused or nobody pulls)."),
     _c("jetwatch_consumer_verdict", "gauge", "1 for the consumer's current verdict (label verdict), judged after each cycle.", "verdict"),
     _c("jetwatch_consumer_verdict_since_timestamp_seconds", "gauge", "Since when the current verdict has held (Unix time).", "verdict"),
     _c("jetwatch_consumer_pinned", "gauge", "pinned_client consumers: 1 while a client holds the pin."),
@@ -78,6 +81,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("jetwatch_collector_last_cycle_timestamp_seconds", "gauge", "When the last successful cycle ended (Unix time).", (), "collector"),
     MetricDef("jetwatch_collector_capture_backlog_messages", "gauge", "Advisories in the capture stream not yet stored.", (), "collector"),
     MetricDef("jetwatch_collector_rejects", "counter", "Inputs rejected (malformed samples or advisories) since start.", (), "collector"),
+    MetricDef("jetwatch_collector_capture_gaps", "counter", "Gaps found in the advisory capture since start: advisories the capture stream dropped or lost before they were stored.", (), "collector"),
+    MetricDef("jetwatch_collector_last_capture_gap_timestamp_seconds", "gauge", "When the newest gap in the stored advisory record was found (Unix time; kept across restarts, absent while there is none): pin history is incomplete around it.", (), "collector"),
 )
 BY_NAME: dict[str, MetricDef] = {m.name: m for m in METRICS}
 
@@ -130,6 +135,8 @@ class Snapshot:
     cycles: int
     capture_backlog: int | None
     rejects: int
+    capture_gaps: int = 0
+    last_capture_gap_at: dt.datetime | None = None
 
 
 class CycleHistogram:
@@ -212,6 +219,11 @@ class CycleCollector(Collector):
         yield gauge("jetwatch_consumer_redelivered_messages", f["num_redelivered"])
         yield gauge("jetwatch_consumer_paused", f["paused"].astype(object).where(f["paused"].notna(), False)
                     .astype(bool).astype(int))
+        for name, column in (("jetwatch_consumer_oldest_unacked_age_seconds", "oldest_unacked_age_seconds"),
+                             ("jetwatch_consumer_oldest_undelivered_age_seconds", "oldest_undelivered_age_seconds"),
+                             ("jetwatch_consumer_drain_eta_seconds", "eta_seconds")):
+            if column in f:
+                yield gauge(name, f[column])
         verdict, since = self._family("jetwatch_consumer_verdict"), self._family("jetwatch_consumer_verdict_since_timestamp_seconds")
         for lab, v, s in zip(labels, f["verdict"], pd.to_datetime(f["since"], utc=True)):
             verdict.add_metric([*lab, v], 1.0)
@@ -268,6 +280,10 @@ class CycleCollector(Collector):
         if snap.capture_backlog is not None:
             yield self._family("jetwatch_collector_capture_backlog_messages", value=snap.capture_backlog)
         yield self._family("jetwatch_collector_rejects", value=snap.rejects)
+        yield self._family("jetwatch_collector_capture_gaps", value=snap.capture_gaps)
+        if snap.last_capture_gap_at is not None:
+            yield self._family("jetwatch_collector_last_capture_gap_timestamp_seconds",
+                               value=snap.last_capture_gap_at.timestamp())
 
 
 class _Handler(BaseHTTPRequestHandler):

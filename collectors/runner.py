@@ -17,37 +17,44 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
 
+import duckdb
 from nats.aio.client import Client
 
 from jetwatch.collectors.alerting import AlertmanagerClient
+from jetwatch.collectors.backlog import PendingCycle, WriteBacklog
 from jetwatch.collectors.advisories import (
-    Capture, CoreCapture, DurableCapture, MalformedAdvisory, ensure_capture_stream, parse_advisory,
+    Capture, CoreCapture, DurableCapture, MalformedAdvisory, open_capture_stream, parse_advisory,
 )
+from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE, Cursor, GapTracker
 from jetwatch.collectors.consumer_list import ConsumerListCollector
-from jetwatch.collectors.consumer_state import Scope
+from jetwatch.collectors.consumer_state import SampleBatch, Scope
 from jetwatch.collectors.filters import NameFilter
-from jetwatch.collectors.judging import JudgedCycle, judge_stored_cycle
+from jetwatch.collectors.lag import LagReader, LagStats
+from jetwatch.collectors.rejects import RejectBudget
+from jetwatch.collectors.judging import JudgedCycle, judge_stored_cycle, load_window
+from jetwatch.collectors.window_state import WindowState
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
 from jetwatch.collectors.metrics import CycleHistogram, MetricsExporter, PinCounts, Snapshot
 from jetwatch.core.clock import rfc3339, utcnow
-from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
+from jetwatch.core.connection import connected_account
+from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
+from jetwatch.core.urls import strip_userinfo
 from jetwatch.core.settings import Settings
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store, StoreError
+from jetwatch.store.retention import Cutoffs, prune
 
 log = logging.getLogger("jetwatch.collector")
+# Errors of one bad value (not of the file, the disk or a lock): the rest of a batch can be stored.
+DATA_ERRORS = (duckdb.ConversionException, duckdb.InvalidInputException, duckdb.ConstraintException,
+               duckdb.OutOfRangeException, duckdb.TypeMismatchException)
 T = TypeVar("T")
 
 
 async def account_scope(nc: Client) -> Scope:
     """Which account and server this connection sees, from the server itself."""
-    account = "$G"
-    try:
-        reply = json.loads((await nc.request("$SYS.REQ.USER.INFO", b"", timeout=2)).data)
-        account = reply.get("data", {}).get("account") or account
-    except Exception as exc:  # old servers and restricted users: fall back to the default
-        log.info("could not read the account name (%s); using %s", exc, account)
+    account = await connected_account(nc)
     domain = None
     try:
         domain = json.loads((await nc.request("$JS.API.INFO", b"", timeout=2)).data).get("domain")
@@ -72,11 +79,22 @@ class Collector:
         self.capture_pending: int | None = None
         self.last_event_at: dt.datetime | None = None
         self.last_error: tuple[str, dt.datetime] | None = None
+        self._fresh_error = False  # an error since the last status written: not cleared yet
+        self._clean_cycle = False  # this cycle saw no error (its status shows none)
+        self._last_status: dict[str, Any] | None = None  # the latest cycle that was stored
+        self.gaps: GapTracker | None = None  # where the store is in the capture stream
+        self.capture_gaps_total = 0
+        self.last_capture_gap_at: dt.datetime | None = None
+        self._jump_reason = DROPPED  # what a jump in the capture stream's sequence means now
+        self.capture_warning: str | None = None
+        self.clock_offset: float | None = None  # server clock minus ours, seconds
         self.started_at = clock()
         self.name_filter = self._make_filter()
         self.cycles = 0
         self.thresholds = Thresholds.from_settings(settings)
+        self.window: WindowState | None = None  # the health window's samples, for judging
         self.rejects_total = 0
+        self.reject_budget = RejectBudget()
         self.cycle_hooks: list[Callable[[Collector, JudgedCycle, float], Any]] = []
         self.pin_counts = PinCounts()
         self.durations = CycleHistogram()
@@ -88,6 +106,11 @@ class Collector:
         self._rendering: asyncio.Future[bytes] | None = None
         self._render = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-render")
         self.judged: JudgedCycle | None = None  # the latest cycle's verdicts
+        self.backlog = WriteBacklog(settings.write_backlog)  # cycles the store could not take yet
+        self.seen: set[tuple[str, str, str]] = set()  # consumers of the latest stored cycle
+        self.retained: dict[str, int] = {}  # rows the latest retention pass deleted, per query
+        self.lag: LagReader | None = None  # time lag of the connection's account (collectors/lag.py)
+        self._lag_refused: set[str] = set()  # streams whose message reads were refused (said once)
 
     async def write(self, fn: Callable[[Any], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._writer, self.store.write, fn)
@@ -101,8 +124,10 @@ class Collector:
         self.scope = await account_scope(self.nc)
         known = await self.write(writes.latest_config_hashes)
         self.store_id = await self.write(writes.store_id)
+        self.window = await asyncio.get_running_loop().run_in_executor(
+            self._writer, load_window, self.store, self.clock(), self.thresholds)
         def stamp() -> str:
-            return rfc3339(self.clock())
+            return rfc3339(self.server_now())
 
         if self.system_nc is not None:
             self.sampler: Any = JszCollector(SystemJsz(self.system_nc, self.settings.request_timeout),
@@ -113,6 +138,9 @@ class Collector:
         else:
             self.sampler = ConsumerListCollector(self.api, self.scope, self.name_filter, stamp)
         self.sampler.known_hashes = known
+        s = self.settings
+        self.lag = LagReader(self.nc, self.scope.account, concurrency=s.lag_concurrency, rotation=s.lag_rotation,
+                             every=s.lag_every, timeout=min(2.0, s.request_timeout))
         if self.settings.metrics_address:
             self.metrics = MetricsExporter(self.settings.metrics_cardinality)
             self.metrics_bound = self.metrics.serve(self.settings.metrics_address)
@@ -121,15 +149,24 @@ class Collector:
             self.alertmanager = AlertmanagerClient(self.settings.alertmanager, self.settings.alert_after,
                                                    self.settings.dashboard_url, self.settings.interval)
             self.cycle_hooks.append(Collector._send_alerts)
+        stream = self.settings.capture_stream
+        row = await self.write(lambda con: writes.capture_cursor(con, stream))
+        self.gaps = GapTracker(Cursor(stream, *row) if row else Cursor(stream, None, None, None))
+        self.last_capture_gap_at = await self.write(writes.last_capture_gap)
         self.capture = await self._open_capture()
 
     async def _open_capture(self) -> Capture:
         s = self.settings
-        if await ensure_capture_stream(self.api, s.capture_stream, s.capture_max_age, s.capture_max_bytes):
+        state = await open_capture_stream(self.api, s.capture_stream, s.capture_max_age, s.capture_max_bytes)
+        self.capture_warning = state.warning if state else None
+        if state is not None:
             durable = DurableCapture(self.nc, self.api, s.capture_stream, f"jetwatch-{self.store_id[:16]}",
                                      forget_after_s=s.capture_max_age)
             try:
-                await durable.open()
+                await self._follow_stream(state.created)
+                assert self.gaps is not None
+                created = await durable.open(self.gaps.start_seq())
+                self._jump_reason = DURABLE_GONE if created and self.gaps.cursor.last_seq else DROPPED
                 log.info("capturing advisories durably through stream %s", s.capture_stream)
                 return durable
             except (JetStreamAPIError, NoReply) as exc:
@@ -143,15 +180,122 @@ class Collector:
         self.caught_up = True
         return core
 
+    async def _follow_stream(self, created: str | None) -> None:
+        """Note which incarnation of the capture stream is read; a new one is a gap, stored now."""
+        assert self.gaps is not None
+        now = self.clock()
+        lost, cursor = self.gaps.on_stream(created, now)
+        await self.write(lambda con: writes.write_capture_progress(con, lost, self._cursor_row(cursor, now)))
+        self.gaps.commit(cursor)
+        self._count_gaps(lost)
+        for g in lost:
+            self._error(f"advisory capture has a gap after sequence {g['from_seq']}: {g['reason']}")
+
+    def _count_gaps(self, gaps: list[dict[str, Any]]) -> None:
+        """For /metrics: gaps since start, and when the newest was found (seeded from the store)."""
+        if gaps:
+            self.capture_gaps_total += len(gaps)
+            self.last_capture_gap_at = max(g["detected_at"] for g in gaps)
+
+    @staticmethod
+    def _cursor_row(cursor: Cursor | None, now: dt.datetime) -> dict[str, Any] | None:
+        if cursor is None:
+            return None
+        return {"stream": cursor.stream, "stream_created": cursor.stream_created, "last_seq": cursor.last_seq,
+                "last_ts": cursor.last_ts, "updated_at": now}
+
+    async def _check_capture(self) -> None:
+        """After a failed fetch: if the capture stream or its durable is gone, make them again
+        (the gap this leaves is recorded), instead of failing every fetch from then on."""
+        capture = self.capture
+        if not isinstance(capture, DurableCapture):
+            return
+        try:
+            await self.api.consumer_info(capture.stream, capture.durable)
+            return  # still there: the failure was transient
+        except (ConsumerNotFound, StreamNotFound) as exc:
+            gone = f"the capture stream {capture.stream}" if isinstance(exc, StreamNotFound) else f"the durable {capture.durable}"
+        await capture.close()
+        self.capture = await self._open_capture()
+        self._error(f"{gone} disappeared while the collector ran; advisory capture was set up again "
+                    f"({self.capture.mode})")
+
+    def server_now(self, local: dt.datetime | None = None) -> dt.datetime:
+        """Now on the server's clock, as last measured: sample and advisory times are the
+        server's, so windows and inference cutoffs are judged on its clock, not this host's."""
+        local = self.clock() if local is None else local
+        return local + dt.timedelta(seconds=self.clock_offset or 0.0)
+
     def _error(self, message: str) -> None:
         log.error("%s", message)
         self.last_error = (message, self.clock())
+        self._fresh_error = True
+        self._clean_cycle = False
+
+    def _settle_error(self, cycle_errors: list[str]) -> None:
+        """The error the status shows after a cycle: this cycle's failures in words, an error
+        reported since the last status, or none: a clean cycle clears what was shown."""
+        if cycle_errors:
+            self._error("; ".join(cycle_errors))
+        self._clean_cycle = not cycle_errors and not self._fresh_error
+        self._fresh_error = False
+
+    def _cycle_written(self) -> None:
+        """A clean cycle clears the error only once it is in the store: until then the error
+        that kept the last cycles out (a locked file, a full disk) is still the news."""
+        if self._clean_cycle and not self._fresh_error:
+            self.last_error = None
+
+    async def _report_failed_cycle(self) -> None:
+        """A cycle that could not be stored still says so: the status (last good cycle's
+        figures, this error) goes in a transaction of its own, outside the one that failed."""
+        status = dict(self._last_status) if self._last_status else self._status(None, None, None, None)
+        status.update(self._status_now())
+        self._fresh_error = False
+        try:
+            await self.write(lambda con: writes.write_status(con, status))
+        except Exception as exc:  # the store itself may be what failed: the log has it
+            log.error("could not record the failed cycle in the store either: %s", exc)
 
     async def sample_once(self) -> int:
         """One sampling cycle; returns the number of consumers stored."""
         began = time.monotonic()
         batch = await self.sampler.collect()
+        await self.fill_lag(batch)
+        return await self.store_cycle(batch, began)
+
+    async def fill_lag(self, batch: SampleBatch) -> LagStats | None:
+        """The cycle's ages: every consumer that was not OK last cycle is read exactly, the rest in
+        turn (collectors/lag.py). A failure here costs the ages, never the cycle."""
+        if self.lag is None:
+            return None
+        urgent: set[tuple[str, str, str]] = set()
+        if self.judged is not None and not self.judged.consumers.empty:
+            c = self.judged.consumers
+            bad = c[c["verdict"] != "OK"]
+            urgent = set(zip(bad["account"], bad["stream"], bad["consumer"]))
+        try:
+            stats = await self.lag.fill(batch, urgent)
+        except Exception as exc:  # ages are extra: the counts still go in
+            log.exception("reading time lag failed")
+            batch.errors.append(f"reading time lag failed: {type(exc).__name__}: {exc}")
+            return None
+        refused = sorted(set(stats.denied_streams) - self._lag_refused)
+        if refused:  # said once per stream: a deployment may withhold message reads on purpose
+            self._lag_refused.update(refused)
+            batch.errors.append(
+                f"time lag: reading messages of stream(s) {', '.join(refused)} got no reply, so their ages are "
+                "estimates (marked as such) and are tried again every 5 minutes; for exact ages allow the "
+                "collector's user $JS.API.DIRECT.GET.<stream> and $JS.API.STREAM.MSG.GET.<stream>")
+        return stats
+
+    async def store_cycle(self, batch: SampleBatch, began: float | None = None) -> int:
+        """Store one cycle's batch (samples, configs, rejects, inferred pins, status), then judge it."""
+        began = time.monotonic() if began is None else began
         now = self.clock()
+        if batch.server_now is not None:
+            self.clock_offset = (batch.server_now - now).total_seconds()
+        server_now = self.server_now(now)
         if self.capture is not None:
             try:
                 self.capture_pending = await self.capture.backlog()
@@ -160,22 +304,49 @@ class Collector:
             self.caught_up = self.capture_pending == 0
         accounts = sorted(batch.accounts)
         caught_up = self.caught_up
+        self._settle_error(batch.errors)
         status = self._status(now, time.monotonic() - began, batch.streams, batch.consumers)
         thresholds = self.thresholds
+        state_rejects = self.reject_budget.admit("consumer_state", now, batch.rejects)
+
+        # Behind any cycles the store could not take yet: written together, oldest first.
+        dropped = self.backlog.dropped_cycles
+        pending = self.backlog.add(PendingCycle(now, accounts, batch.samples, batch.configs, state_rejects.rows,
+                                                 state_rejects.dropped, batch.failed_streams + batch.rejected_consumers + batch.unanswered))
+        if self.backlog.dropped_cycles > dropped:
+            self._error(f"the store stayed unwritable past --write-backlog {self.settings.write_backlog} samples: "
+                        f"{self.backlog.dropped_cycles} oldest cycle(s), {self.backlog.dropped_samples} samples, given up")
 
         def tx(con: Any) -> None:
-            writes.write_samples(con, accounts, batch.samples)
-            writes.write_configs(con, batch.configs)
-            writes.write_rejects(con, now, "consumer_state", batch.rejects)
-            if caught_up:
-                writes.reconcile_pins(con, now, self.settings.inference_grace)
+            for cycle in pending:
+                writes.write_samples(con, cycle.accounts, cycle.samples, cycle.kept)
+                writes.write_configs(con, cycle.configs)
+                writes.write_rejects(con, cycle.at, "consumer_state", cycle.rejects)
+                writes.write_dropped_rejects(con, cycle.dropped_rejects)
+            if caught_up:  # cutoffs on the server's clock: the times compared are the server's
+                writes.reconcile_pins(con, server_now, self.settings.inference_grace)
             writes.write_status(con, status)
 
-        await self.write(tx)
+        try:
+            await self.write(tx)
+        except StoreError as exc:
+            raise StoreError(f"{exc} The cycle is kept: {len(self.backlog)} cycle(s), {self.backlog.samples} "
+                             "samples wait in memory and are written with the next cycle that gets the file.") from None
+        self.backlog.written(pending)
+        self._last_status = status
+        self._cycle_written()
+        window = self.window
+        if window is not None:  # the window holds what the store holds, no more
+            for cycle in pending:
+                window.add(cycle.samples)
         # On the writer thread, so no other write slips between the samples and their verdicts.
         judged = await asyncio.get_running_loop().run_in_executor(
-            self._writer, judge_stored_cycle, self.store, now, thresholds)
+            self._writer, judge_stored_cycle, self.store, server_now, thresholds, window)
         self.judged = judged
+        if window is not None:
+            window.forget(set(zip(judged.consumers["account"], judged.consumers["stream"],
+                                  judged.consumers["consumer"])))
+        self.seen = set(zip(batch.samples["account"], batch.samples["stream"], batch.samples["consumer"]))
         self.rejects_total += len(batch.rejects)
         self.cycles += 1
         self.durations.observe(time.monotonic() - began)
@@ -187,7 +358,8 @@ class Collector:
         return Snapshot(at=judged.at, consumers=judged.consumers,
                         pins=PinCounts(self.pin_counts.switches.copy(), self.pin_counts.unpins.copy()),
                         cycle_buckets=list(self.durations.counts), cycle_sum=self.durations.total,
-                        cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total)
+                        cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total,
+                        capture_gaps=self.capture_gaps_total, last_capture_gap_at=self.last_capture_gap_at)
 
     async def _export_metrics(self, judged: JudgedCycle, seconds: float) -> None:
         """Render /metrics once per cycle, on a worker thread, without holding up the next cycle
@@ -211,6 +383,8 @@ class Collector:
         ones wait in the client until delivered)."""
         assert self.alertmanager is not None
         alerts = self.alertmanager.alerts_for(judged.consumers, judged.changes, judged.at)
+        if not alerts:
+            return
         if self._alert_post is not None and not self._alert_post.done():
             log.warning("the previous post to Alertmanager is still under way; sending next cycle")
             return
@@ -234,17 +408,24 @@ class Collector:
     def sample_mode(self) -> str:
         return "system_jsz" if self.system_nc is not None else "jsz" if self.settings.monitor_url else "consumer_list"
 
-    def _status(self, now: dt.datetime, seconds: float, streams: int, consumers: int) -> dict[str, Any]:
+    def _status(self, now: dt.datetime | None, seconds: float | None, streams: int | None,
+                consumers: int | None) -> dict[str, Any]:
         return {
             "collector": self.name, "started_at": self.started_at, "last_cycle_at": now,
             "cycle_seconds": seconds, "streams": streams, "consumers": consumers,
-            "sample_mode": self.sample_mode,
+            "sample_mode": self.sample_mode, **self._status_now(),
+        }
+
+    def _status_now(self) -> dict[str, Any]:
+        """The parts of the status that hold between cycles (capture, errors, connection)."""
+        return {
             "capture_mode": self.capture.mode if self.capture else None,
             "capture_pending": self.capture_pending, "capture_caught_up": self.caught_up,
             "last_event_at": self.last_event_at,
-            "last_error": self.last_error[0] if self.last_error else None,
-            "last_error_at": self.last_error[1] if self.last_error else None,
-            "server_url": self.nc.connected_url.geturl() if self.nc.connected_url else None,
+            "last_error": None if self._clean_cycle or not self.last_error else self.last_error[0],
+            "last_error_at": None if self._clean_cycle or not self.last_error else self.last_error[1],
+            "server_url": strip_userinfo(self.nc.connected_url.geturl()) if self.nc.connected_url else None,
+            "clock_offset_seconds": self.clock_offset, "capture_warning": self.capture_warning,
         }
 
     async def events_once(self) -> int:
@@ -259,21 +440,57 @@ class Collector:
             try:
                 row = parse_advisory(subject, data, self.scope.account, rfc3339(now))
             except MalformedAdvisory as exc:
-                rejects.append((subject, str(exc), data.decode("utf-8", "replace")[:10000]))
+                rejects.append((subject, str(exc), data.decode("utf-8", "replace")))
                 continue
             if self._watched(row):
                 rows.append(row)
-
-        def tx(con: Any) -> None:
-            writes.write_advisories(con, rows)
-            writes.write_rejects(con, now, "advisory", rejects)
-
-        await self.write(tx)
+        gaps, cursor = ([], None)
+        if self.gaps is not None and fetched.positions:
+            gaps, cursor = self.gaps.observe(fetched.positions, now, self._jump_reason)
+        progress = (gaps, self._cursor_row(cursor, now))
+        try:
+            await self._store_advisories(now, rows, rejects, progress)
+        except DATA_ERRORS as exc:  # a value the checks did not foresee: find it, store the rest
+            log.warning("the store refused a batch of advisories (%s); storing them one by one", exc)
+            rows, refused = await self._store_one_by_one(rows)
+            rejects += refused
+            await self._store_advisories(now, [], rejects, progress)
         await self.capture.ack(fetched)  # only now: the rows are committed
+        if cursor is not None and self.gaps is not None:
+            self.gaps.commit(cursor)
+            self._jump_reason = DROPPED
+        self._count_gaps(gaps)
+        for g in gaps:
+            self._error(f"{g['missed']} advisories lost from the capture stream (sequences {g['from_seq']}-"
+                        f"{g['to_seq']}): {g['reason']}")
         self.pin_counts.add(rows)
         self.rejects_total += len(rejects)
         self.last_event_at = now
         return len(fetched.messages)
+
+    async def _store_advisories(self, now: dt.datetime, rows: list[dict[str, Any]],
+                                rejects: list[tuple[str, str, str]],
+                                progress: tuple[list[dict[str, Any]], dict[str, Any] | None] = ([], None)) -> None:
+        admitted = self.reject_budget.admit("advisory", now, rejects)
+
+        def tx(con: Any) -> None:
+            writes.write_advisories(con, rows)
+            writes.write_capture_progress(con, *progress)
+            writes.write_rejects(con, now, "advisory", admitted.rows)
+            writes.write_dropped_rejects(con, admitted.dropped)
+
+        await self.write(tx)
+
+    async def _store_one_by_one(self, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]]]:
+        """Each advisory in a transaction of its own: those the store refuses come back as rejects."""
+        stored, refused = [], []
+        for row in rows:
+            try:
+                await self.write(lambda con, row=row: writes.write_advisories(con, [row]))
+                stored.append(row)
+            except DATA_ERRORS as exc:
+                refused.append((row["subject"], f"the store refused it: {' '.join(str(exc).split())}", row["raw"]))
+        return stored, refused
 
     def _watched(self, row: dict[str, Any]) -> bool:
         f = self.name_filter
@@ -287,12 +504,42 @@ class Collector:
                 await self.sample_once()
             except (NoReply, JetStreamAPIError, StoreError, OSError) as exc:
                 self._error(f"sampling failed: {exc}")
+                await self._report_failed_cycle()
             except Exception as exc:  # keep collecting whatever one cycle trips over
                 log.exception("sampling cycle failed")
                 self._error(f"sampling failed: {type(exc).__name__}: {exc}")
+                await self._report_failed_cycle()
             wait = max(0.0, self.settings.interval - (time.monotonic() - began))
             try:
                 await asyncio.wait_for(stop.wait(), wait)
+            except asyncio.TimeoutError:
+                pass
+
+    async def retain_once(self) -> dict[str, int]:
+        """One retention pass on the writer thread (never between a cycle's samples and its
+        verdicts), then CHECKPOINT to reclaim the space, then forget config hashes of consumers no
+        longer sampled (that map would otherwise grow with every consumer ever seen)."""
+        s = self.settings
+        cutoffs = Cutoffs.at(self.clock(), s.raw_retention, s.event_retention)
+        deleted = await self.write(lambda con: prune(con, cutoffs, self.name))
+        await asyncio.get_running_loop().run_in_executor(self._writer, self.store.checkpoint)
+        if self.cycles and hasattr(self.sampler, "known_hashes"):
+            self.sampler.known_hashes = {k: v for k, v in self.sampler.known_hashes.items() if k in self.seen}
+        self.retained = deleted
+        if any(deleted.values()):
+            log.info("retention: deleted %s", ", ".join(f"{n.removeprefix('retention_')} {c}"
+                                                        for n, c in deleted.items() if c))
+        return deleted
+
+    async def _retention_loop(self, stop: asyncio.Event) -> None:
+        """Retention on a schedule, first once the collector has started."""
+        while not stop.is_set():
+            try:
+                await self.retain_once()
+            except StoreError as exc:  # the next pass tries again; nothing is lost by waiting
+                self._error(f"retention failed: {exc}")
+            try:
+                await asyncio.wait_for(stop.wait(), self.settings.retention_every)
             except asyncio.TimeoutError:
                 pass
 
@@ -307,6 +554,10 @@ class Collector:
                     return
                 log.warning("advisory fetch failed: %s", exc)
                 try:
+                    await self._check_capture()
+                except Exception as again:  # the server may be restarting: try again next round
+                    log.warning("could not set advisory capture up again: %s", again)
+                try:
                     await asyncio.wait_for(stop.wait(), 0.5)
                 except asyncio.TimeoutError:
                     pass
@@ -314,11 +565,14 @@ class Collector:
     async def run(self, stop: asyncio.Event) -> None:
         try:
             await self.start()
-            await asyncio.gather(self._sample_loop(stop), self._event_loop(stop))
+            await asyncio.gather(self._sample_loop(stop), self._event_loop(stop), self._retention_loop(stop))
             # Last flush: whatever arrived before the stop is stored and acknowledged.
-            for _ in range(10):
-                if not await self.events_once():
-                    break
+            try:
+                for _ in range(10):
+                    if not await self.events_once():
+                        break
+            except Exception as exc:  # what is not acknowledged stays in the capture stream
+                log.warning("the last advisory flush failed: %s", exc)
         finally:
             if self.capture is not None:
                 await self.capture.close()

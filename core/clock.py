@@ -12,3 +12,26 @@ def utcnow() -> dt.datetime:
 def rfc3339(t: dt.datetime) -> str:
     """As the server writes times: UTC with a Z."""
     return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _rfc3339_shape(text: str) -> bool:
+    """Date, 'T' (or space), time, and a Z or ±HH:MM zone: the extended form Go writes (the
+    basic and week forms that fromisoformat would also take are not RFC 3339)."""
+    return (len(text) >= 20 and text[4] == "-" and text[7] == "-" and text[10] in "Tt " and text[13] == ":"
+            and (text[-1] in "Zz" or (text[-6] in "+-" and text[-3] == ":")))
+
+
+def parse_rfc3339(text: object) -> dt.datetime:
+    """A server timestamp (RFC 3339, up to nanoseconds, as Go writes them) as an aware datetime.
+
+    Checked here, in Python, so one bad value is rejected on its own instead of failing the
+    store's cast of a whole batch. Raises ValueError saying what is wrong. (fromisoformat, in C,
+    keeps this cheap: it runs for every time field of every consumer each cycle.)"""
+    if not isinstance(text, str):
+        raise ValueError(f"expected an RFC 3339 time string, got {type(text).__name__} {text!r:.60}")
+    if not _rfc3339_shape(text):
+        raise ValueError(f"not an RFC 3339 time: {text!r:.60}")
+    try:
+        return dt.datetime.fromisoformat(text[:-1] + "+00:00" if text[-1] in "Zz" else text)
+    except ValueError:
+        raise ValueError(f"not a valid time: {text!r:.60}") from None

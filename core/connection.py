@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import ssl
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from nats.aio.client import Client
 
 from jetwatch.core.errors import JetwatchError
-from jetwatch.core.settings import Settings
+from jetwatch.core.settings import Settings, lift_userinfo
 
 log = logging.getLogger("jetwatch.core.connection")
 
@@ -19,6 +20,9 @@ class ConnectError(JetwatchError):
 
 
 def connect_options(settings: Settings, name: str) -> dict[str, Any]:
+    # Settings made in code (not by resolve) may still carry user:password@ in a URL: lift it here
+    # too, so no URL jetwatch connects to (and later logs or stores) holds a secret.
+    settings = Settings(lift_userinfo(dict(settings.values)), settings.system, settings.accounts)
     servers = [s.strip() for s in (settings.server or "nats://127.0.0.1:4222").split(",") if s.strip()]
     opts: dict[str, Any] = {
         "servers": servers,
@@ -46,6 +50,16 @@ def connect_options(settings: Settings, name: str) -> dict[str, Any]:
     return opts
 
 
+def scrub(text: str, opts: dict[str, Any]) -> str:
+    """`text` with every secret of the connection options replaced by ***: error text from a
+    client library is shown on pages and in logs, and must not carry a password or token."""
+    for key in ("password", "token"):
+        secret = opts.get(key)
+        if secret:
+            text = text.replace(str(secret), "***")
+    return text
+
+
 async def connect(settings: Settings, name: str = "jetwatch", first_attempts: int = 2) -> Client:
     """Connect (failing clearly after a few attempts), then reconnect by itself for ever."""
 
@@ -66,8 +80,21 @@ async def connect(settings: Settings, name: str = "jetwatch", first_attempts: in
         await nc.connect(error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect, **opts)
     except Exception as exc:  # nats-py raises several unrelated types for a failed first connect
         raise ConnectError(
-            f"could not connect to NATS at {', '.join(opts['servers'])}: {exc or type(exc).__name__}. "
+            f"could not connect to NATS at {', '.join(opts['servers'])}: "
+            f"{scrub(str(exc) or type(exc).__name__, opts)}. "
             "Check --server and the credentials (--user/--password, --token, --nkey, --creds, --context)."
         ) from exc
     nc.options["max_reconnect_attempts"] = -1  # once connected, never give up on the server
     return nc
+
+
+async def connected_account(nc: Client, timeout: float = 2.0) -> str:
+    """The account this connection is authenticated for, as the server says (`$SYS.REQ.USER.INFO`
+    answers any user about itself); `$G` when the server does not say (old servers, users not
+    allowed to ask), the same fallback the collector records."""
+    try:
+        reply = json.loads((await nc.request("$SYS.REQ.USER.INFO", b"", timeout=timeout)).data)
+        return reply.get("data", {}).get("account") or "$G"
+    except Exception as exc:  # noqa: BLE001 - any failure means "the server did not say"
+        log.info("could not read the account name (%s); using $G", exc)
+        return "$G"

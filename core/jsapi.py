@@ -93,7 +93,7 @@ class JetStreamAPI:
         except nats.errors.NoRespondersError:
             raise NoReply(f"no JetStream on the server answered {full}: is JetStream enabled for this account?") from None
         except nats.errors.TimeoutError:
-            raise NoReply(f"no reply to {full} within {self.timeout:.0f}s") from None
+            raise NoReply(f"no reply to {full} within {self.timeout:g}s") from None
         if msg.headers and msg.headers.get("Status") == "503":
             raise NoReply(f"no JetStream on the server answered {full}: is JetStream enabled for this account?")
         reply = json.loads(msg.data)
@@ -119,12 +119,24 @@ class JetStreamAPI:
             names.extend(page)
         return names
 
+    async def stream_list(self) -> AsyncIterator[list[dict[str, Any]]]:
+        """Every stream's info (config and state), a page at a time (256 a page)."""
+        async for page in self._pages("STREAM.LIST", "streams"):
+            yield page
+
     async def consumer_list(self, stream: str) -> list[dict[str, Any]]:
         """Every consumer of a stream with its full state, 256 a page."""
         out: list[dict[str, Any]] = []
         async for page in self._pages(f"CONSUMER.LIST.{check_name('stream', stream)}", "consumers"):
             out.extend(page)
         return out
+
+    async def consumer_names(self, stream: str) -> list[str]:
+        """The names of a stream's consumers, paged (what one INFO per consumer needs first)."""
+        names: list[str] = []
+        async for page in self._pages(f"CONSUMER.NAMES.{check_name('stream', stream)}", "consumers"):
+            names.extend(page)
+        return names
 
     async def consumer_info(self, stream: str, consumer: str) -> dict[str, Any]:
         return await self.request(f"CONSUMER.INFO.{check_name('stream', stream)}.{check_name('consumer', consumer)}")
@@ -134,6 +146,9 @@ class JetStreamAPI:
 
     async def add_stream(self, config: dict[str, Any]) -> dict[str, Any]:
         return await self.request(f"STREAM.CREATE.{check_name('stream', config['name'])}", config)
+
+    async def update_stream(self, config: dict[str, Any]) -> dict[str, Any]:
+        return await self.request(f"STREAM.UPDATE.{check_name('stream', config['name'])}", config)
 
     async def add_consumer(self, stream: str, config: dict[str, Any]) -> dict[str, Any]:
         name = config.get("durable_name") or config["name"]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from jetwatch.core.errors import UsageError
+from jetwatch.core.urls import split_userinfo
 
 
 class SettingsError(UsageError, ValueError):
@@ -85,6 +86,16 @@ def parse_cardinality(text: str) -> str:
     return value
 
 
+def parse_account_map(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """`ACCOUNT=CONTEXT` or `ACCOUNT=/path/user.creds` pairs, checked here so a typo is said at start."""
+    pairs = parse_list(text)
+    for pair in pairs:
+        account, _, where = pair.partition("=")
+        if not account.strip() or not where.strip():
+            raise SettingsError(f"'{pair}' is not ACCOUNT=CONTEXT or ACCOUNT=/path/to/user.creds")
+    return tuple(f"{a.strip()}={w.strip()}" for a, _, w in (p.partition("=") for p in pairs))
+
+
 def parse_list(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     if isinstance(text, (list, tuple)):
         return tuple(text)
@@ -99,6 +110,9 @@ class Setting:
     parse: Callable[[Any], Any] = str
     group: str = "general"
     secret: bool = False
+    minimum: float | None = None  # allowed range, inclusive, in the parsed unit (seconds, bytes)
+    maximum: float | None = None
+    has_flag: bool = True  # False: environment (or a file setting) only, so it never shows in `ps`
 
     @property
     def env(self) -> str:
@@ -121,50 +135,64 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tls_ca", None, "CA certificate file to verify the server.", str, "connection"),
     Setting("tls_cert", None, "Client certificate file (mutual TLS).", str, "connection"),
     Setting("tls_key", None, "Client key file (mutual TLS).", str, "connection"),
-    Setting("connect_timeout", 5.0, "Seconds to wait for a connection before giving up on it.", parse_duration, "connection"),
-    Setting("request_timeout", 5.0, "Seconds to wait for a JetStream API reply.", parse_duration, "connection"),
+    Setting("connect_timeout", 5.0, "Seconds to wait for a connection before giving up on it.", parse_duration, "connection", minimum=0.1, maximum=3600.0),
+    Setting("request_timeout", 5.0, "Seconds to wait for a JetStream API reply.", parse_duration, "connection", minimum=0.1, maximum=3600.0),
+    # connection: actions on other accounts' consumers (issue 11)
+    Setting("account_contexts", (), "Where actions on each account's consumers connect, comma separated `ACCOUNT=CONTEXT` (a `nats` CLI context name) or `ACCOUNT=/path/user.creds`. An action on an account neither mapped nor the connection's own is refused before anything is sent.", parse_account_map, "connection"),
     # store
     Setting("db", "jetwatch-data/jetwatch.duckdb", "Path of the DuckDB store file.", str, "store"),
-    Setting("lock_timeout", 15.0, "Longest wait for the store file when another process holds it.", parse_duration, "store"),
-    Setting("raw_retention", 7 * 86400.0, "How long raw samples are kept; older history lives on as rollups.", parse_duration, "store"),
-    Setting("event_retention", 90 * 86400.0, "How long advisories and rejects are kept.", parse_duration, "store"),
+    Setting("lock_timeout", 15.0, "Longest wait for the store file when another process holds it.", parse_duration, "store", minimum=0.1, maximum=86400.0),
+    Setting("raw_retention", 7 * 86400.0, "How long raw samples are kept; older history lives on as rollups.", parse_duration, "store", minimum=3600.0),
+    Setting("event_retention", 90 * 86400.0, "How long advisories and rejects are kept.", parse_duration, "store", minimum=3600.0),
+    # store: writers first, retention in the collector (issue 10, store half)
+    Setting("write_backlog", 200_000, "Most samples the collector keeps in memory while the store file is held by another process; they are written with the next cycle that gets the file (beyond this the oldest cycles are given up, and counted).", int, "store", minimum=1000),
+    Setting("retention_every", 600.0, "How often the collector deletes what is past --raw-retention and --event-retention (raw samples only where hourly rollups cover them) and reclaims the space.", parse_duration, "store", minimum=1.0, maximum=86400.0),
     # collection
-    Setting("interval", 5.0, "Seconds between samples of consumer state.", parse_duration, "collect"),
+    Setting("interval", 5.0, "Seconds between samples of consumer state.", parse_duration, "collect", minimum=0.1, maximum=3600.0),
     Setting("monitor_url", (), "HTTP monitoring URL(s) of every server, comma separated: samples via /jsz instead of CONSUMER.LIST.", parse_list, "collect"),
     Setting("system_context", None, "Name of a `nats` CLI context for a system-account user: samples every account via `$SYS.REQ.SERVER.PING.JSZ` instead of CONSUMER.LIST.", str, "collect"),
     Setting("capture_stream", "JETWATCH_ADVISORIES", "Name of the JetStream stream that captures consumer advisories durably.", str, "collect"),
-    Setting("capture_max_age", 7 * 86400.0, "Longest time the capture stream keeps an advisory.", parse_duration, "collect"),
-    Setting("capture_max_bytes", 256 << 20, "Largest size of the capture stream.", parse_size, "collect"),
-    Setting("inference_grace", 10.0, "How long a pin change seen only in sampled state waits for its advisory before it is recorded as inferred.", parse_duration, "collect"),
+    Setting("capture_max_age", 7 * 86400.0, "Longest time the capture stream keeps an advisory.", parse_duration, "collect", minimum=60.0),
+    Setting("capture_max_bytes", 256 << 20, "Largest size of the capture stream.", parse_size, "collect", minimum=1 << 20),
+    Setting("inference_grace", 10.0, "How long a pin change seen only in sampled state waits for its advisory before it is recorded as inferred.", parse_duration, "collect", minimum=0.0, maximum=86400.0),
     Setting("include_streams", (), "Only these streams (glob patterns, comma separated).", parse_list, "collect"),
     Setting("exclude_streams", (), "Never these streams (glob patterns, comma separated).", parse_list, "collect"),
     Setting("include_consumers", (), "Only these consumers (glob patterns, comma separated).", parse_list, "collect"),
     Setting("exclude_consumers", (), "Never these consumers (glob patterns, comma separated).", parse_list, "collect"),
     Setting("show_internal", False, "Also watch jetwatch's capture stream and KV_*/OBJ_* streams.", parse_bool, "collect"),
+    Setting("lag_every", 0.0, "How often the collector reads the oldest messages' timestamps from the streams (0: every cycle); in between, an age whose floor has not moved still grows from its cached timestamp, and the rest are estimates.", parse_duration, "collect", minimum=0.0, maximum=86400.0),
+    Setting("lag_concurrency", 128, "Most message reads (DIRECT.GET or STREAM.MSG.GET) for time lag in flight at once (they are pipelined over one subscription, this many per round trip).", int, "collect", minimum=1, maximum=1024),
+    Setting("lag_rotation", 5, "Consumers that are OK get their ages read in turn, each once every this many cycles (every non-OK consumer is read each cycle); an age not read is shown as an estimate.", int, "collect", minimum=1, maximum=100),
     # health
-    Setting("health_window", 300.0, "Window of samples a verdict is judged over.", parse_duration, "health"),
-    Setting("health_min_samples", 3, "Fewest samples in the window for a verdict (else COLLECTING).", int, "health"),
-    Setting("health_min_span", 60.0, "Shortest time the window's samples must span for a verdict.", parse_duration, "health"),
-    Setting("saturation_ratio", 0.9, "Share of max_ack_pending or max_waiting that counts as SATURATED.", float, "health"),
-    Setting("unpinned_after", 30.0, "How long a pinned_client consumer with work pending may go without a pin before UNPINNED.", parse_duration, "health"),
-    Setting("flapping_switches", 4, "More pin switches than this in the window is FLAPPING.", int, "health"),
-    Setting("redelivery_share", 0.1, "Share of deliveries that are redeliveries above which the verdict is REDELIVERING.", float, "health"),
-    Setting("stale_after", 30.0, "Data older than this is marked stale on screen.", parse_duration, "dashboard"),
+    Setting("health_window", 300.0, "Window of samples a verdict is judged over.", parse_duration, "health", minimum=1.0, maximum=30 * 86400.0),
+    Setting("health_min_samples", 3, "Fewest samples in the window for a verdict (else COLLECTING).", int, "health", minimum=1),
+    Setting("health_min_span", 60.0, "Shortest time the window's samples must span for a verdict.", parse_duration, "health", minimum=0.0, maximum=30 * 86400.0),
+    Setting("saturation_ratio", 0.9, "Share of max_ack_pending or max_waiting that counts as SATURATED.", float, "health", minimum=0.01, maximum=1.0),
+    Setting("unpinned_after", 30.0, "How long a pinned_client consumer with work pending may go without a pin before UNPINNED.", parse_duration, "health", minimum=0.0),
+    Setting("flapping_switches", 4, "More pin switches than this in the window is FLAPPING.", int, "health", minimum=0),
+    Setting("redelivery_share", 0.1, "Share of deliveries that are redeliveries above which the verdict is REDELIVERING.", float, "health", minimum=0.0, maximum=1.0),
+    Setting("lagging_age", 600.0, "A consumer whose oldest unacknowledged message is older than this is at least LAGGING, whatever its trend.", parse_duration, "health", minimum=1.0, maximum=30 * 86400.0),
+    Setting("stale_after", 30.0, "Data older than this is marked stale on screen.", parse_duration, "dashboard", minimum=0.0),
     # exporters: /metrics and Alertmanager, fed by the collector's verdicts each cycle
     Setting("metrics_address", None, "Serve Prometheus metrics at HOST:PORT/metrics (PORT alone: 127.0.0.1:PORT). Off when empty.", str, "exporters"),
     Setting("metrics_cardinality", "non_ok", "Per-consumer series for `non_ok` consumers only, or for `all`; fleet totals are always exported.", parse_cardinality, "exporters"),
     Setting("alertmanager", None, "Alertmanager URL: post firing and resolved alerts to its /api/v2/alerts each cycle. Off when empty.", str, "exporters"),
-    Setting("alert_after", 120.0, "How long a consumer stays non-OK before its alert fires (the rules' `for`).", parse_duration, "exporters"),
+    Setting("alert_after", 120.0, "How long a consumer stays non-OK before its alert fires (the rules' `for`).", parse_duration, "exporters", minimum=0.0),
     Setting("dashboard_url", "http://127.0.0.1:8501/", "The dashboard's address, for the alerts' runbook links.", str, "exporters"),
     # dashboard and actions
     Setting("address", "127.0.0.1", "Address the dashboard listens on.", str, "dashboard"),
-    Setting("port", 8501, "Port the dashboard listens on.", int, "dashboard"),
-    Setting("refresh", 2.0, "Seconds between refreshes of the live views.", parse_duration, "dashboard"),
-    Setting("operator_secret", None, "Secret that enables operator actions in the dashboard.", str, "dashboard", secret=True),
+    Setting("port", 8501, "Port the dashboard listens on.", int, "dashboard", minimum=1, maximum=65535),
+    Setting("refresh", 2.0, "Seconds between refreshes of the live views.", parse_duration, "dashboard", minimum=0.1, maximum=3600.0),
+    Setting("operator_secret", None, "Secret that enables operator actions in the dashboard (environment only: no flag, so it never shows in `ps`).", str, "dashboard", secret=True, has_flag=False),
     Setting("operator_secret_file", None, "File holding the operator secret.", str, "dashboard"),
+    # dashboard security (issue 11b): operators, sessions, hosts
+    Setting("operators_file", None, "File of operator identities (name and salted scrypt hash a line; `jetwatch operator add NAME` writes it). Without it (or --trusted-user-header) the dashboard is read-only.", str, "dashboard"),
+    Setting("trusted_user_header", None, "HTTP header a trusted reverse proxy (oauth2-proxy style) sets to the signed-in operator's name. Only behind a proxy that strips it from clients.", str, "dashboard"),
+    Setting("session_ttl", 8 * 3600.0, "How long an operator stays signed in (across reloads and new tabs) before signing in again.", parse_duration, "dashboard"),
+    Setting("allowed_hosts", (), "Host names users type to reach the dashboard, besides its listen address (comma separated); other Host or Origin headers are refused.", parse_list, "dashboard"),
     # pipeline and `up`
     Setting("data_dir", "jetwatch-data", "Directory for the embedded server, Parquet exports and pipeline output.", str, "pipeline"),
-    Setting("pipeline_every", 120.0, "How often `up` runs the pipeline.", parse_duration, "pipeline"),
+    Setting("pipeline_every", 120.0, "How often `up` runs the pipeline.", parse_duration, "pipeline", minimum=1.0),
     Setting("spark_master", None, "Spark master URL for the pipeline (default: local[*] or spark-submit's).", str, "pipeline"),
 )
 
@@ -177,6 +205,7 @@ class Settings:
 
     values: Mapping[str, Any] = field(default_factory=dict)
     system: "Settings | None" = None  # the system-account connection, from --system-context
+    accounts: Mapping[str, "Settings"] = field(default_factory=dict)  # per-account connections for actions
 
     def __getattr__(self, name: str) -> Any:
         if name in _BY_NAME:
@@ -199,16 +228,54 @@ class Settings:
 def add_arguments(parser: argparse.ArgumentParser, groups: tuple[str, ...]) -> None:
     """Add a flag for each setting of the named groups; unset flags stay None."""
     for setting in SETTINGS:
-        if setting.group in groups:
+        if setting.group in groups and setting.has_flag:
             parser.add_argument(setting.flag, dest=setting.name, default=None, help=setting.help,
                                 metavar=setting.name.upper())
 
 
 def _parse(setting: Setting, raw: Any, origin: str) -> Any:
+    """The one place every flag, variable and context value is parsed and range-checked."""
     try:
-        return setting.parse(raw)
+        value = setting.parse(raw)
+        check_range(setting, value)
+        return value
     except (SettingsError, ValueError) as exc:
         raise SettingsError(f"{origin} {setting.flag if origin == 'flag' else setting.env}: {exc}") from None
+
+
+def _in_units(setting: Setting, value: float) -> str:
+    """A value written as the user writes it for this setting: 500ms, 5s, 2h, 1MB, 0.9."""
+    if setting.parse is parse_duration:
+        if value and value < 1:
+            return f"{value * 1000:g}ms"
+        for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+            if value >= size and value % size == 0:
+                return f"{value / size:g}{unit}"
+        return f"{value:g}s"
+    if setting.parse is parse_size:
+        for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+            if value >= size and value % size == 0:
+                return f"{value / size:g}{unit}"
+        return f"{value:g}B"
+    return f"{value:g}"
+
+
+def allowed_range(setting: Setting) -> str:
+    lo, hi = setting.minimum, setting.maximum
+    if lo is not None and hi is not None:
+        return f"from {_in_units(setting, lo)} to {_in_units(setting, hi)}"
+    if lo is not None:
+        return f"at least {_in_units(setting, lo)}"
+    return f"at most {_in_units(setting, hi)}" if hi is not None else "any value"
+
+
+def check_range(setting: Setting, value: Any) -> None:
+    """Refuse a value outside the setting's declared range, saying the range."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return
+    if (setting.minimum is not None and value < setting.minimum) or (
+            setting.maximum is not None and value > setting.maximum):
+        raise SettingsError(f"{_in_units(setting, value)} is out of range: allowed {allowed_range(setting)}")
 
 
 def read_context(name: str, env: Mapping[str, str]) -> dict[str, Any]:
@@ -226,7 +293,29 @@ def read_context(name: str, env: Mapping[str, str]) -> dict[str, Any]:
         raise SettingsError(f"NATS context file {path} is not valid JSON ({exc})") from None
     mapping = {"url": "server", "user": "user", "password": "password", "token": "token",
                "nkey": "nkey", "creds": "creds", "ca": "tls_ca", "cert": "tls_cert", "key": "tls_key"}
-    return {ours: data[theirs] for theirs, ours in mapping.items() if data.get(theirs)}
+    return lift_userinfo({ours: data[theirs] for theirs, ours in mapping.items() if data.get(theirs)})
+
+
+def lift_userinfo(values: dict[str, Any]) -> dict[str, Any]:
+    """Move `user:password@` (or `token@`) out of the server URLs into the user/password (or
+    token) settings, so only bare addresses are ever logged, stored, shown or handed on. Settings
+    given on their own win over the ones in the URL."""
+    if not values.get("server"):
+        return values
+    bare, found_user, found_password = [], None, None
+    for url in str(values["server"]).split(","):
+        if not url.strip():
+            continue
+        clean, user, password = split_userinfo(url)
+        bare.append(clean)
+        found_user, found_password = found_user or user, found_password or password
+    lifted = {**values, "server": ",".join(bare)}
+    if found_user and found_password is None:
+        lifted.setdefault("token", found_user)
+    elif found_user:
+        lifted.setdefault("user", found_user)
+        lifted.setdefault("password", found_password)
+    return lifted
 
 
 def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None) -> Settings:
@@ -242,6 +331,7 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
             values[setting.name] = _parse(setting, env[setting.env], "environment variable")
     for name, raw in flags.items():
         values[name] = _parse(_BY_NAME[name], raw, "flag")
+    values = lift_userinfo(values)
     system = None
     if values.get("system_context") and values.get("monitor_url"):
         raise SettingsError("--monitor-url and --system-context both say how to sample consumers: give one of them")
@@ -250,7 +340,25 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
         shared = {k: values[k] for k in ("server", "connect_timeout", "request_timeout") if k in values}
         found = read_context(values["system_context"], env)
         system = Settings({**shared, **{k: _parse(_BY_NAME[k], raw, "context") for k, raw in found.items()}})
-    return Settings(values, system)
+    return Settings(values, system, _account_connections(values, env))
+
+
+def _account_connections(values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, "Settings"]:
+    """The connection each mapped account's actions use: a creds file (a value with a `/` or ending
+    in `.creds`), else a `nats` CLI context, on the same server unless the context names its own."""
+    shared = {k: values[k] for k in ("server", "connect_timeout", "request_timeout", "tls_ca", "tls_cert", "tls_key")
+              if k in values}
+    found: dict[str, Settings] = {}
+    for pair in values.get("account_contexts") or ():
+        account, _, where = pair.partition("=")
+        if "/" in where or where.endswith(".creds"):
+            if not Path(where).is_file():
+                raise SettingsError(f"--account-contexts {account}={where}: no credentials file there")
+            found[account] = Settings({**shared, "creds": where})
+        else:
+            context = {k: _parse(_BY_NAME[k], raw, "context") for k, raw in read_context(where, env).items()}
+            found[account] = Settings({**shared, **context})
+    return found
 
 
 def _shown(setting: Setting) -> str:
@@ -272,5 +380,7 @@ def reference_markdown() -> str:
     lines = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
     for s in SETTINGS:
         default = _shown(s)
-        lines.append(f"| `{s.flag}` | `{s.env}` | {default} | {s.help} |")
+        allowed = f" Allowed: {allowed_range(s)}." if s.minimum is not None or s.maximum is not None else ""
+        flag = f"`{s.flag}`" if s.has_flag else "(none)"
+        lines.append(f"| {flag} | `{s.env}` | {default} | {s.help}{allowed} |")
     return "\n".join(lines)

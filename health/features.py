@@ -22,13 +22,19 @@ KEY = ["account", "stream", "consumer"]
 SAMPLE_FIELDS = KEY + [
     "ts", "created", "num_pending", "num_ack_pending", "num_waiting", "num_redelivered",
     "delivered_consumer_seq", "delivered_stream_seq", "ack_floor_stream_seq", "paused", "pinned_id",
+    "oldest_unacked_age_seconds",
 ]
 
 Frame = Union[pd.DataFrame, pa.Table]
+AGE = "oldest_unacked_age_seconds"
 
 
 def window_features(samples: Frame) -> pd.DataFrame:
-    """One row of features per consumer from its samples in one window."""
+    """One row of features per consumer from its samples in one window. Samples from before
+    time lag was collected (older Parquet, crafted sequences) have no age column: no age."""
+    if AGE not in (samples.column_names if isinstance(samples, pa.Table) else samples.columns):
+        samples = (samples.append_column(AGE, pa.nulls(samples.num_rows, pa.float64())) if isinstance(samples, pa.Table)
+                   else samples.assign(**{AGE: pd.Series([float("nan")] * len(samples), index=samples.index, dtype=float)}))
     con = duckdb.connect(config={"threads": 2})
     try:
         con.register("window_samples", samples)

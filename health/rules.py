@@ -41,6 +41,7 @@ class Thresholds:
     unpinned_after: float = _default("unpinned_after")
     flapping_switches: int = _default("flapping_switches")
     redelivery_share: float = _default("redelivery_share")
+    lagging_age: float = _default("lagging_age")
 
     @classmethod
     def from_settings(cls, s: Settings) -> "Thresholds":
@@ -91,10 +92,26 @@ def _stalled(f: Frame, th: Thresholds) -> pd.Series:
     return (f["ack_pending_min"] > 0) & ~f["ack_floor_moved"].astype(bool)
 
 
+def _age(c: Ctx) -> float:
+    """The latest sample's oldest unacknowledged age (0 when unknown or nothing unacknowledged)."""
+    age = c.get("unacked_age_last", 0.0)
+    return 0.0 if age is None or pd.isna(age) else float(age)
+
+
+def _waited(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}".rstrip("0").rstrip(".") + unit
+    return f"{seconds:.0f}s"
+
+
 def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
-    return Finding("STALLED", f"{_n(c['ack_pending_last'])} messages handed out and none acknowledged for "
-                   f"{c['span_seconds']:.0f}s", {"ack_pending": _n(c["ack_pending_last"]),
-                                                    "seconds": round(c["span_seconds"])})
+    numbers = {"ack_pending": _n(c["ack_pending_last"]), "seconds": round(c["span_seconds"])}
+    reason = f"{_n(c['ack_pending_last'])} messages handed out and none acknowledged for {c['span_seconds']:.0f}s"
+    if _age(c) > 0:
+        reason += f"; the oldest has waited {_waited(_age(c))}"
+        numbers["oldest_unacked_age_seconds"] = round(_age(c))
+    return Finding("STALLED", reason, numbers)
 
 
 def _ack_saturated(x: Any, th: Thresholds) -> Any:
@@ -136,8 +153,14 @@ def _switches(x: Any) -> Any:
     return max(int(x["pin_switches"]), int(x["sample_pin_switches"]))
 
 
+def flapping(switches_in_a_window: Any, th: Thresholds) -> Any:
+    """The FLAPPING rule on a count of pin switches within one health window: the Fleet applies it
+    to the last window, the Pins page to every window of its range."""
+    return switches_in_a_window > th.flapping_switches
+
+
 def _flapping(f: Frame, th: Thresholds) -> pd.Series:
-    return _switches(f) > th.flapping_switches
+    return flapping(_switches(f), th)
 
 
 def _flapping_says(c: Ctx, th: Thresholds) -> Finding:
@@ -176,16 +199,33 @@ def _redelivering_says(c: Ctx, th: Thresholds) -> Finding:
                    {"redelivered_first": _n(c["redelivered_first"]), "redelivered_last": _n(c["redelivered_last"])})
 
 
+def _growing(x: Any) -> Any:
+    return ((x["pending_slope"] > 0) & (x["pending_last"] > x["pending_first"]) & (x["pending_rising_share"] >= 0.6)
+            & (x["ack_floor_moved"].astype(bool) if isinstance(x, pd.DataFrame) else bool(x["ack_floor_moved"])))
+
+
+def _too_old(f: Frame, th: Thresholds) -> pd.Series:
+    return pd.to_numeric(_col(f, "unacked_age_last", 0.0), errors="coerce").fillna(0.0) > th.lagging_age
+
+
 def _lagging(f: Frame, th: Thresholds) -> pd.Series:
-    return ((f["pending_slope"] > 0) & (f["pending_last"] > f["pending_first"]) & (f["pending_rising_share"] >= 0.6)
-            & f["ack_floor_moved"].astype(bool))
+    """The backlog grows while acks come, or the oldest unacknowledged message is older than
+    `lagging_age` whatever the trend."""
+    return _growing(f) | _too_old(f, th)
 
 
 def _lagging_says(c: Ctx, th: Thresholds) -> Finding:
-    return Finding("LAGGING", f"backlog grew from {_n(c['pending_first'])} to {_n(c['pending_last'])} "
-                   f"({c['pending_slope']:.1f}/s) while acks kept coming",
-                   {"pending_first": _n(c["pending_first"]), "pending_last": _n(c["pending_last"]),
-                    "per_second": round(float(c["pending_slope"]), 2)})
+    parts, numbers = [], {}
+    if _growing(c):
+        parts.append(f"backlog grew from {_n(c['pending_first'])} to {_n(c['pending_last'])} "
+                     f"({c['pending_slope']:.1f}/s) while acks kept coming")
+        numbers.update(pending_first=_n(c["pending_first"]), pending_last=_n(c["pending_last"]),
+                       per_second=round(float(c["pending_slope"]), 2))
+    if _age(c) > th.lagging_age:
+        parts.append(f"the oldest unacknowledged message has waited {_waited(_age(c))} "
+                     f"(more than {_waited(th.lagging_age)})")
+        numbers.update(oldest_unacked_age_seconds=round(_age(c)), lagging_age=round(th.lagging_age))
+    return Finding("LAGGING", "; ".join(parts), numbers)
 
 
 def _paused(f: Frame, th: Thresholds) -> pd.Series:
@@ -230,7 +270,8 @@ RULES: tuple[Rule, ...] = (
          _flapping, _flapping_says, pull_only=True),
     Rule(Verdict("REDELIVERING", "orange", "warning", "a large share of deliveries are redeliveries"),
          _redelivering, _redelivering_says),
-    Rule(Verdict("LAGGING", "yellow", "warning", "the backlog grows although acks keep coming"),
+    Rule(Verdict("LAGGING", "yellow", "warning",
+                 "the backlog grows although acks keep coming, or its oldest message is older than --lagging-age"),
          _lagging, _lagging_says, suppressed_by_pause=True),
     Rule(Verdict("PAUSED", "blue", "info", "paused: no deliveries until it resumes"),
          _paused, _paused_says),
@@ -263,13 +304,19 @@ def judge(f: Frame, th: Thresholds) -> list[list[Finding]]:
         if rule.suppressed_by_pause:
             mask &= ~paused
         fired.append(mask)
+    # Words only for the consumers something fired on (or still collecting): one row as a dict
+    # each, read once, since taking rows out of a frame one by one costs more than the rules.
+    speaks = collecting | np.logical_or.reduce(fired) if fired else collecting
+    rows = np.flatnonzero(speaks)
+    ctx = dict(zip(rows.tolist(), f.iloc[rows].to_dict("records")))
     out: list[list[Finding]] = []
     for i in range(len(f)):
-        if collecting[i]:
-            out.append([_collecting(f.iloc[i], th)])
-            continue
-        hits = [rule for rule, mask in zip(RULES, fired) if mask[i]]
-        out.append([rule.says(f.iloc[i], th) for rule in hits] if hits else [OK])
+        if not speaks[i]:
+            out.append([OK])
+        elif collecting[i]:
+            out.append([_collecting(ctx[i], th)])
+        else:
+            out.append([rule.says(ctx[i], th) for rule, mask in zip(RULES, fired) if mask[i]])
     return out
 
 

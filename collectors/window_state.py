@@ -1,0 +1,309 @@
+"""The health window's samples, kept in the collector's memory between cycles.
+
+Judging after every cycle used to run window_features.sql over the store file: each cycle
+re-read and re-sorted every live consumer's whole window (about 60 samples each at the default
+interval) to add one new sample per consumer. Here the window lives in dense arrays, one row per
+consumer and one column per sample in time order, so a cycle appends one column and the features
+are a few vectorised passes over the arrays, no sort and no file scan.
+
+The features are window_features.sql's, column for column and with the same null rules (numbers
+coalesced to zero, a reset when the delivered sequence falls or `created` changes, deltas only
+after the latest reset, the trailing run with work and no pin after the last break). The SQL stays
+the one definition that the pipeline and the tests run; tests/test_window_state.py holds this
+path to it over generated histories that cross window boundaries and reset.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+KEY = ("account", "stream", "consumer")
+NUMBERS = ("num_pending", "num_ack_pending", "num_waiting", "num_redelivered",
+           "delivered_consumer_seq", "delivered_stream_seq", "ack_floor_stream_seq", "oldest_unacked_age_seconds")
+NO_PIN = np.iinfo(np.int64).min
+_NEVER = -1e18  # window_features.sql's "no reset" time
+
+
+def _seconds(values: Sequence[Any]) -> np.ndarray:
+    """Epoch seconds (microsecond precision, as DuckDB's epoch()) of ISO strings, datetimes or
+    pandas timestamps; NaN where missing."""
+    stamps = pd.to_datetime(pd.Series(values, dtype=object), utc=True, format="ISO8601")
+    micros = stamps.to_numpy(dtype="datetime64[us]").astype("int64")
+    out = micros.astype(np.float64) / 1e6
+    out[stamps.isna().to_numpy()] = np.nan
+    return out
+
+
+def _pin_codes(values: Sequence[Any]) -> np.ndarray:
+    """Pin ids as integers: only equality within one consumer's row matters."""
+    return np.fromiter((hash(v) if v else NO_PIN for v in values), dtype=np.int64, count=len(values))
+
+
+def _numbers(values: Sequence[Any]) -> np.ndarray:
+    return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").fillna(0).to_numpy(np.float64)
+
+
+class WindowState:
+    """Every watched consumer's samples of the last `window` seconds (and a little more, until
+    the next compaction), in arrays of shape (consumers, samples)."""
+
+    def __init__(self, window: float, columns: int = 16) -> None:
+        self.window = window
+        self.rows: dict[tuple[str, str, str], int] = {}
+        self.keys: list[tuple[str, str, str]] = []
+        self.used = 0  # columns in use
+        self.horizon = -np.inf  # samples older than this are no longer needed
+        self._alloc(64, max(columns, 4))
+
+    def _alloc(self, rows: int, columns: int) -> None:
+        self.t = np.full((rows, columns), np.nan)
+        self.created = np.full((rows, columns), np.nan)
+        self.values = {name: np.zeros((rows, columns)) for name in NUMBERS}
+        self.paused = np.zeros((rows, columns), dtype=bool)
+        self.pins = np.full((rows, columns), NO_PIN, dtype=np.int64)
+
+    def _arrays(self) -> list[np.ndarray]:
+        return [self.t, self.created, self.paused, self.pins, *self.values.values()]
+
+    def _resize(self, rows: int, columns: int, keep: slice) -> None:
+        """New arrays of the given shape holding the columns `keep` of the old ones, at the left."""
+        old_t, old_created, old_paused, old_pins = self.t, self.created, self.paused, self.pins
+        old_values = self.values
+        width = len(range(*keep.indices(old_t.shape[1])))
+        n = min(old_t.shape[0], rows)
+        self._alloc(rows, columns)
+        for new, old in ((self.t, old_t), (self.created, old_created), (self.paused, old_paused),
+                         (self.pins, old_pins), *((self.values[k], old_values[k]) for k in NUMBERS)):
+            new[:n, :width] = old[:n, keep]
+
+    def _row_of(self, keys: list[tuple[str, str, str]]) -> np.ndarray:
+        rows = np.empty(len(keys), dtype=np.int64)
+        for i, key in enumerate(keys):
+            row = self.rows.get(key)
+            if row is None:
+                row = self.rows[key] = len(self.keys)
+                self.keys.append(key)
+            rows[i] = row
+        if len(self.keys) > self.t.shape[0]:
+            self._resize(max(len(self.keys), 2 * self.t.shape[0]), self.t.shape[1], slice(0, self.used))
+        return rows
+
+    def _make_room(self, columns: int) -> None:
+        """Drop the leading columns that hold nothing at or after the horizon; grow if that
+        does not free enough."""
+        if self.used + columns <= self.t.shape[1]:
+            return
+        live = ~np.isnan(self.t[:, :self.used]) & (self.t[:, :self.used] >= self.horizon)
+        first = int(np.argmax(live.any(axis=0))) if live.any() else self.used
+        width = max(self.t.shape[1], 2 * (self.used - first + columns))
+        self._resize(self.t.shape[0], width, slice(first, self.used))
+        self.used -= first
+
+    def add(self, samples: Mapping[str, Sequence[Any]]) -> None:
+        """Append one cycle's samples (the collector's column-wise batch: SAMPLE_COLUMNS)."""
+        keys = list(zip(samples["account"], samples["stream"], samples["consumer"]))
+        if not keys:
+            return
+        rows = self._row_of(keys)
+        ts = _seconds(samples["ts"])
+        # A consumer read twice in one cycle, or a reading older than the row's newest, gets
+        # columns of its own so that each row stays in time order.
+        order = np.lexsort((ts, rows))
+        rows, ts = rows[order], ts[order]
+        rank = np.zeros(len(rows), dtype=np.int64)
+        if len(rows) > 1:
+            same = np.r_[False, rows[1:] == rows[:-1]]
+            starts = np.flatnonzero(~same)
+            rank = np.arange(len(rows)) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+        width = int(rank.max()) + 1
+        self._make_room(width)
+        cols = self.used + rank
+        self.t[rows, cols] = ts
+        self.created[rows, cols] = _seconds(samples["created"])[order]
+        for name in NUMBERS:  # a batch made without time lag has no age: none
+            self.values[name][rows, cols] = _numbers(samples[name] if name in samples else [None] * len(keys))[order]
+        self.paused[rows, cols] = np.asarray([bool(v) for v in samples["paused"]], dtype=bool)[order]
+        self.pins[rows, cols] = _pin_codes(samples["pinned_id"])[order]
+        self.used += width
+        self._reorder(np.unique(rows))
+
+    def _reorder(self, rows: np.ndarray) -> None:
+        """Put back in time order the rows where a reading is older than one before it (a
+        server clock that stepped back, a leader change between servers that disagree)."""
+        if self.used < 2:
+            return
+        t = self.t[rows, :self.used]
+        filled = np.where(np.isnan(t), -np.inf, t)
+        before = np.maximum.accumulate(filled, axis=1)[:, :-1]
+        for row in rows[(~np.isnan(t[:, 1:]) & (filled[:, 1:] < before)).any(axis=1)]:
+            times = self.t[row, :self.used]
+            order = np.argsort(np.where(np.isnan(times), np.inf, times), kind="stable")
+            for array in self._arrays():
+                array[row, :self.used] = array[row, :self.used][order]
+
+    def seed(self, samples: pd.DataFrame) -> None:
+        """Load the window's samples already in the store (a restart keeps judging over the
+        whole window, not from an empty one)."""
+        if samples.empty:
+            return
+        ordered = samples.sort_values("ts", kind="stable")
+        columns = {c: ordered[c].tolist() for c in ordered.columns}
+        for name in NUMBERS + ("created", "paused", "pinned_id"):
+            columns.setdefault(name, [None] * len(ordered))
+        rank = ordered.groupby(list(KEY), sort=False).cumcount().to_numpy()
+        for r in range(int(rank.max()) + 1):
+            pick = np.flatnonzero(rank == r)
+            self.add({c: [v[i] for i in pick] for c, v in columns.items()})
+
+    def forget(self, keep: set[tuple[str, str, str]]) -> None:
+        """Drop the rows of consumers no longer watched (deleted, filtered out)."""
+        gone = [k for k in self.keys if k not in keep]
+        if not gone:
+            return
+        kept = [self.rows[k] for k in self.keys if k in keep]
+        for array in self._arrays():
+            array[:len(kept)] = array[kept]
+            array[len(kept):] = np.nan if array.dtype == np.float64 else (NO_PIN if array.dtype == np.int64 else False)
+        for name in NUMBERS:
+            self.values[name][len(kept):] = 0
+        self.keys = [k for k in self.keys if k in keep]
+        self.rows = {k: i for i, k in enumerate(self.keys)}
+
+    def features(self, since: dt.datetime, keys: Sequence[tuple[str, str, str]] | None = None) -> pd.DataFrame:
+        """window_features.sql over the samples at or after `since`, one row per consumer with
+        any (of `keys` when given)."""
+        self.horizon = pd.Timestamp(since).timestamp()
+        if keys is None:
+            rows = np.arange(len(self.keys))
+        else:
+            rows = np.fromiter((self.rows.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+            rows = rows[rows >= 0]
+        return _features(self, rows, self.horizon)
+
+
+def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return np.take_along_axis(a, idx, axis=1)
+
+
+def _at(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return a[np.arange(len(idx)), idx]
+
+
+def _features(state: WindowState, rows: np.ndarray, since: float) -> pd.DataFrame:
+    n = state.used
+    t = state.t[rows, :n]
+    v = ~np.isnan(t) & (t >= since)
+    rows, t, v = rows[v.any(axis=1)], t[v.any(axis=1)], v[v.any(axis=1)]
+    if len(rows) == 0:
+        return pd.DataFrame(columns=list(KEY) + FEATURES)
+    val = {name: state.values[name][rows, :n] for name in NUMBERS}
+    pending, ack, waiting, redelivered = (val["num_pending"], val["num_ack_pending"], val["num_waiting"],
+                                          val["num_redelivered"])
+    dcs, dss, afs = val["delivered_consumer_seq"], val["delivered_stream_seq"], val["ack_floor_stream_seq"]
+    created, paused, pins = state.created[rows, :n], state.paused[rows, :n], state.pins[rows, :n]
+
+    # The previous sample in the window of every sample (window_features.sql's lag()).
+    cols = np.arange(n)
+    run = np.maximum.accumulate(np.where(v, cols, -1), axis=1)
+    prev = np.full_like(run, -1)
+    prev[:, 1:] = run[:, :-1]
+    has_prev = v & (prev >= 0)
+    p = prev.clip(0)
+    p_dcs, p_created = _take(dcs, p), _take(created, p)
+
+    with np.errstate(invalid="ignore"):
+        reset = has_prev & ((dcs < p_dcs) | (~np.isnan(created) & ~np.isnan(p_created) & (created != p_created)))
+    reset_t = np.where(reset, t, -np.inf).max(axis=1)
+    reset_t = np.where(np.isinf(reset_t), _NEVER, reset_t)
+    nopin = (pins == NO_PIN) & (pending > 0)
+    breaks = v & ~nopin
+    last_break = np.where(breaks, t, -np.inf).max(axis=1)  # -inf: no break (SQL: NULL)
+
+    with np.errstate(invalid="ignore"):
+        s = v & (t >= reset_t[:, None])
+        stepped = s & has_prev & (t > reset_t[:, None])
+    count = s.sum(axis=1)
+    first = np.argmax(s, axis=1)
+    last = n - 1 - np.argmax(s[:, ::-1], axis=1)
+    after = np.cumsum(s[:, ::-1], axis=1)[:, ::-1]
+    recent = s & (after <= 3)
+
+    def first_last(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _at(a, first), _at(a, last)
+
+    def masked_min(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return np.where(mask, a, np.inf).min(axis=1)
+
+    t_first, t_last = first_last(t)
+    tt = np.where(s, t - (np.where(s, t, 0).sum(axis=1) / count)[:, None], 0.0)
+    pp = np.where(s, pending - (np.where(s, pending, 0).sum(axis=1) / count)[:, None], 0.0)
+    var = (tt * tt).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slope = (tt * pp).sum(axis=1) / var  # NaN for a single reading, as DuckDB's regr_slope
+    backlog = pending + ack
+    bb = np.where(s, backlog - (np.where(s, backlog, 0).sum(axis=1) / count)[:, None], 0.0)
+    sxy, syy = (tt * bb).sum(axis=1), (bb * bb).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        backlog_slope = np.where(var > 0, sxy / var, np.nan)
+        backlog_se = np.where((count > 2) & (var > 0),
+                              np.sqrt(np.maximum(syy - sxy * sxy / var, 0) / np.maximum(count - 2, 1) / var), np.nan)
+    d_pending = pending - _take(pending, p)
+    d_redelivered = redelivered - _take(redelivered, p)
+    steps = stepped.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rising = np.where(steps > 0, (stepped & (d_pending > 0)).sum(axis=1) / np.maximum(steps, 1), 0.0)
+    p_pins = _take(pins, p)
+    switches = (stepped & (pins != NO_PIN) & (p_pins != NO_PIN) & (pins != p_pins)).sum(axis=1)
+    trailing = s & nopin & (t > last_break[:, None])
+    has_trailing = trailing.any(axis=1)
+    nopin_seconds = np.where(has_trailing, t_last - np.where(trailing, t, np.inf).min(axis=1), 0.0)
+    pending_first, pending_last = first_last(pending)
+    dcs_first, dcs_last = first_last(dcs)
+    dss_first, dss_last = first_last(dss)
+    afs_first, afs_last = first_last(afs)
+    red_first, red_last = first_last(redelivered)
+
+    keys = [state.keys[r] for r in rows]
+    out = pd.DataFrame({
+        "account": [k[0] for k in keys], "stream": [k[1] for k in keys], "consumer": [k[2] for k in keys],
+        "samples": count.astype(np.int64),
+        "span_seconds": t_last - t_first,
+        "last_ts": pd.to_datetime(np.round(t_last * 1e6).astype("int64"), unit="us", utc=True),
+        "pending_first": pending_first, "pending_last": pending_last,
+        "pending_min": masked_min(pending, s),
+        "pending_slope": slope,
+        "pending_rising_share": rising,
+        "ack_pending_min": masked_min(ack, s),
+        "ack_pending_last": _at(ack, last),
+        "ack_pending_recent_min": masked_min(ack, recent),
+        "waiting_max": np.where(s, waiting, -np.inf).max(axis=1),
+        "waiting_last": _at(waiting, last),
+        "waiting_recent_min": masked_min(waiting, recent),
+        "delivered_moved": dcs_last > dcs_first,
+        "ack_floor_moved": afs_last > afs_first,
+        "deliveries": np.maximum(dcs_last - dcs_first, 0.0),
+        "stream_delivered": np.maximum(dss_last - dss_first, 0.0),
+        "acked": np.maximum(afs_last - afs_first, 0.0),
+        "redelivered_first": red_first, "redelivered_last": red_last,
+        "redelivered_never_falls": (stepped & (d_redelivered < 0)).sum(axis=1) == 0,
+        "paused_last": _at(paused, last),
+        "unacked_age_last": _at(val["oldest_unacked_age_seconds"], last),
+        "backlog_slope": backlog_slope,
+        "backlog_slope_se": backlog_se,
+        "nopin_seconds": nopin_seconds,
+        "sample_pin_switches": switches.astype(np.int64),
+    })
+    return out
+
+
+FEATURES = [
+    "samples", "span_seconds", "last_ts", "pending_first", "pending_last", "pending_min", "pending_slope",
+    "pending_rising_share", "ack_pending_min", "ack_pending_last", "ack_pending_recent_min", "waiting_max",
+    "waiting_last", "waiting_recent_min", "delivered_moved", "ack_floor_moved", "deliveries", "stream_delivered",
+    "acked", "redelivered_first", "redelivered_last", "redelivered_never_falls", "paused_last", "nopin_seconds",
+    "sample_pin_switches", "unacked_age_last", "backlog_slope", "backlog_slope_se",
+]

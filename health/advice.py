@@ -1,0 +1,187 @@
+"""What to do about each verdict, in words: one next step per verdict, keyed by the verdicts
+declared in health/rules.py (a test holds the two together), and which operator actions can
+succeed in the state a consumer is in.
+
+The steps read the finding's numbers and a little context (the pin, the priority policy, the
+unpin reasons of the window, when the consumer last pulled or acknowledged), so they name the
+numbers that matter: "the pinned client holds 20 messages and acks none: unpin to move work to a
+standby, or restart the client". No Streamlit, no store: plain functions, tested with plain pytest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a next step reads about one consumer besides its finding's numbers."""
+
+    pinned_id: str | None = None
+    priority_policy: str | None = None
+    group: str | None = None
+    unpins: Mapping[str, int] = field(default_factory=dict)  # unpin reason -> count in the health window
+    last_pull: dt.datetime | None = None  # the last pull or delivery seen in the samples
+    last_ack: dt.datetime | None = None  # the last time the ack floor moved
+    first_seen: dt.datetime | None = None  # the oldest sample looked at (for "not since at least ...")
+    paused_until: dt.datetime | None = None
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.pinned_id)
+
+    @property
+    def grouped(self) -> bool:
+        return self.priority_policy == "pinned_client"
+
+
+def _n(numbers: Mapping[str, Any], name: str) -> int:
+    value = numbers.get(name)
+    return 0 if value is None else int(round(float(value)))
+
+
+def _msgs(n: int) -> str:
+    return f"{n} message" if n == 1 else f"{n} messages"
+
+
+def _unpin_words(unpins: Mapping[str, int]) -> str:
+    """'12 timeouts and 6 admin unpins' (the reasons the server gave, most first)."""
+    if not unpins:
+        return "no unpin recorded in the window (pins replaced without an unpin advisory)"
+    named = {"timeout": ("timeout", "timeouts"), "admin": ("admin unpin", "admin unpins")}
+    parts = [f"{n} {named.get(r, (r + ' unpin', r + ' unpins'))[n != 1]}"
+             for r, n in sorted(unpins.items(), key=lambda kv: (-kv[1], kv[0])) if n]
+    return " and ".join(parts) if len(parts) <= 2 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _no_pullers(numbers: Mapping[str, Any], c: Context) -> str:
+    return (f"{_msgs(_n(numbers, 'pending'))} wait and no client pulls: start the consumer's workers, or check "
+            "that they bind to this consumer and can reach the server")
+
+
+def _stalled(numbers: Mapping[str, Any], c: Context) -> str:
+    held = _n(numbers, "ack_pending")
+    if c.grouped and c.pinned:
+        return (f"the pinned client holds {_msgs(held)} and acks none: unpin to move work to a standby, "
+                "or restart the client")
+    return (f"clients hold {_msgs(held)} and ack none: restart the stuck clients (the messages are redelivered "
+            "after ack_wait); a drain would not finish while nothing is acknowledged")
+
+
+def _saturated(numbers: Mapping[str, Any], c: Context) -> str:
+    steps = []
+    if "max_ack_pending" in numbers:
+        steps.append("in-flight work is at max_ack_pending: add workers or ack sooner, or raise max_ack_pending")
+    if "max_waiting" in numbers:
+        steps.append("waiting pulls are at max_waiting: make fewer or shorter pulls (batch, expires), or raise "
+                     "max_waiting")
+    return "; ".join(steps) or "a limit is reached: add workers or raise the limit"
+
+
+def _unpinned(numbers: Mapping[str, Any], c: Context) -> str:
+    group = f" in group {c.group}" if c.group else ""
+    return (f"{_msgs(_n(numbers, 'pending'))} wait and no client is pinned: start a client that pulls{group}, "
+            "or check why its pulls fail")
+
+
+def _flapping(numbers: Mapping[str, Any], c: Context) -> str:
+    timeouts, admin = c.unpins.get("timeout", 0), c.unpins.get("admin", 0)
+    if timeouts >= admin and timeouts:
+        step = ("the pinned client stops pulling for longer than priority_timeout: look for pauses in it (slow "
+                "handlers, GC, restarts), or raise priority_timeout")
+    elif admin:
+        step = "operators keep unpinning: see the Audit page for who and why"
+    else:
+        step = "the pin keeps moving: check the clients of the group for restarts"
+    return f"{_unpin_words(c.unpins)}: {step}"
+
+
+def _redelivering(numbers: Mapping[str, Any], c: Context) -> str:
+    return ("messages keep coming back: look at the handlers' errors (naks) and check they ack within ack_wait; "
+            "a message that always fails belongs in a dead-letter stream (max_deliver)")
+
+
+def _lagging(numbers: Mapping[str, Any], c: Context) -> str:
+    return "the backlog grows faster than it is worked off: add workers, or make each message cheaper"
+
+
+def _paused(numbers: Mapping[str, Any], c: Context) -> str:
+    until = f" (paused until {pd.Timestamp(c.paused_until).strftime('%Y-%m-%d %H:%M UTC')})" if c.paused_until else ""
+    return f"resume the consumer when the pause should end{until}; nothing is delivered until then"
+
+
+def _ok(numbers: Mapping[str, Any], c: Context) -> str:
+    return "nothing to do"
+
+
+def _collecting(numbers: Mapping[str, Any], c: Context) -> str:
+    return "wait for a few more samples: a verdict needs a full health window"
+
+
+# One next step per verdict, by the name health/rules.py declares it under.
+NEXT_STEP: dict[str, Callable[[Mapping[str, Any], Context], str]] = {
+    "NO_PULLERS": _no_pullers, "STALLED": _stalled, "SATURATED": _saturated, "UNPINNED": _unpinned,
+    "FLAPPING": _flapping, "REDELIVERING": _redelivering, "LAGGING": _lagging, "PAUSED": _paused,
+    "OK": _ok, "COLLECTING": _collecting,
+}
+
+
+def next_step(verdict: str, numbers: Mapping[str, Any] | None, context: Context) -> str:
+    """The next step for a verdict (its finding's numbers, the consumer's context), in words."""
+    return NEXT_STEP[verdict](numbers or {}, context)
+
+
+def _when(ts: Any, now: dt.datetime) -> str:
+    t = pd.Timestamp(ts)
+    t = t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+    age = int(max(0.0, (pd.Timestamp(now) - t).total_seconds()))
+    words = (f"{age} s" if age < 60 else f"{age // 60} min {age % 60} s" if age < 3600
+             else f"{age // 3600} h {age % 3600 // 60} min")
+    return f"{t.strftime('%H:%M:%S UTC')} ({words} ago)"
+
+
+def reason_since(verdict: str, reason: str, numbers: Mapping[str, Any] | None, context: Context,
+                 now: dt.datetime) -> str:
+    """The finding's reason, saying since when for the verdicts that are about time: "no client
+    has pulled since 07:12:03 UTC (12 min 4 s ago)" instead of the health window's length. Other
+    verdicts keep their reason."""
+    numbers = numbers or {}
+    if verdict == "NO_PULLERS":
+        when = (f"since {_when(context.last_pull, now)}" if context.last_pull is not None else
+                f"since at least {_when(context.first_seen, now)}" if context.first_seen is not None else None)
+        if when:
+            return f"{_msgs(_n(numbers, 'pending'))} pending and no client has pulled {when}"
+    if verdict == "STALLED":
+        when = (f"since {_when(context.last_ack, now)}" if context.last_ack is not None else
+                f"since at least {_when(context.first_seen, now)}" if context.first_seen is not None else None)
+        if when:
+            return f"{_msgs(_n(numbers, 'ack_pending'))} handed out and none acknowledged {when}"
+    return reason
+
+
+# -- Actions that can succeed -----------------------------------------------------------------
+
+def drain_warning(verdict: str) -> str | None:
+    """Why a drain cannot finish in this state (in-flight work is not falling), or None."""
+    if verdict in ("STALLED",):
+        return ("in-flight work is not falling (STALLED): a drain waits for it and would time out. Unpin or "
+                "restart the client that holds the messages first.")
+    return None
+
+
+def drain_choices(choices: tuple[str, ...], context: Context) -> tuple[str, ...]:
+    """The drain plans worth offering, the default first: a hand-off only to a pinned group with a
+    pin to hand off; otherwise resume comes first."""
+    handoff_works = context.grouped and context.pinned
+    offered = tuple(c for c in choices if c != "handoff" or handoff_works)
+    return tuple(sorted(offered, key=lambda c: 0 if c == ("handoff" if handoff_works else "resume") else 1))
+
+
+def unpin_offered(context: Context) -> bool:
+    """Unpin only where a priority group holds a pin."""
+    return context.grouped and context.pinned

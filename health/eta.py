@@ -1,0 +1,106 @@
+"""Drain ETA: when will a pull consumer's backlog be gone, at the rate seen in the health window.
+
+The backlog is what the consumer still owes: pending (not yet delivered) plus in flight (delivered,
+not yet acknowledged). On an unfiltered consumer that is the stream's last sequence minus the ack
+floor, so its change over time is arrivals minus acks from sequence deltas; the net drain rate is
+minus the least-squares trend of the backlog over the window (window_features.sql's
+`backlog_slope`), and its standard error (`backlog_slope_se`) gives the range: the ETA at the
+rate plus and minus `SPREAD` standard errors (no upper end when the slower rate does not drain).
+
+Shown only where it means something: a pull consumer with a backlog. Otherwise the state says why
+there is no time: 'paused', 'no pullers' (nobody pulls: it will not drain), 'not draining' (the
+backlog holds or grows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+DRAINING, NOT_DRAINING, PAUSED, NO_PULLERS = "draining", "not draining", "paused", "no pullers"
+STATES = (DRAINING, NOT_DRAINING, PAUSED, NO_PULLERS)
+SPREAD = 2.0  # standard errors either side of the trend: the range's rates
+ETA_COLUMNS = ["eta_state", "eta_seconds", "eta_low_seconds", "eta_high_seconds"]
+
+
+@dataclass(frozen=True)
+class Eta:
+    state: str | None  # None: no ETA means anything here (push consumer, no backlog, no trend yet)
+    seconds: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+
+def _flags(column: pd.Series, default: bool) -> np.ndarray:
+    """A nullable flag column as booleans, missing values taking `default` (no object downcast)."""
+    return column.astype("boolean").fillna(default).to_numpy(dtype=bool)
+
+def drain_eta(frame: pd.DataFrame) -> pd.DataFrame:
+    """ETA columns for every row of `frame`: backlog, backlog_slope (per second),
+    backlog_slope_se, paused, no_pullers, is_pull. Vectorised: the collector runs it over the
+    whole fleet each cycle."""
+    n = len(frame)
+    backlog = pd.to_numeric(frame["backlog"], errors="coerce").fillna(0).to_numpy(float)
+    slope = pd.to_numeric(frame["backlog_slope"], errors="coerce").to_numpy(float)
+    se = pd.to_numeric(frame["backlog_slope_se"], errors="coerce").fillna(0).to_numpy(float)
+    paused = _flags(frame["paused"], default=False)
+    no_pullers = _flags(frame["no_pullers"], default=False)
+    is_pull = _flags(frame["is_pull"], default=True)
+
+    rate = -slope  # net drain: acks minus arrivals
+    fast, slow = rate + SPREAD * se, rate - SPREAD * se
+    applies = is_pull & (backlog > 0)
+    state = np.full(n, None, dtype=object)
+    state[applies & ~np.isnan(rate) & (rate <= 0)] = NOT_DRAINING
+    draining = applies & ~np.isnan(rate) & (rate > 0)
+    state[draining] = DRAINING
+    state[applies & no_pullers] = NO_PULLERS
+    state[applies & paused] = PAUSED
+    timed = state == DRAINING
+    with np.errstate(divide="ignore", invalid="ignore"):
+        seconds = np.where(timed, backlog / np.where(rate > 0, rate, 1.0), np.nan)
+        low = np.where(timed, backlog / np.where(fast > 0, fast, 1.0), np.nan)
+        high = np.where(timed & (slow > 0), backlog / np.where(slow > 0, slow, 1.0), np.nan)
+    return pd.DataFrame({"eta_state": state, "eta_seconds": seconds, "eta_low_seconds": low,
+                         "eta_high_seconds": high}, index=frame.index)
+
+
+def eta(backlog: float, slope: float | None, slope_se: float | None = None, *, paused: bool = False,
+        no_pullers: bool = False, is_pull: bool = True) -> Eta:
+    """One consumer's ETA (drain_eta on one row)."""
+    row = drain_eta(pd.DataFrame([{"backlog": backlog, "backlog_slope": np.nan if slope is None else slope,
+                                   "backlog_slope_se": slope_se, "paused": paused, "no_pullers": no_pullers,
+                                   "is_pull": is_pull}])).iloc[0]
+
+    def num(x: float) -> float | None:
+        return None if pd.isna(x) else float(x)
+
+    return Eta(row["eta_state"], num(row["eta_seconds"]), num(row["eta_low_seconds"]), num(row["eta_high_seconds"]))
+
+
+def words(state: str | None, seconds: float | None, low: float | None = None, high: float | None = None,
+          say: Callable[[float], str] | None = None) -> str:
+    """The ETA as a person reads it: '~4m (3m-6m)', 'not draining', 'paused', '' for none;
+    `say` words each duration (the dashboard passes its own wording)."""
+    duration_ = say or duration
+    if state is None or (isinstance(state, float) and np.isnan(state)):
+        return ""
+    if state != DRAINING or seconds is None or pd.isna(seconds):
+        return str(state)
+    lo = "" if low is None or pd.isna(low) else duration_(low)
+    hi = "∞" if high is None or pd.isna(high) else duration_(high)
+    return f"~{duration_(seconds)} ({lo}–{hi})" if lo else f"~{duration_(seconds)}"
+
+
+def duration(seconds: float) -> str:
+    s = max(0.0, float(seconds))
+    if s < 60:
+        return f"{s:.0f}s"
+    if s < 3600:
+        return f"{s / 60:.0f}m"
+    if s < 86400:
+        return f"{s / 3600:.1f}h"
+    return f"{s / 86400:.1f}d"
