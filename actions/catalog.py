@@ -23,14 +23,15 @@ class Action:
     api_calls: tuple[str, ...]  # the JetStream API subjects it sends, in order
     summary: str  # one line for help texts
     confirm: str  # the question, with {target} and the action's parameters as placeholders
-    audit_params: tuple[str, ...]  # parameters recorded in the audit row
+    audit_params: tuple[str, ...]  # parameters recorded in the audit rows
     changes_state: bool
+    audit_results: tuple[str, ...] = ()  # what the outcome row adds from the result: the pin dropped, ...
 
 
 ACTIONS: tuple[Action, ...] = (
     Action("unpin", ("$JS.API.CONSUMER.UNPIN",),
            "Unpin the pinned client of a consumer's priority group.",
-           "Unpin the pinned client of {target}", ("group",), True),
+           "Unpin the pinned client of {target}", ("group", "expect_pin"), True, ("unpinned_id",)),
     Action("pause", ("$JS.API.CONSUMER.PAUSE",),
            "Pause a consumer until a time.",
            "Pause {target} until {until}", ("until",), True),
@@ -39,7 +40,8 @@ ACTIONS: tuple[Action, ...] = (
            "Resume {target}", (), True),
     Action("drain", ("$JS.API.CONSUMER.PAUSE", "$JS.API.CONSUMER.INFO", "$JS.API.CONSUMER.UNPIN"),
            "Pause a consumer, wait for in-flight work to finish, then hand over, resume or stay paused.",
-           "Drain {target}, then {then} (timeout {timeout_s:g}s)", ("then", "timeout_s", "stay_until"), True),
+           "Drain {target}, then {then} (timeout {timeout_s:g}s)", ("then", "timeout_s", "stay_until"), True,
+           ("pinned_before", "still_in_flight")),
 )
 BY_NAME: dict[str, Action] = {a.name: a for a in ACTIONS}
 
@@ -65,9 +67,15 @@ def confirmation(name: str, target: ops.Target, params: Mapping[str, Any]) -> st
     return action(name).confirm.format(target=target.describe(), **shown)
 
 
-def audit_params(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters the audit row keeps, as given (times in RFC 3339)."""
-    return {k: _shown(params[k]) for k in action(name).audit_params if params.get(k) is not None}
+def audit_params(name: str, params: Mapping[str, Any], details: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The parameters the audit row keeps, as given (times in RFC 3339); with a result's `details`,
+    also what the outcome row adds (the pin an unpin dropped: `expect_pin` is the pin the operator
+    confirmed, `unpinned_id` the one the server dropped)."""
+    kept = {k: _shown(params[k]) for k in action(name).audit_params if params.get(k) is not None}
+    for k in action(name).audit_results if details else ():
+        if details.get(k) is not None:
+            kept[k] = _shown(details[k])
+    return kept
 
 
 Runner = Callable[[JetStreamAPI, ops.Target, Mapping[str, Any], "ops.Progress | None"], Awaitable[ops.ActionResult]]

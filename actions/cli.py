@@ -6,15 +6,19 @@ import argparse
 import asyncio
 import datetime as dt
 import getpass
+import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from jetwatch.actions import catalog
 from jetwatch.actions import operations as ops
+from jetwatch.actions.accounts import perform_on_account
+from jetwatch.actions.audit import begin, finish, interrupted
 from jetwatch.actions.drains import DrainTracker
-from jetwatch.core.connection import connect
-from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.connection import ConnectError
+from jetwatch.core.urls import shown_servers
 from jetwatch.core.settings import Settings, SettingsError, parse_duration, parse_instant
 from jetwatch.store.database import Store
 
@@ -24,12 +28,15 @@ def parse_when(text: str) -> dt.datetime:
     return parse_instant(text, ops.utcnow())
 
 
-def audit_store(settings: Settings) -> Store | None:
-    """The store for audit rows: the configured one, if given or already there."""
-    explicit = "db" in settings.values
-    if explicit or Path(settings.db).exists():
+def audit_store(settings: Settings, no_audit: bool = False) -> Store | None:
+    """The store for audit rows: the configured one, if given or already there. None only when the
+    user said --no-audit; with no store to write to, the action is refused before it is sent."""
+    if no_audit:
+        return None
+    if "db" in settings.values or Path(settings.db).exists():
         return Store(settings.db, lock_timeout=settings.lock_timeout)
-    return None
+    raise SettingsError(f"not sent: no audit store at {settings.db}, and actions are audited. Name the store "
+                        "with --db (it is created if missing), or add --no-audit to act without an audit trail")
 
 
 def confirm(question: str, assume_yes: bool) -> bool:
@@ -62,48 +69,88 @@ def action_params(args: argparse.Namespace) -> dict[str, Any]:
     return {}
 
 
-async def _act(args: argparse.Namespace, settings: Settings, params: dict[str, Any],
+async def _act(args: argparse.Namespace, settings: Settings, target: ops.Target, params: dict[str, Any],
                tracker: DrainTracker | None) -> ops.ActionResult:
-    nc = await connect(settings, name=f"jetwatch-{args.command}")
-    try:
-        api = JetStreamAPI(nc, timeout=settings.request_timeout)
-        target = ops.Target(None, args.stream, args.consumer, getattr(args, "group", None))
+    # SIGTERM (a detached drain being stopped) ends the action like Ctrl-C does: as an interruption
+    # the caller audits, never as a silent death.
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
 
-        def progress(state: str, start: int, in_flight: int | None, elapsed: float) -> None:
-            _print_progress(state, start, in_flight, elapsed)
-            if tracker:
-                tracker.progress(state, start, in_flight, elapsed)
+    def progress(state: str, start: int, in_flight: int | None, elapsed: float) -> None:
+        _print_progress(state, start, in_flight, elapsed)
+        if tracker:
+            tracker.progress(state, start, in_flight, elapsed)
 
-        return await catalog.perform(api, args.command, target, params, progress)
-    finally:
-        await nc.drain()
+    return await perform_on_account(settings, args.command, target, params, progress,
+                                    client_name=f"jetwatch-{args.command}")
+
+
+def _detached_drain(args: argparse.Namespace, settings: Settings, store: Store | None
+                    ) -> tuple[ops.Target, dict[str, Any], str]:
+    """A drain the dashboard started: target, plan and operator come from its intent row in the
+    store (never from argv, where a name like `-orders` would read as an option)."""
+    if store is None:
+        raise SettingsError("a detached drain needs the store that holds its intent row (--db)")
+    found = store.query("audit_action", {"action_id": args.drain_id})
+    intent = found[found["phase"] == "intent"]
+    if intent.empty or intent.iloc[0]["action"] != "drain":
+        raise SettingsError(f"no drain {args.drain_id} announced in the audit log of {settings.db}")
+    row = intent.iloc[0]
+    p = json.loads(row["parameters"] or "{}")
+    params = {"then": p.get("then", "resume"), "timeout_s": float(p.get("timeout_s", 60.0)),
+              "stay_until": parse_instant(p["stay_until"], ops.utcnow()) if p.get("stay_until") else None}
+    group = row["group_name"] if isinstance(row["group_name"], str) else None
+    account = row["account"] if isinstance(row["account"], str) else None
+    return ops.Target(account, row["stream"], row["consumer"], group), params, row["actor"]
+
+
+def _interrupted_message(command: str, target: ops.Target) -> str:
+    if command == "drain":
+        return ("interrupted: the consumer stays paused until its pause expires by itself "
+                f"(at most the timeout plus a margin). Resume it now with: jetwatch resume -- "
+                f"{target.stream} {target.consumer}")
+    return "interrupted: the request may or may not have reached the server; check the consumer's state"
 
 
 def run_action(args: argparse.Namespace, settings: Settings) -> int:
-    actor = args.actor or getpass.getuser()
-    params = action_params(args)
-    target = ops.Target(None, args.stream, args.consumer, getattr(args, "group", None))
-    if not confirm(f"{catalog.confirmation(args.command, target, params)} on {settings.server}?", args.yes):
-        print("nothing sent")
-        return 1
-    store = audit_store(settings)
+    drain_id = getattr(args, "drain_id", None)
+    if drain_id:
+        store = audit_store(settings, getattr(args, "no_audit", False))
+        target, params, actor = _detached_drain(args, settings, store)
+        action_id, origin = drain_id, "dashboard"
+    else:
+        if not args.stream or not args.consumer:
+            raise SettingsError(f"{args.command} needs STREAM and CONSUMER")
+        actor = args.actor or getpass.getuser()
+        params = action_params(args)  # a bad flag is said before anything else
+        store = audit_store(settings, getattr(args, "no_audit", False))
+        target = ops.Target(args.account, args.stream, args.consumer, getattr(args, "group", None))
+        question = f"{catalog.confirmation(args.command, target, params)} on {shown_servers(settings.server)}?"
+        if not confirm(question, args.yes):
+            print("nothing sent")
+            return 1
+        origin = "cli"
+        action_id = begin(store, args.command, target, actor, origin, params)
     tracker = None
-    if args.command == "drain" and store is not None and args.drain_id:
-        tracker = DrainTracker(store, args.drain_id, actor, target, args.then_action)
+    if args.command == "drain" and store is not None and drain_id:
+        tracker = DrainTracker(store, drain_id, actor, target, params["then"])
+    code = 0
     try:
-        result = asyncio.run(_act(args, settings, params, tracker))
-    except KeyboardInterrupt:
-        if args.command == "drain":
-            print("\ninterrupted: the consumer stays paused until its pause expires by itself "
-                  f"(at most the timeout plus a margin). Resume it now with: jetwatch resume {args.stream} {args.consumer}")
-        return 130
-    audited = catalog.audit_params(args.command, params)
-    if getattr(args, "drain_id", None):
-        audited["drain_id"] = args.drain_id
-    ops.record(store, result, actor, "dashboard" if getattr(args, "drain_id", None) else "cli", audited)
+        result = asyncio.run(_act(args, settings, target, params, tracker))
+    except ConnectError as exc:
+        result = ops.ActionResult(args.command, target, False, str(exc), None)
+        print(f"jetwatch: {exc}", file=sys.stderr)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        result = interrupted(args.command, target, _interrupted_message(args.command, target))
+        code = 130
+    finish(store, action_id, result, actor, origin, params)
     if tracker is not None:
         tracker.finish(result)  # after the audit row: a drain shown as finished is already audited
+    if code:
+        print(f"\n{result.message}")
+        return code
     print(f"{result.action} {result.target.describe()}: {result.message}")
     if result.reply is not None:
         print(f"server reply: {result.reply}")
-    return 0 if result.ok else 1
+    return 0 if result.ok and not result.details.get("audit_failed") else 1

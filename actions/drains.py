@@ -8,16 +8,18 @@ progress back from the `drains` table.
 from __future__ import annotations
 
 import subprocess
+import threading
 import sys
 import time
-import uuid
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 
 from jetwatch import sql
-from jetwatch.actions.operations import ActionResult, DrainPlan, Target, rfc3339, utcnow
-from jetwatch.core.children import child_env
+from jetwatch.actions.audit import begin
+from jetwatch.actions.operations import ActionResult, DrainPlan, Target, utcnow
+from jetwatch.core.children import NATS_SECRETS, child_env
 from jetwatch.core.settings import Settings
 from jetwatch.store.database import Store, StoreError
 
@@ -38,8 +40,8 @@ class DrainTracker:
                self.start_pending, now_pending, message]
         try:
             self.store.write(lambda con: con.execute(sql.query("upsert_drain"), row))
-        except StoreError:
-            pass  # progress is best effort; the drain itself goes on
+        except (StoreError, duckdb.Error):
+            pass  # progress is best effort; the drain itself goes on (and its audit rows say how it ended)
 
     def progress(self, state: str, start: int, now_pending: int | None, elapsed: float) -> None:
         self.start_pending = start
@@ -51,25 +53,28 @@ class DrainTracker:
         self._write(state, now_pending, f"{elapsed:.1f}s")
 
     def finish(self, result: ActionResult) -> None:
-        state = "done" if result.ok else ("timed_out" if "still_in_flight" in result.details else "failed")
+        state = "done" if result.ok else ("timed_out" if "still_in_flight" in result.details else
+                                          "interrupted" if result.outcome == "interrupted" else "failed")
         self._write(state, result.details.get("still_in_flight", 0 if result.ok else None), result.message)
 
 
-def new_drain_id() -> str:
-    return uuid.uuid4().hex[:12]
+def spawn_detached(settings: Settings, store: Store, target: Target, plan: DrainPlan, actor: str,
+                   log_dir: Path) -> str:
+    """Start a drain in its own process and session; returns its id for the page to follow.
 
-
-def spawn_detached(settings: Settings, target: Target, plan: DrainPlan, actor: str, log_dir: Path) -> str:
-    """Start a drain in its own process and session; returns its id for the page to follow."""
-    drain_id = new_drain_id()
-    cmd = [sys.executable, "-m", "jetwatch.cli", "drain", target.stream, target.consumer, "--then", plan.then,
-           "--timeout", f"{plan.timeout_s}s", "--yes", "--actor", actor, "--drain-id", drain_id]
-    if plan.stay_until is not None:
-        cmd += ["--stay-until", rfc3339(plan.stay_until)]
+    The intent audit row (which names the target, the plan and the operator) is written here,
+    before the process starts, and the process reads them back by id: nothing the user typed is
+    on its command line, and a drain that never starts still has its announcement audited."""
+    params = {"then": plan.then, "timeout_s": plan.timeout_s, "stay_until": plan.stay_until}
+    drain_id = begin(store, "drain", target, actor, "dashboard", params)
+    DrainTracker(store, drain_id, actor, target, plan.then)._write("starting", None, "process starting")
+    cmd = [sys.executable, "-m", "jetwatch.cli", "drain", "--drain-id", drain_id]
     log_dir.mkdir(parents=True, exist_ok=True)
     with open(log_dir / f"drain-{drain_id}.log", "ab") as log:
-        subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                         env=child_env(settings), start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=child_env(settings, NATS_SECRETS), start_new_session=True)
+    # Collected when it ends, so a finished drain never stays a zombie under the dashboard.
+    threading.Thread(target=proc.wait, name=f"drain-{drain_id}-reaper", daemon=True).start()
     return drain_id
 
 

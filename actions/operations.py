@@ -13,13 +13,14 @@ import asyncio
 import datetime as dt
 import json
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal
 
-from jetwatch import sql
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
-from jetwatch.store.database import Store, StoreError
+from jetwatch.store import audit
+from jetwatch.store.database import Store
 
 Then = Literal["handoff", "resume", "stay-paused"]
 THEN_CHOICES: tuple[str, ...] = ("handoff", "resume", "stay-paused")
@@ -48,21 +49,48 @@ class ActionResult:
 
     @property
     def outcome(self) -> str:
-        return "ok" if self.ok else ("refused" if self.details.get("refused") else "error")
+        """ok, refused (nothing sent), failed (the server's reply contradicts the request),
+        interrupted, or error."""
+        if self.ok:
+            return "ok"
+        if self.details.get("refused"):
+            return "refused"
+        return self.details.get("outcome") or "error"
 
 
-def record(store: Store | None, result: ActionResult, actor: str, origin: str, params: dict[str, Any]) -> None:
-    """The audit row. A store that stays locked is reported, never allowed to undo the action."""
+def record(store: Store | None, result: ActionResult, actor: str, origin: str, params: dict[str, Any],
+           action_id: str | None = None, phase: str | None = None) -> None:
+    """One audit row: an action's outcome (with its `action_id`), or a one-off event (without). A
+    store that cannot take it is reported in the result's message, never allowed to undo the
+    action or to escape as a raw database error."""
     if store is None:
         return
     t = result.target
-    row = [utcnow(), actor, origin, result.action, t.account, t.stream, t.consumer, t.group,
-           json.dumps(params, default=str), result.outcome,
-           json.dumps(result.reply if result.reply is not None else {"message": result.message}, default=str)]
+    row = audit.AuditRow(
+        ts=utcnow(), actor=actor, origin=origin, action=result.action, account=t.account, stream=t.stream,
+        consumer=t.consumer, group_name=t.group, parameters=json.dumps(params, default=str), outcome=result.outcome,
+        reply=json.dumps(_audited_reply(result), default=str),
+        action_id=action_id or new_action_id(), phase=phase or ("outcome" if action_id else "event"))
     try:
-        store.write(lambda con: con.execute(sql.query("insert_audit"), row))
-    except StoreError as exc:
-        result.message += f" (the audit row could not be written: {exc})"
+        audit.write(store, row)
+    except audit.AuditWriteFailed as exc:
+        sent = "" if result.details.get("refused") else "the action was sent and its result stands, but "
+        result.message += f" ({sent}its audit row could not be written: {exc})"
+        result.details["audit_failed"] = True
+
+
+def _audited_reply(result: ActionResult) -> Any:
+    """The server's reply as it came; for an outcome that is not ok, with jetwatch's own words
+    beside it (`outcome_message`: a timed-out drain's replies alone do not say it timed out)."""
+    if result.reply is None:
+        return {"message": result.message}
+    if not result.ok and isinstance(result.reply, dict) and "outcome_message" not in result.reply:
+        return {**result.reply, "outcome_message": result.message}
+    return result.reply
+
+
+def new_action_id() -> str:
+    return uuid.uuid4().hex
 
 
 def _server_error(action: str, target: Target, exc: Exception) -> ActionResult:
@@ -71,6 +99,11 @@ def _server_error(action: str, target: Target, exc: Exception) -> ActionResult:
     else:
         text = f"no answer from the server: {exc}"
     return ActionResult(action, target, False, text, {"error": str(exc)})
+
+
+def _contradicted(action: str, target: Target, reply: dict[str, Any], why: str) -> ActionResult:
+    """The server answered without error, but not what was asked: the action failed."""
+    return ActionResult(action, target, False, why, reply, {"outcome": "failed"})
 
 
 def _refuse(action: str, target: Target, why: str) -> ActionResult:
@@ -118,6 +151,10 @@ async def pause(api: JetStreamAPI, target: Target, until: dt.datetime) -> Action
         reply = await api.pause(target.stream, target.consumer, rfc3339(until))
     except (JetStreamAPIError, NoReply) as exc:
         return _server_error("pause", target, exc)
+    if reply.get("paused") is not True:
+        return _contradicted("pause", target, reply, f"the server did not pause it: it replied paused: "
+                             f"{json.dumps(reply.get('paused'))} for pause_until {rfc3339(until)} "
+                             "(a time in the past resumes at once)")
     return ActionResult("pause", target, True, f"paused until {rfc3339(until)} (it resumes by itself then)", reply)
 
 
@@ -126,6 +163,8 @@ async def resume(api: JetStreamAPI, target: Target) -> ActionResult:
         reply = await api.pause(target.stream, target.consumer, None)
     except (JetStreamAPIError, NoReply) as exc:
         return _server_error("resume", target, exc)
+    if reply.get("paused"):
+        return _contradicted("resume", target, reply, "the server did not resume it: it replied paused: true")
     return ActionResult("resume", target, True, "resumed", reply)
 
 
@@ -174,6 +213,9 @@ async def drain(api: JetStreamAPI, target: Target, plan: DrainPlan, progress: Pr
         replies["pause"] = await api.pause(target.stream, target.consumer, rfc3339(pause_until))
     except (JetStreamAPIError, NoReply) as exc:
         return _server_error("drain", target, exc)
+    if replies["pause"].get("paused") is not True:
+        return _contradicted("drain", target, replies, "the server did not pause it (it replied paused: "
+                             f"{json.dumps(replies['pause'].get('paused'))}); nothing was drained")
     await tell("draining", start_pending, 0.0)
 
     in_flight: int | None = start_pending

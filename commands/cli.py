@@ -26,12 +26,13 @@ STORE = ("store",)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jetwatch", description=__doc__)
+    # No abbreviated flags: `--operator-secret VALUE` must not quietly mean --operator-secret-file.
+    parser = argparse.ArgumentParser(prog="jetwatch", description=__doc__, allow_abbrev=False)
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help: str, groups: tuple[str, ...]) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help)
+        p = sub.add_parser(name, help=help, description=help, allow_abbrev=False)
         settings_mod.add_arguments(p, groups)
         return p
 
@@ -50,8 +51,14 @@ def _parser() -> argparse.ArgumentParser:
 
     for action in catalog.ACTIONS:
         p = command(action.name, action.summary, CONNECTION + STORE)
-        p.add_argument("stream")
-        p.add_argument("consumer")
+        # A drain the dashboard started reads its target from the store (--drain-id), never argv.
+        names = {"nargs": "?"} if action.name == "drain" else {}
+        p.add_argument("stream", help="Stream name (write `--` before names that start with `-`).", **names)
+        p.add_argument("consumer", **names)
+        p.add_argument("--account", help="Account the consumer is in: the action connects with that account's "
+                       "--account-contexts entry, and is refused if the connection is in another account.")
+        p.add_argument("--no-audit", action="store_true",
+                       help="Act even with no audit store (nothing is recorded). Without it, no store: no action.")
         if action.name == "unpin":
             p.add_argument("--group", help="Priority group (default: the consumer's only group).")
         if action.name == "pause":
@@ -64,9 +71,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--yes", action="store_true", help="Do not ask for confirmation.")
         p.add_argument("--actor", help="Name recorded in the audit log (default: the OS user).")
 
-    pipe = sub.add_parser("pipeline", help="Run the Spark pipeline.")
+    pipe = sub.add_parser("pipeline", help="Run the Spark pipeline.", allow_abbrev=False)
     pipe_sub = pipe.add_subparsers(dest="pipeline_command", required=True, metavar="STEP")
-    run = pipe_sub.add_parser("run", help="Export, sessionise, roll up, judge and load back.")
+    run = pipe_sub.add_parser("run", help="Export, sessionise, roll up, judge and load back.", allow_abbrev=False)
     settings_mod.add_arguments(run, STORE + ("pipeline", "health"))
     run.add_argument("--since", help="Start of the window (RFC 3339 or a duration back from now).")
     run.add_argument("--until", help="End of the window (RFC 3339; default now).")
@@ -80,6 +87,17 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--stale-after", dest="stale_after", metavar="STALE_AFTER",
                      help="Verdicts older than this are UNKNOWN (default: the stale_after setting).")
     status_mod.add_filters(chk)
+    aud = sub.add_parser("audit", help="Check the audit log.")
+    aud_sub = aud.add_subparsers(dest="audit_command", required=True, metavar="STEP")
+    ver = aud_sub.add_parser("verify", help="Walk the audit hash chain; exit 1 and say where it breaks.",
+                             allow_abbrev=False)
+    settings_mod.add_arguments(ver, STORE)
+    ops_cmd = sub.add_parser("operator", help="Manage the dashboard's operator identities.")
+    ops_sub = ops_cmd.add_subparsers(dest="operator_command", required=True, metavar="STEP")
+    add = ops_sub.add_parser("add", help="Add an operator (or set a new password): the password is read from a "
+                             "prompt, or from standard input when it is not a terminal. Existing sessions end.")
+    settings_mod.add_arguments(add, ("dashboard",))
+    add.add_argument("name")
     sub.add_parser("settings", help="Print the configuration reference (Markdown).")
     sub.add_parser("metrics", help="Print the reference of the Prometheus metrics `collect --metrics-address` serves (Markdown).")
     return parser
@@ -94,8 +112,9 @@ def _handler(args: argparse.Namespace) -> Callable[[argparse.Namespace, Settings
     if args.command in catalog.BY_NAME:
         return run_action
     return {"collect": subcommands.collect, "setup": subcommands.setup, "dashboard": subcommands.dashboard,
-            "up": run_up, "pipeline": run_pipeline, "settings": subcommands.print_settings,
-            "metrics": subcommands.print_metrics, "status": status_mod.status, "check": status_mod.check}[args.command]
+            "up": run_up, "pipeline": run_pipeline, "audit": subcommands.audit_verify, "settings": subcommands.print_settings,
+            "metrics": subcommands.print_metrics, "operator": subcommands.operator_add, "status": status_mod.status,
+            "check": status_mod.check}[args.command]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

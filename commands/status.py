@@ -54,10 +54,25 @@ def _iso(value: Any) -> str | None:
     return None if value is None or pd.isna(value) else pd.Timestamp(value).isoformat()
 
 
+def _num(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or pd.isna(value) else str(value)
+
+
 def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{"account": r.account, "stream": r.stream, "consumer": r.consumer, "verdict": r.verdict,
              "level": r.level, "reason": r.reason, "since": _iso(r.since), "judged_at": _iso(r.judged_at),
-             "findings": json.loads(r.findings)} for r in frame.itertuples()]
+             "findings": json.loads(r.findings),
+             "oldest_unacked": {"age_seconds": _num(r.oldest_unacked_age_seconds),
+                                "kind": _text(r.oldest_unacked_age_kind)},
+             "oldest_undelivered": {"age_seconds": _num(r.oldest_undelivered_age_seconds),
+                                    "kind": _text(r.oldest_undelivered_age_kind)},
+             "eta": {"state": _text(r.eta_state), "seconds": _num(r.eta_seconds), "low_seconds": _num(r.eta_low_seconds),
+                     "high_seconds": _num(r.eta_high_seconds)}}
+            for r in frame.itertuples()]
 
 
 def status(args: argparse.Namespace, settings: Settings) -> int:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import logging
+import os
 import signal
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,16 +21,23 @@ from jetwatch.collectors import metrics as metrics_mod
 from jetwatch.collectors.advisories import ensure_capture_stream
 from jetwatch.collectors.runner import Collector
 from jetwatch.core import settings as settings_mod
-from jetwatch.core.children import child_env
+from jetwatch.core.children import DASHBOARD_SECRETS, child_env
 from jetwatch.core.connection import ConnectError, connect
 from jetwatch.core.errors import JetwatchError, UsageError
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.settings import Settings
+from jetwatch.core.urls import shown_servers
+from jetwatch.store import audit
+from jetwatch.dashboard import identities
+from jetwatch.dashboard.gate import allowed_hosts, read_only_reason
+from jetwatch.dashboard.identities import IdentityError
 from jetwatch.store.database import Store
 
 log = logging.getLogger("jetwatch")
 
 DASHBOARD_APP = Path(dashboard_package.__file__).resolve().parent / "app.py"
+# The web server: the pages above behind jetwatch's host guard and session routes (dashboard/server.py).
+DASHBOARD_SERVER = Path(dashboard_package.__file__).resolve().parent / "server.py"
 
 
 class PortInUse(JetwatchError):
@@ -47,20 +55,31 @@ def check_port_free(address: str, port: int) -> None:
 
 
 def dashboard_command(settings: Settings, open_browser: bool = False) -> list[str]:
-    return [sys.executable, "-m", "streamlit", "run", str(DASHBOARD_APP),
+    return [sys.executable, "-m", "streamlit", "run", str(DASHBOARD_SERVER),
             "--server.address", settings.address, "--server.port", str(settings.port),
+            *[arg for host in sorted(allowed_hosts(settings)) for arg in ("--server.allowedHosts", host)],
             "--server.headless", "false" if open_browser else "true",
             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
             "--client.toolbarMode", "minimal"]
 
 
 def dashboard(args: argparse.Namespace, settings: Settings) -> int:
+    Store(settings.db, lock_timeout=settings.lock_timeout).check_readable()  # a bad --db said before serving
     check_port_free(settings.address, settings.port)
     print(f"jetwatch dashboard on http://{settings.address}:{settings.port}/", flush=True)
-    return subprocess.call(dashboard_command(settings, args.browser), env=child_env(settings))
+    reason = read_only_reason(settings)
+    if reason:
+        print(f"jetwatch dashboard: {reason}", flush=True)
+    # Streamlit replaces this process (same pid): a SIGTERM or Ctrl-C meant for `jetwatch dashboard`
+    # reaches the server itself, and no orphaned server is left listening after its wrapper died.
+    cmd = dashboard_command(settings, args.browser)
+    os.execve(cmd[0], cmd, child_env(settings, DASHBOARD_SECRETS))
 
 
 async def _collect(settings: Settings) -> None:
+    # The collector's own reads (judging) run on its writer thread, never against its writes.
+    store = Store(settings.db, lock_timeout=settings.lock_timeout, query_timeout=2 * settings.lock_timeout)
+    store.check()  # a --db that cannot be used is said now, not as a failure every cycle
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -84,8 +103,7 @@ async def _collect(settings: Settings) -> None:
             await nc.drain()
             raise UsageError(f"{exc} (the system-account connection of --system-context "
                              f"{settings.system_context})") from None
-    store = Store(settings.db, lock_timeout=settings.lock_timeout)
-    log.info("collecting from %s into %s every %.1fs", settings.server, settings.db, settings.interval)
+    log.info("collecting from %s into %s every %.1fs", shown_servers(settings.server), settings.db, settings.interval)
     try:
         await Collector(settings, nc, store, system_nc=system_nc).run(stop)
     finally:
@@ -118,6 +136,20 @@ def setup(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def audit_verify(args: argparse.Namespace, settings: Settings) -> int:
+    """`jetwatch audit verify`: 0 when the chain holds, 1 (saying where) when it does not."""
+    verdict = audit.verify(Store(settings.db, lock_timeout=settings.lock_timeout))
+    for line in verdict.breaks:
+        print(f"BROKEN: {line}")
+    if verdict.unchained:
+        print(f"{verdict.unchained} rows from before the chain (schema version 3) cannot be checked")
+    for action_id in verdict.open_actions:
+        print(f"action {action_id} has an intent row and no outcome yet (still running, or its process died)")
+    state = "intact" if verdict.intact else "BROKEN"
+    print(f"audit chain {state}: {verdict.rows} rows, head {verdict.head}")
+    return 0 if verdict.intact else 1
+
+
 def print_settings(args: argparse.Namespace, settings: Settings) -> int:
     print(settings_mod.reference_markdown())
     return 0
@@ -125,4 +157,20 @@ def print_settings(args: argparse.Namespace, settings: Settings) -> int:
 
 def print_metrics(args: argparse.Namespace, settings: Settings) -> int:
     print(metrics_mod.reference_markdown())
+    return 0
+
+
+def operator_add(args: argparse.Namespace, settings: Settings) -> int:
+    """`jetwatch operator add NAME`: the password never appears in argv or the environment."""
+    if not settings.operators_file:
+        raise IdentityError("set --operators-file (or JETWATCH_OPERATORS_FILE) to the identities file to write")
+    identities.check_name(args.name)
+    if sys.stdin.isatty():
+        password = getpass.getpass(f"password for {args.name}: ")
+        if getpass.getpass("again: ") != password:
+            raise IdentityError("the two passwords differ: nothing was written")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    identities.add(settings.operators_file, args.name, password)
+    print(f"operator {args.name} written to {settings.operators_file}; sessions signed before this change have ended")
     return 0

@@ -21,9 +21,12 @@ from typing import IO
 from urllib.parse import urlparse
 
 from jetwatch.demo.server import NatsServer, ServerStartError, free_port
+from jetwatch.dashboard.gate import read_only_reason
 from jetwatch.subcommands import PortInUse, check_port_free, dashboard_command
-from jetwatch.core.children import child_env
+from jetwatch.core.children import DASHBOARD_SECRETS, NATS_SECRETS, child_env
+from jetwatch.core.processes import TREE_ENV, new_tree_token, stop_tree
 from jetwatch.core.settings import Settings
+from jetwatch.core.urls import shown_servers
 from jetwatch.store.database import Store, StoreError
 
 
@@ -65,20 +68,36 @@ def java_available() -> bool:
     return shutil.which("java") is not None
 
 
+# How long children get to finish their work (the collector its last write, the pipeline its
+# run record) after SIGTERM, before everything left is killed.
+STOP_GRACE = 20.0
+
+
 class Supervisor:
+    """Starts the parts, each in its own session, all marked with one token in their environment,
+    so that stopping finds and ends every descendant: Spark's JVM and Python workers, drains."""
+
     def __init__(self, settings: Settings, log_dir: Path):
         self.settings = settings
         self.log_dir = log_dir
         self.children: list[Child] = []
         self.stopping = threading.Event()
+        self.token = new_tree_token()
+        self._lock = threading.Lock()  # spawn and stop never interleave: nothing starts after stop
 
-    def spawn(self, name: str, cmd: list[str]) -> Child:
-        log = open(self.log_dir / f"{name}.log", "ab")
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=child_env(self.settings), start_new_session=True)
-        child = Child(name, proc, log)
-        self.children.append(child)
-        return child
+    def spawn(self, name: str, cmd: list[str], secrets: tuple[str, ...] = ()) -> Child | None:
+        """Start a child with the settings in its environment, only the `secrets` it needs, and
+        the mark that lets `stop` find everything it starts in turn."""
+        with self._lock:
+            if self.stopping.is_set():
+                return None
+            log = open(self.log_dir / f"{name}.log", "ab")
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env={**child_env(self.settings, secrets), TREE_ENV: self.token},
+                                    start_new_session=True)
+            child = Child(name, proc, log)
+            self.children.append(child)
+            return child
 
     def pipeline_loop(self) -> None:
         every = self.settings.pipeline_every
@@ -86,29 +105,34 @@ class Supervisor:
         if self.stopping.wait(first):
             return
         while not self.stopping.is_set():
-            child = self.spawn("pipeline", [sys.executable, "-m", "jetwatch.cli", "pipeline", "run", "--since", "2h"])
+            child = self.spawn("pipeline", [sys.executable, "-m", "jetwatch.cli", "pipeline", "run"])  # catches up after an outage
+            if child is None:
+                return
             while child.proc.poll() is None:
                 if self.stopping.wait(1.0):
-                    break
-            self.children.remove(child)
-            child.log.close()
+                    return  # stop() ends and reaps this run
+            with self._lock:
+                self.children.remove(child)
+                child.log.close()
             if self.stopping.wait(every):
                 return
 
-    def stop(self) -> None:
-        self.stopping.set()
-        for child in reversed(self.children):
-            if child.proc.poll() is None:
-                child.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        for child in reversed(self.children):
+    def stop(self, grace: float = STOP_GRACE) -> None:
+        """SIGTERM every child's process group and every marked descendant, give them `grace`
+        seconds, kill what is left, and reap the children: nothing outlives `up`."""
+        with self._lock:
+            self.stopping.set()
+            children = list(self.children)
+        for what in stop_tree([c.proc.pid for c in children], self.token, grace):
+            say(f"{what} did not stop within {grace:g}s; killed it")
+        for child in children:
             try:
-                child.proc.wait(max(0.1, deadline - time.monotonic()))
+                child.proc.wait(5)
             except subprocess.TimeoutExpired:
-                say(f"{child.name} did not stop in time; killing it")
                 child.proc.kill()
                 child.proc.wait(5)
-            child.log.close()
+            if not child.log.closed:
+                child.log.close()
 
 
 def up(settings: Settings, demo: bool, pipeline: bool, nats_port: int) -> int:
@@ -117,6 +141,7 @@ def up(settings: Settings, demo: bool, pipeline: bool, nats_port: int) -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     if "db" not in settings.values:
         settings = settings.replace(db=str(data_dir / "jetwatch.duckdb"))
+    Store(settings.db, lock_timeout=settings.lock_timeout).check()  # a bad --db said before anything starts
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -133,21 +158,23 @@ def up(settings: Settings, demo: bool, pipeline: bool, nats_port: int) -> int:
         demo = True
         say(f"embedded nats-server on {server.url} (data in {data_dir / 'nats'})")
     elif not reachable(settings.server):
-        say(f"cannot reach NATS at {settings.server}: check the URL and that the server runs; "
+        say(f"cannot reach NATS at {shown_servers(settings.server)}: check the URL and that the server runs; "
             "the dashboard still starts and the collector keeps trying")
 
     sup = Supervisor(settings, log_dir)
     try:
-        sup.spawn("collector", [sys.executable, "-m", "jetwatch.cli", "collect"])
+        sup.spawn("collector", [sys.executable, "-m", "jetwatch.cli", "collect"], NATS_SECRETS)
         if demo:
             # The collector first, so that the demo's very first pins are captured as advisories.
             wait_for_collector(Store(settings.db), timeout=20)
-            sup.spawn("demo", [sys.executable, "-m", "jetwatch.demo.workload", "--server", settings.server.split(",")[0]])
+            sup.spawn("demo", [sys.executable, "-m", "jetwatch.demo.workload"], NATS_SECRETS)  # server from the env
             say("demo workload started: pinned, overflow and prioritized consumers with scripted trouble")
         try:
             check_port_free(settings.address, settings.port)
-            sup.spawn("dashboard", dashboard_command(settings))
+            sup.spawn("dashboard", dashboard_command(settings), DASHBOARD_SECRETS)
             say(f"dashboard: http://{settings.address}:{settings.port}/")
+            if read_only_reason(settings):
+                say(f"dashboard: {read_only_reason(settings)}")
         except PortInUse as exc:
             say(f"no dashboard: {exc}")
         if pipeline and java_available():
@@ -158,7 +185,7 @@ def up(settings: Settings, demo: bool, pipeline: bool, nats_port: int) -> int:
                 "(apt-get install -y openjdk-17-jre-headless) to get pin sessions and rollups")
         say(f"logs in {log_dir}; store {settings.db}; Ctrl-C stops everything")
         while not stop.wait(0.5):
-            for child in sup.children:
+            for child in list(sup.children):
                 if child.name != "pipeline" and child.proc.poll() is not None and not getattr(child, "reported", False):
                     say(f"{child.name} exited with status {child.proc.returncode}; see {log_dir / (child.name + '.log')}")
                     child.reported = True  # type: ignore[attr-defined]

@@ -1,0 +1,63 @@
+"""Which connection an action runs on: one authenticated for the target consumer's account.
+
+A consumer name means nothing without its account: `A/wa` in APP and `A/wa` in OTHER are two
+consumers, and a connection only ever reaches its own account's. So an action connects with the
+credentials mapped to the target's account (`--account-contexts`, as `nats --context` would), or
+with jetwatch's own connection, and then asks the server which account that connection really is
+in. If it is not the target's, nothing is sent and the user is told what to configure.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable, Mapping
+
+from nats.aio.client import Client
+
+from jetwatch.actions import catalog
+from jetwatch.actions import operations as ops
+from jetwatch.core.connection import connect, connected_account
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.settings import Settings
+
+Precheck = Callable[[JetStreamAPI], Awaitable["ops.ActionResult | None"]]
+
+
+def connection_for(settings: Settings, account: str | None) -> Settings:
+    """The settings to connect with for an action on `account`'s consumer."""
+    if account and account in settings.accounts:
+        return settings.accounts[account]
+    return settings
+
+
+def wrong_account(target: ops.Target, connected: str, mapped: bool) -> str:
+    how = ("its mapping in --account-contexts authenticates for account " + connected if mapped else
+           f"jetwatch's connection is authenticated for account {connected}, and --account-contexts has no entry "
+           f"for {target.account}")
+    return (f"not sent: {target.stream}/{target.consumer} is in account {target.account}, but {how}. "
+            f"Map it to a NATS context or credentials file of that account, e.g. "
+            f"--account-contexts {target.account}=<context> (or JETWATCH_ACCOUNT_CONTEXTS).")
+
+
+async def perform_on_account(settings: Settings, name: str, target: ops.Target, params: Mapping[str, Any],
+                             progress: ops.Progress | None = None, client_name: str = "jetwatch-action",
+                             precheck: Precheck | None = None) -> ops.ActionResult:
+    """Connect for the target's account, check the server agrees, then run the action. The result's
+    target names the account the server says the action ran in (the one the audit records).
+    `precheck` may refuse on that same connection just before sending (a pin that moved)."""
+    catalog.action(name)
+    conn = connection_for(settings, target.account)
+    nc: Client = await connect(conn, name=client_name)
+    try:
+        account = await connected_account(nc)
+        if target.account and account != target.account:
+            return ops.ActionResult(name, target, False, wrong_account(target, account, conn is not settings),
+                                    None, {"refused": True, "connected_account": account})
+        acted_on = ops.Target(account, target.stream, target.consumer, target.group)
+        api = JetStreamAPI(nc, timeout=conn.request_timeout)
+        refused = await precheck(api) if precheck is not None else None
+        if refused is not None:
+            refused.target = acted_on
+            return refused
+        return await catalog.perform(api, name, acted_on, params, progress)
+    finally:
+        await nc.drain()
