@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from jetwatch.core.clock import utcnow
-from jetwatch.health.rules import SEVERITY, Thresholds
+from jetwatch.dashboard.text import duration, pin_tail
+from jetwatch.health.rules import SEVERITY, Thresholds, flapping
 from jetwatch.store.database import Store, StoreMissing
 
 KEY = ["account", "stream", "consumer"]
@@ -33,7 +34,11 @@ FLEET_COLUMNS = KEY + [
     "verdict", "reason", "num_pending", "num_ack_pending", "max_ack_pending", "num_waiting",
     "max_waiting", "redelivered_per_second", "delivered_per_second", "acked_per_second",
     "priority_policy", "pin_group", "pinned_id", "pinned_ts", "paused", "findings", "ts", "since",
+    "oldest_unacked_age_seconds", "oldest_unacked_age_kind", "eta_state", "eta_seconds", "eta_low_seconds",
+    "eta_high_seconds",
+    "last_pull", "last_ack", "first_seen", "unpins",
 ]
+QUIET = ("NO_PULLERS", "STALLED")  # verdicts about time: their reason says since when the consumer was quiet
 CHANGE_COLUMNS = ["ts", *KEY, "from_verdict", "to_verdict", "reason"]
 
 
@@ -51,26 +56,54 @@ def _findings(texts: pd.Series) -> list[Any]:
     return out
 
 
-def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime | None = None) -> Fleet:
+def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime | None = None,
+          since_when: bool = True) -> Fleet:
     """Every consumer in the live state with the verdict the collector judged after its last
     cycle (verdicts_current), worst first. Nothing is recomputed here: the page's cost grows with
-    the consumers shown, not with the samples stored. `thresholds` and `now` are not needed any
-    more (the collector judges with its own health settings) and are accepted for old callers."""
+    the consumers shown, not with the samples stored. Beside the verdict: when each consumer that
+    is NO_PULLERS or STALLED last pulled and acknowledged (so its reason says since when), and the
+    unpin reasons of the health window (what a FLAPPING verdict's switches were). `since_when`
+    False leaves both out (the benchmark's baseline)."""
+    window = dt.timedelta(seconds=(thresholds or Thresholds()).health_window)
+    now = now or utcnow()
     try:
-        latest, collector = store.queries([("fleet_verdicts", {}), ("collector_health", {})])
+        latest, collector, unpins = store.queries([("fleet_verdicts", {}), ("collector_health", {}),
+                                                   ("unpin_reasons", {"since": now - window if since_when else now})])
     except StoreMissing:
         return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), pd.DataFrame(), None, store_exists=False)
     if latest.empty:
         return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), collector, None)
-    out = latest
+    out = _with_activity(store, latest, window) if since_when else latest.assign(
+        first_seen=pd.NaT, last_pull=pd.NaT, last_ack=pd.NaT)
+    reasons: dict[tuple[Any, ...], dict[str, int]] = {}
+    for r in unpins.itertuples(index=False):
+        reasons.setdefault((r.account, r.stream, r.consumer), {})[r.reason] = int(r.unpins)
+    out["unpins"] = [reasons.get(k, {}) for k in zip(out["account"], out["stream"], out["consumer"])]
     judged = out["verdict"].notna()
     out["verdict"] = out["verdict"].where(judged, "COLLECTING")
     out["reason"] = out["reason"].where(judged, "not judged yet: the collector judges after its next cycle")
     out["findings"] = _findings(out["findings"])
     out["_rank"] = out["verdict"].map(SEVERITY)
-    out = out.sort_values(["_rank", "num_pending", "stream", "consumer"], ascending=[True, False, True, True])
+    # Worst first within a verdict: the oldest waiting work, then the biggest backlog.
+    out["_age"] = pd.to_numeric(out["oldest_unacked_age_seconds"], errors="coerce").fillna(-1.0)
+    out = out.sort_values(["_rank", "_age", "num_pending", "stream", "consumer"],
+                          ascending=[True, False, False, True, True])
     as_of = pd.to_datetime(latest["ts"]).max().to_pydatetime()
     return Fleet(out[FLEET_COLUMNS].reset_index(drop=True), collector, as_of)
+
+
+def _with_activity(store: Store, latest: pd.DataFrame, window: dt.timedelta) -> pd.DataFrame:
+    """`latest` with last_pull, last_ack and first_seen for its quiet consumers, looked up in the
+    samples from two health windows before each one's verdict began (the last activity lies a
+    window and a sample before the verdict, at most, unless the collector was away)."""
+    quiet = latest[latest["verdict"].isin(QUIET)]
+    activity = pd.DataFrame(columns=KEY + ["first_seen", "last_pull", "last_ack"])
+    if not quiet.empty:
+        froms = pd.to_datetime(quiet["since"], utc=True) - 2 * window
+        activity = store.query("consumer_activity", {
+            "accounts": list(quiet["account"]), "streams": list(quiet["stream"]), "consumers": list(quiet["consumer"]),
+            "froms": [t.to_pydatetime() for t in froms]})
+    return latest.merge(activity, on=KEY, how="left")
 
 
 def recent_changes(store: Store, limit: int = 20) -> pd.DataFrame:
@@ -103,6 +136,33 @@ def band_from_changes(changes: pd.DataFrame, since: dt.datetime, until: dt.datet
     return pd.DataFrame({"start": starts, "end": ends, "verdict": ch["to_verdict"], "reason": ch["reason"]})[cols]
 
 
+GAP_COLUMNS = ["detected_at", "stream", "from_seq", "to_seq", "missed", "from_ts", "to_ts", "reason"]
+
+
+def capture_gaps(store: Store, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
+    """Gaps in the advisory record that touch the range (newest first): pin history is
+    incomplete there."""
+    try:
+        return store.query("capture_gaps_range", {"since": since, "until": until})
+    except StoreMissing:
+        return pd.DataFrame(columns=GAP_COLUMNS)
+
+
+def _when(ts: object) -> str:
+    return "?" if ts is None or pd.isna(ts) else pd.Timestamp(ts).tz_convert("UTC").strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def gap_warnings(gaps: pd.DataFrame) -> list[str]:
+    """Each gap in words, as the pages show it."""
+    out = []
+    for g in gaps.itertuples():
+        lost = "advisories lost" if g.missed is None or pd.isna(g.missed) else f"{int(g.missed)} advisories lost"
+        until = g.to_ts if g.to_ts is not None and not pd.isna(g.to_ts) else g.detected_at
+        out.append(f"Pin history incomplete between {_when(g.from_ts)} and {_when(until)} "
+                   f"({lost} from the capture stream {g.stream}: {g.reason}).")
+    return out
+
+
 def last_cycle(store: Store) -> object:
     """When the collector last wrote a cycle (a cache key for everything computed from it)."""
     try:
@@ -123,8 +183,9 @@ def staleness(fleet_view: Fleet, now: dt.datetime, stale_after_s: float) -> str 
         return "The collector has not completed a cycle yet."
     age = (pd.Timestamp(now) - last).total_seconds()
     if age > stale_after_s:
-        return (f"Data is stale: the collector's last cycle was {age:.0f}s ago. Check that "
-                "`jetwatch collect` is running and can reach the server.")
+        return (f"Data is stale: collector stopped {duration(age)} ago (its last cycle). Every verdict below is "
+                "the last known one, kept as it was judged, not a fresh one. Check that `jetwatch collect` is "
+                "running and can reach the server and the store.")
     return None
 
 
@@ -146,20 +207,24 @@ def consumer_detail(store: Store, account: str, stream: str, consumer: str,
     rng = {**ident, "since": since, "until": until}
     span = until - since
     calls: list[tuple[str, Any]] = [
-        ("consumer_configs", ident), ("consumer_advisories", rng),
-        ("pin_events_range", {"since": since, "until": until}), ("fleet_latest", {}),
+        ("consumer_configs", ident), ("consumer_advisories", rng), ("pin_events_range", rng),
+        ("consumer_latest_one", ident),
     ]
-    if span > RAW_RANGE_LIMIT:
+    long = span > RAW_RANGE_LIMIT
+    if long:
         gran = "1h" if span > dt.timedelta(days=3) else "1m"
         calls.append(("consumer_rollups", {**rng, "granularity": gran}))
-    calls.append(("consumer_samples", rng))
+    # Raw samples never for more than RAW_RANGE_LIMIT, however long the range: a "30 days" view
+    # reads rollups, and without rollups (no pipeline run yet) only the range's newest hours.
+    calls.append(("consumer_samples", {**rng, "since": max(since, until - RAW_RANGE_LIMIT)}))
     frames = store.queries(calls)
     configs, advisories, pins, latest = frames[:4]
     samples, source = frames[-1], "raw samples"
-    if span > RAW_RANGE_LIMIT and not frames[4].empty:
+    if long and not frames[4].empty:
         samples, source = frames[4], f"{'1-hour' if gran == '1h' else '1-minute'} rollups"
-    pins = pins[(pins["account"] == account) & (pins["stream"] == stream) & (pins["consumer"] == consumer)]
-    latest = latest[(latest["account"] == account) & (latest["stream"] == stream) & (latest["consumer"] == consumer)]
+    elif long:
+        source = (f"raw samples of the last {RAW_RANGE_LIMIT.total_seconds() / 3600:g} h only: the pipeline "
+                  "has not rolled up this range yet")
     return ConsumerDetail(samples, source, configs, advisories, pins.reset_index(drop=True), latest)
 
 
@@ -250,30 +315,65 @@ def drawn_sessions(sessions: pd.DataFrame) -> pd.DataFrame:
     return sessions[sessions["start_ts"].notna()] if not sessions.empty else sessions
 
 
+SUMMARY_COLUMNS = KEY + ["switches", "hours_with_data", "switches_per_hour", "most_in_a_window",
+                         "median_pin_seconds", "p95_pin_seconds", "nopin_pending_seconds",
+                         "nopin_age_weighted_seconds", "nopin_oldest_age_seconds", "flapping"]
+
+
+def _most_in_a_window(pins: pd.DataFrame, window_s: float) -> pd.DataFrame:
+    """Per consumer, the most pins that started within any one window of `window_s` seconds."""
+    if pins.empty:
+        return pd.DataFrame(columns=KEY + ["most_in_a_window"])
+    p = pins[KEY + ["ts"]].copy()
+    p["ts"] = pd.to_datetime(p["ts"], utc=True)
+    p["t"] = p["ts"].astype("int64") / 1e9
+    p = p.sort_values(KEY + ["t"]).reset_index(drop=True)
+    counts = []
+    for _, g in p.groupby(KEY, sort=False, dropna=False):
+        t = g["t"].to_numpy()
+        # pins in [t_i - window, t_i] for each pin i: a window ending at a pin holds the most
+        counts.append((g.iloc[0][KEY].tolist(), int((np.arange(len(t)) - np.searchsorted(t, t - window_s, "left") + 1).max())))
+    return pd.DataFrame([[*k, n] for k, n in counts], columns=KEY + ["most_in_a_window"])
+
+
 def pin_summary(sessions: pd.DataFrame, events: pd.DataFrame, nopin: pd.DataFrame,
-                hours: float, flapping_per_hour: float) -> pd.DataFrame:
-    """Per consumer: switches per hour, median and p95 pin duration, time with work pending and
-    no pin; flapping consumers first."""
-    cols = KEY + ["switches", "switches_per_hour", "median_pin_seconds", "p95_pin_seconds",
-                  "nopin_pending_seconds", "flapping"]
+                since: dt.datetime, until: dt.datetime, thresholds: Thresholds) -> pd.DataFrame:
+    """Per consumer: switches, switches per hour of the time with data (from the range's start, or
+    the consumer's first pin event in it when it starts later), median and p95 pin duration, time
+    with work pending and no pin; FLAPPING by the Fleet's own rule (health.rules.flapping) on the
+    most pin switches within any one health window of the range. Flapping consumers first."""
+    cols = SUMMARY_COLUMNS
     parts = [f[KEY] for f in (sessions, events, nopin) if not f.empty]
     if not parts:
         return pd.DataFrame(columns=cols)
     out = pd.concat(parts).drop_duplicates().reset_index(drop=True)
-    pinned = events[events["event"] == "pinned"] if not events.empty else pd.DataFrame(columns=KEY)
+    pinned = events[events["event"] == "pinned"] if not events.empty else pd.DataFrame(columns=KEY + ["ts"])
     switches = pinned.groupby(KEY).size().rename("switches").reset_index()
     out = out.merge(switches, on=KEY, how="left")
+    seen = [f[KEY].assign(first_ts=pd.to_datetime(f[col], utc=True)) for f, col in
+            ((events, "ts"), (sessions, "start_ts")) if not f.empty]  # a pin carried in starts before the range
+    if seen:
+        out = out.merge(pd.concat(seen).groupby(KEY)["first_ts"].min().reset_index(), on=KEY, how="left")
+    else:
+        out["first_ts"] = pd.NaT
+    start = pd.to_datetime(out["first_ts"], utc=True).fillna(pd.Timestamp(since)).clip(lower=pd.Timestamp(since))
+    out["hours_with_data"] = ((pd.Timestamp(until) - start).dt.total_seconds() / 3600).clip(lower=1 / 3600)
+    out = out.merge(_most_in_a_window(pinned, thresholds.health_window), on=KEY, how="left")
     closed = sessions[sessions["end_reason"] != "still pinned"] if not sessions.empty else pd.DataFrame(
         columns=KEY + ["duration_seconds"])
     durations = closed.groupby(KEY)["duration_seconds"].agg(
         median_pin_seconds="median", p95_pin_seconds=lambda d: d.quantile(0.95)).reset_index()
     out = out.merge(durations, on=KEY, how="left")
-    out = out.merge(nopin if not nopin.empty else pd.DataFrame(columns=KEY + ["nopin_pending_seconds"]),
-                    on=KEY, how="left")
+    nopin_cols = ["nopin_pending_seconds", "nopin_age_weighted_seconds", "nopin_oldest_age_seconds"]
+    nopin = nopin.reindex(columns=KEY + nopin_cols) if not nopin.empty else pd.DataFrame(columns=KEY + nopin_cols)
+    out = out.merge(nopin, on=KEY, how="left")
     out["switches"] = out["switches"].fillna(0).astype(int)
-    out["switches_per_hour"] = out["switches"] / max(hours, 1e-9)
+    out["most_in_a_window"] = pd.to_numeric(out["most_in_a_window"]).fillna(0).astype(int)
+    out["switches_per_hour"] = out["switches"] / out["hours_with_data"]
     out["nopin_pending_seconds"] = pd.to_numeric(out["nopin_pending_seconds"]).fillna(0.0)
-    out["flapping"] = out["switches_per_hour"] > flapping_per_hour
+    out["nopin_age_weighted_seconds"] = pd.to_numeric(out["nopin_age_weighted_seconds"]).fillna(0.0)
+    out["nopin_oldest_age_seconds"] = pd.to_numeric(out["nopin_oldest_age_seconds"]).astype(float)
+    out["flapping"] = flapping(out["most_in_a_window"], thresholds).astype(bool)
     out = out.sort_values(["flapping", "switches_per_hour", "stream", "consumer"],
                           ascending=[False, False, True, True])
     return out[cols].reset_index(drop=True)
@@ -303,11 +403,14 @@ class PinHistory:
     source: str
 
 
+EVERY_CONSUMER = {"account": None, "stream": None, "consumer": None}  # pin_events_range over the fleet
+
+
 def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds: Thresholds) -> PinHistory:
     rng = {"since": since, "until": until}
     try:
         events, nopin, piped = store.queries([
-            ("pin_events_range", rng), ("nopin_pending", rng), ("pin_sessions_range", rng)])
+            ("pin_events_range", {**rng, **EVERY_CONSUMER}), ("nopin_pending", rng), ("pin_sessions_range", rng)])
     except StoreMissing:
         empty = pd.DataFrame(columns=SESSION_COLUMNS)
         return PinHistory(pd.DataFrame(), empty, pd.DataFrame(), "no store yet")
@@ -316,10 +419,16 @@ def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds
     sessions = drawn_sessions(sessions)
     events = pin_switches(events)
     in_range = events[pd.to_datetime(events["ts"], utc=True) >= pd.Timestamp(since)] if not events.empty else events
-    hours = (until - since).total_seconds() / 3600
-    per_hour = thresholds.flapping_switches / (thresholds.health_window / 3600)
-    summary = pin_summary(sessions, in_range, nopin, hours, per_hour)
+    summary = pin_summary(sessions, in_range, nopin, since, until, thresholds)
     return PinHistory(in_range.reset_index(drop=True), sessions, summary, source)
+
+
+def operator_actions(store: Store, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
+    """Operator actions on consumers in the range (the pin timeline's overlay)."""
+    try:
+        return store.query("audit_actions_range", {"since": since, "until": until})
+    except StoreMissing:
+        return pd.DataFrame(columns=["ts", "actor", "action", *KEY, "group_name", "outcome", "action_id"])
 
 
 def audit(store: Store, limit: int = 500) -> pd.DataFrame:
@@ -327,3 +436,64 @@ def audit(store: Store, limit: int = 500) -> pd.DataFrame:
         return store.query("audit_recent", {"limit": limit})
     except StoreMissing:
         return pd.DataFrame()
+
+
+AUDIT_COLUMNS = ["ts", "actor", "origin", "action", *KEY, "group_name", "outcome", "parameters", "message",
+                 "summary", "action_id"]
+_VERBS = {"unpin": "unpinned", "pause": "paused", "resume": "resumed", "drain": "drained", "sign-in": "signed in to"}
+
+
+def _json(value: object) -> Any:
+    if isinstance(value, (dict, list)):
+        return value
+    try:
+        return json.loads(value) if isinstance(value, str) and value else {}
+    except ValueError:
+        return {"text": value}
+
+
+def _message(reply: Any) -> str:
+    """What an outcome's reply says in words: jetwatch's own message, else the server's error."""
+    if not isinstance(reply, dict):
+        return ""
+    for key in ("outcome_message", "message"):
+        if isinstance(reply.get(key), str):
+            return reply[key]
+    error = reply.get("error")
+    if isinstance(error, dict):
+        return f"{error.get('description', '')} (error {error.get('err_code', error.get('code', '?'))})"
+    return str(error) if error else ""
+
+
+def audit_actions(log: pd.DataFrame) -> pd.DataFrame:
+    """One row per action from the audit log's intent and outcome rows: when it was asked, who,
+    what, on which consumer (the account the outcome names when the intent did not), how it ended
+    and in words why; its parameters with what the outcome added (the pin an unpin dropped)."""
+    if log.empty:
+        return pd.DataFrame(columns=AUDIT_COLUMNS)
+    log = log.copy()
+    log["key"] = log["action_id"].where(log["action_id"].notna(), pd.Series(range(len(log)), index=log.index).astype(str))
+    out = []
+    for _, rows in log.groupby("key", sort=False):
+        rows = rows.sort_values("ts")
+        intent = rows[rows["phase"] == "intent"]
+        ending = rows[rows["phase"] != "intent"]
+        first, last = rows.iloc[0], (ending.iloc[-1] if not ending.empty else rows.iloc[-1])
+        params: dict[str, Any] = {}
+        for p in rows["parameters"]:
+            got = _json(p)
+            params.update(got if isinstance(got, dict) else {})
+        account = next((a for a in list(ending["account"]) + list(intent["account"]) if isinstance(a, str) and a), "")
+        outcome = last["outcome"] if not ending.empty else "no outcome recorded"
+        message = _message(_json(last["reply"])) if not ending.empty else ""
+        verb = _VERBS.get(str(first["action"]), str(first["action"]))
+        dropped = params.get("unpinned_id") or params.get("expect_pin")
+        summary = (f"{first['actor']} {verb if outcome == 'ok' else 'tried to ' + str(first['action'])} "
+                   f"{first['stream']} / {first['consumer']}"
+                   + (f" (pin {pin_tail(dropped)})" if dropped and first["action"] == "unpin" else "")
+                   + f": {outcome}" + (f", {message}" if message and outcome != "ok" else ""))
+        out.append({"ts": first["ts"], "actor": first["actor"], "origin": first["origin"], "action": first["action"],
+                    "account": account, "stream": first["stream"], "consumer": first["consumer"],
+                    "group_name": first["group_name"], "outcome": outcome, "parameters": params, "message": message,
+                    "summary": summary, "action_id": first["action_id"]})
+    return pd.DataFrame(out, columns=AUDIT_COLUMNS).sort_values("ts", ascending=False).reset_index(drop=True)

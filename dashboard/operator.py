@@ -1,6 +1,7 @@
-"""Operator actions in the dashboard: the secret gate, the confirmation dialog, the results.
+"""Operator actions in the dashboard: who may act, the confirmation dialog, the results.
 
-Read-only unless a secret is configured and the user enters it with a name for the audit log.
+Read-only unless operator identities are configured (a file of names and scrypt hashes, or a
+trusted proxy header); the audited name is the signed-in one, never typed beside an action.
 Buttons only *request* an action (session state); the dialog names the exact target, and only
 its Confirm runs the action, re-checking the operator first, so nothing acts without both.
 """
@@ -9,111 +10,238 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import hmac
+import json
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
+import streamlit.components.v1 as components
 
 from jetwatch.actions import catalog
 from jetwatch.actions import operations as ops
+from jetwatch.actions.accounts import perform_on_account
+from jetwatch.actions.audit import AuditUnavailable, begin, finish
 from jetwatch.actions.drains import drains_for, spawn_detached
+from jetwatch.dashboard import gate, identities
+from jetwatch.dashboard.text import visible_value
 from jetwatch.dashboard.ui import md
-from jetwatch.core.connection import ConnectError, connect
-from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.connection import ConnectError
+from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.core.settings import Settings
+from jetwatch.core.urls import shown_servers
 from jetwatch.store.database import Store, StoreError
 
 PENDING = "pending_action"
-RESULT = "action_result"
-OPERATOR = "operator"
+RESULT = "action_result"  # the latest result (the Consumer page follows its new pin)
+RESULTS = "action_results"  # target key -> the latest result for that consumer: its banner
+FRESH = "action_requested"  # set by a button in a fragment: the page reruns whole to open the dialog
+PIN_MOVED = "action_pin_moved"  # why the pending unpin was not sent and is asked again
 
 
-def configured_secret(s: Settings) -> str | None:
-    if s.operator_secret:
-        return s.operator_secret
-    if s.operator_secret_file:
-        try:
-            return Path(s.operator_secret_file).read_text().strip() or None
-        except OSError:
-            return None
-    return None
+SESSION = "operator_session"  # identities.Session of the signed-in operator
+HANDOFF = "operator_handoff"  # one-time code the browser trades for the session cookie
+SIGNED_OUT = "operator_signed_out"  # set by Sign out: the browser clears its cookie
+ENDED = "operator_ended"  # why the last session ended, shown once
+
+
+def _session_from_cookie(s: Settings) -> identities.Session | None:
+    try:
+        cookies = st.context.cookies
+    except Exception:  # no browser behind this run (bare script)
+        return None
+    return identities.parse(s.operators_file, cookies.get(gate.COOKIE))
+
+
+def _header_name(s: Settings) -> str | None:
+    if not s.trusted_user_header:
+        return None
+    try:
+        name = st.context.headers.get(s.trusted_user_header)
+    except Exception:
+        return None
+    return name if name and identities.NAME.match(name) else None
 
 
 def operator(s: Settings) -> str | None:
-    """The operator's name when actions are enabled for this session, else None."""
-    if configured_secret(s) is None:
+    """The signed-in operator's name when actions are enabled for this session, else None.
+
+    Checked on every run, not only at sign-in: a session ends when it expires, when the
+    identities file changes, on Sign out, or when the name is removed from the file."""
+    if gate.read_only_reason(s):
         return None
-    return st.session_state.get(OPERATOR)
+    if s.operators_file:
+        session = st.session_state.get(SESSION)
+        from_cookie = session is None
+        if from_cookie and not st.session_state.get(SIGNED_OUT):
+            session = _session_from_cookie(s)
+        if session is not None:
+            why = identities.check(s.operators_file, session)
+            if why is None:
+                st.session_state[SESSION] = session
+                return session.name
+            st.session_state.pop(SESSION, None)
+            if not from_cookie or why != "you signed out":
+                st.session_state[ENDED] = why
+    return _header_name(s)
 
 
-def _login(secret: str) -> None:
+def _session_key() -> str:
+    """This browser session's id, for the per-session sign-in limit."""
+    key = st.session_state.get("operator_throttle_key")
+    if key is None:
+        key = st.session_state["operator_throttle_key"] = uuid.uuid4().hex
+    return key
+
+
+def _audit_throttle(s: Settings, name: str, why: str) -> None:
+    """A throttle that starts is an audit event (through the one audit write path)."""
+    result = ops.ActionResult("sign-in", ops.Target(None, "(dashboard)", "(sign-in)"), False,
+                              f"sign-in throttled: {why}", None, {"refused": True})
+    try:
+        ops.record(Store(s.db, lock_timeout=s.lock_timeout), result, f"unauthenticated:{name[:64]}", "dashboard",
+                   {"session": _session_key()[:8]})
+    except StoreError:
+        pass  # no store yet: the throttle holds all the same
+
+
+def _login(s: Settings) -> None:
     name = (st.session_state.get("op_name") or "").strip()
     given = st.session_state.get("op_secret") or ""
-    if name and hmac.compare_digest(given.encode(), secret.encode()):
-        st.session_state[OPERATOR] = name
-        st.session_state["op_error"] = None
-    else:
-        st.session_state["op_error"] = "Wrong secret, or no name given: actions stay off."
     st.session_state["op_secret"] = ""
+    key = _session_key()
+    blocked = identities.THROTTLE.blocked(key)
+    if blocked:
+        st.session_state["op_error"] = blocked
+        return
+    if not identities.verify(s.operators_file, name, given):
+        identities.THROTTLE.failed(key)
+        now_blocked = identities.THROTTLE.blocked(key)
+        if now_blocked:
+            _audit_throttle(s, name, now_blocked)
+        st.session_state["op_error"] = now_blocked or "Unknown name or wrong password: actions stay off."
+        return
+    session, token = identities.issue(s.operators_file, name, s.session_ttl)
+    st.session_state[SESSION] = session
+    st.session_state[HANDOFF] = identities.handoff(token, s.session_ttl)
+    for k in ("op_error", ENDED, SIGNED_OUT):
+        st.session_state.pop(k, None)
+
+
+def _logout(s: Settings) -> None:
+    session = st.session_state.pop(SESSION, None)
+    if session is not None:
+        identities.revoke(session)
+    st.session_state[SIGNED_OUT] = True
+
+
+def _browser_call(path: str, body: str = "") -> None:
+    """A same-origin POST from the browser, so the server's reply can set or clear the HttpOnly cookie.
+    (A component frame shares the page's origin; its script runs once per render.)"""
+    components.html(f"<script>fetch(new URL({json.dumps(path)}, window.parent.location.href), {{method: 'POST', "
+                    f"body: {json.dumps(body)}, credentials: 'same-origin'}});</script>", height=0)
 
 
 def sidebar(s: Settings) -> None:
-    secret = configured_secret(s)
     with st.sidebar:
         st.markdown("**Operator actions**")
-        if secret is None:
-            st.caption("Read-only. Set JETWATCH_OPERATOR_SECRET (or --operator-secret-file) to enable actions.")
+        reason = gate.read_only_reason(s)
+        if reason:
+            st.caption(reason)  # our own words and the configured address and path
             return
-        who = st.session_state.get(OPERATOR)
+        who = operator(s)
+        if st.session_state.get(SIGNED_OUT) is True:  # once: the browser drops its cookie
+            _browser_call(gate.LOGOUT_PATH)
+            st.session_state[SIGNED_OUT] = "cookie cleared"
         if who:
-            st.caption(f"enabled for {who}")
-            st.button("Lock actions", key="op_lock", on_click=lambda: st.session_state.pop(OPERATOR, None))
+            session = st.session_state.get(SESSION)
+            if session is None:
+                st.caption(f"signed in by your proxy as {md(who)}")
+                return
+            if st.session_state.get(HANDOFF):
+                _browser_call(gate.SESSION_PATH, st.session_state.pop(HANDOFF))
+            until = dt.datetime.fromtimestamp(session.expires, dt.timezone.utc).strftime("%H:%M UTC")
+            st.caption(f"signed in as {md(who)} until {until}")
+            st.button("Sign out", key="op_lock", on_click=_logout, args=(s,))
             return
-        st.text_input("Your name (for the audit log)", key="op_name")
-        st.text_input("Operator secret", key="op_secret", type="password")
-        st.button("Enable actions", key="op_enable", on_click=_login, args=(secret,))
+        if st.session_state.get(ENDED):
+            st.info(st.session_state.pop(ENDED))  # our own words
+        if not s.operators_file:
+            st.caption("Sign in through the proxy in front of this dashboard to enable actions.")
+            return
+        st.text_input("Operator name", key="op_name")
+        st.text_input("Password", key="op_secret", type="password")
+        st.button("Sign in", key="op_enable", on_click=_login, args=(s,))
         if st.session_state.get("op_error"):
-            st.error(st.session_state["op_error"])
+            st.error(st.session_state["op_error"])  # our own words
 
 
 def request(action: str, target: ops.Target, **params: Any) -> None:
     """on_click of an action button: remember what was asked, confirm it on the next run."""
     st.session_state[PENDING] = {"action": action, "target": target, "params": params}
+    st.session_state[FRESH] = True
+    st.session_state.pop(PIN_MOVED, None)
 
 
 def _describe(pending: dict[str, Any]) -> str:
-    return catalog.confirmation(pending["action"], pending["target"], pending["params"])
+    text = catalog.confirmation(pending["action"], pending["target"], pending["params"])
+    if pending["action"] == "unpin":
+        pin = pending["params"].get("expect_pin")
+        text += f": drops pin {pin}" if pin else ": nothing was pinned when you looked"
+    return text
 
 
-async def _run(s: Settings, pending: dict[str, Any]) -> ops.ActionResult:
-    nc = await connect(s, name="jetwatch-dashboard-action")
+async def _pin_moved(api: JetStreamAPI, pending: dict[str, Any]) -> ops.ActionResult | None:
+    """Unpin drops whatever is pinned *now*; the operator confirmed one pin id. Compare against
+    fresh consumer info just before sending, and refuse (to ask again) when the pin moved."""
+    target = pending["target"]
     try:
-        api = JetStreamAPI(nc, timeout=s.request_timeout)
-        return await catalog.perform(api, pending["action"], pending["target"], pending["params"])
-    finally:
-        await nc.drain()
+        info = await api.consumer_info(target.stream, target.consumer)
+    except (JetStreamAPIError, NoReply):
+        return None  # the action's own check reports the error in its words
+    _, now = ops.pinned_state(info)
+    expected = pending["params"].get("expect_pin")
+    if now == expected:
+        return None
+    return ops.ActionResult(
+        "unpin", target, False,
+        f"not sent: the pin moved since you looked. You confirmed dropping {expected or 'no pin'}; "
+        f"the consumer now has {now or 'no pin'}. Confirm again to drop {now or 'nothing'}, or cancel.",
+        None, {"refused": True, "pin_moved": True, "pin_now": now})
 
 
 def execute(s: Settings, store: Store, pending: dict[str, Any]) -> ops.ActionResult:
-    """Run a confirmed action. Refuses unless this session is an enabled operator."""
+    """Run a confirmed action. Refuses unless this session is an enabled operator; audits an intent
+    before sending and the outcome after (see actions/audit.py); never raises for a store error."""
     who = operator(s)
     target = pending["target"]
     if who is None:
         return ops.ActionResult(pending["action"], target, False, "refused: operator actions are not enabled",
                                 None, {"refused": True})
-    if pending["action"] == "drain":
-        p = pending["params"]
-        plan = ops.DrainPlan(p["then"], float(p["timeout_s"]), p.get("stay_until"))
-        drain_id = spawn_detached(s, target, plan, who, Path(s.data_dir) / "logs")
-        return ops.ActionResult("drain", target, True, f"drain {drain_id} started; it runs on if this page closes",
-                                None, {"drain_id": drain_id})
     try:
-        result = asyncio.run(_run(s, pending))
+        if pending["action"] == "drain":
+            p = pending["params"]
+            plan = ops.DrainPlan(p["then"], float(p["timeout_s"]), p.get("stay_until"))
+            drain_id = spawn_detached(s, store, target, plan, who, Path(s.data_dir) / "logs")
+            return ops.ActionResult("drain", target, True,
+                                    f"drain {drain_id} started; it runs on if this page closes", None,
+                                    {"drain_id": drain_id})
+        action_id = begin(store, pending["action"], target, who, "dashboard", pending["params"])
+    except AuditUnavailable as exc:
+        return ops.ActionResult(pending["action"], target, False, str(exc), None, {"refused": True})
+    try:
+        result = asyncio.run(perform_on_account(
+            s, pending["action"], target, pending["params"], client_name="jetwatch-dashboard-action",
+            precheck=(lambda api: _pin_moved(api, pending)) if pending["action"] == "unpin" else None))
+        dropped = result.details.get("unpinned_id")
+        if result.ok and pending["action"] == "unpin" and dropped != pending["params"].get("expect_pin"):
+            result.message += f" (the pin moved in the instant before sending: {dropped} was dropped)"
     except ConnectError as exc:
         result = ops.ActionResult(pending["action"], target, False, str(exc), None)
-    ops.record(store, result, who, "dashboard", catalog.audit_params(pending["action"], pending["params"]))
+    finish(store, action_id, result, who, "dashboard", pending["params"])
+    if result.details.get("pin_moved"):
+        return result  # nothing was sent: the dialog asks again, naming the new pin
     result.details["at"] = ops.utcnow()
     return result
 
@@ -123,48 +251,114 @@ def dialog(s: Settings, store: Store) -> None:
     pending = st.session_state.get(PENDING)
     if not pending:
         return
+    st.session_state.pop(FRESH, None)  # the dialog is open: no page needs to rerun for it
 
     @st.dialog("Confirm action")
     def confirm() -> None:
+        note = st.session_state.get(PIN_MOVED)
+        if note:
+            st.warning(md(note))
         st.markdown("**" + md(_describe(pending)) + "**")
-        st.caption(f"on {s.server or 'the configured server'}, as {operator(s) or 'nobody'}")
+        st.caption(f"on {md(shown_servers(s.server))}, as {md(operator(s) or 'nobody')}")
         c1, c2 = st.columns(2)
         if c1.button("Confirm", key="action_confirm", type="primary"):
-            st.session_state[RESULT] = execute(s, store, pending)
-            st.session_state.pop(PENDING, None)
+            result = execute(s, store, pending)
+            if result.details.get("pin_moved"):  # ask again, about the pin there is now
+                pending["params"]["expect_pin"] = result.details.get("pin_now")
+                st.session_state[PENDING] = pending
+                st.session_state[PIN_MOVED] = result.message
+            else:
+                st.session_state[RESULT] = result
+                st.session_state.setdefault(RESULTS, {})[key_of(result.target)] = result
+                st.session_state.pop(PENDING, None)
+                st.session_state.pop(PIN_MOVED, None)
             st.rerun()
         if c2.button("Cancel", key="action_cancel"):
             st.session_state.pop(PENDING, None)
+            st.session_state.pop(PIN_MOVED, None)
             st.rerun()
 
     confirm()
 
 
-def show_result() -> None:
-    result: ops.ActionResult | None = st.session_state.get(RESULT)
-    if result is None:
-        return
-    (st.success if result.ok else st.error)(f"{result.action}: {result.message}")
-    if result.reply is not None:
-        st.json(result.reply, expanded=False)
+def key_of(target: ops.Target) -> tuple[str, str]:
+    """A result's consumer, as banners match it: stream and consumer (the account a result names is
+    the one the server reported, which a page built from a deep link may not know yet)."""
+    return (target.stream, target.consumer)
+
+
+def belongs(result: ops.ActionResult, target: ops.Target) -> bool:
+    return key_of(result.target) == key_of(target)
+
+
+def _drain_state(store: Store | None, result: ops.ActionResult) -> tuple[bool, str] | None:
+    """A drain's state now (it runs in its own process after its banner appeared)."""
+    drain_id = result.details.get("drain_id")
+    if store is None or not drain_id:
+        return None
+    try:
+        drains = drains_for(store, result.target.stream, result.target.consumer)
+    except StoreError:
+        return None
+    mine = drains[drains["drain_id"] == drain_id]
+    if mine.empty:
+        return None
+    d = mine.iloc[0]
+    state = str(d["state"]).replace("_", " ")
+    message = "" if d["message"] is None or pd.isna(d["message"]) else f": {d['message']}"
+    return d["state"] not in ("failed", "timed_out", "interrupted"), f"now {state}{message}"
+
+
+def banner_text(result: ops.ActionResult, final: tuple[bool, str] | None = None) -> tuple[bool, str]:
+    """'<action> <stream> / <consumer> (account …): <what happened>', with a drain's state now."""
+    t = result.target
+    ok, said = (result.ok, result.message) if final is None else (final[0], f"{result.message}; {final[1]}")
+    return ok, f"{result.action} {t.stream} / {t.consumer} (account {t.account or 'default'}): {said}"
+
+
+def _dismiss(key: tuple[str, str]) -> None:
+    st.session_state.get(RESULTS, {}).pop(key, None)
+    last = st.session_state.get(RESULT)
+    if last is not None and key_of(last.target) == key:
+        st.session_state.pop(RESULT, None)
+
+
+def show_result(target: ops.Target | None = None, store: Store | None = None) -> None:
+    """The result banners: on a consumer's page only that consumer's; on the Fleet (no target),
+    each with its target named. A drain's banner follows the drain to its end; each is dismissable."""
+    results: dict[tuple[str, str], ops.ActionResult] = st.session_state.get(RESULTS, {})
+    for key, result in list(results.items()):
+        if target is not None and key != key_of(target):
+            continue
+        ok, text = banner_text(result, _drain_state(store, result))
+        box, close = st.columns([12, 1])
+        (box.success if ok else box.error)(md(text))
+        close.button("✕", key=f"dismiss_{result.action}_{'_'.join(key)}", help="dismiss", on_click=_dismiss,
+                     args=(key,))
+        if result.reply is not None:
+            with box.expander("the server's reply"):
+                st.json(visible_value(result.reply), expanded=False)
 
 
 def new_pin_after(store: Store, result: ops.ActionResult) -> pd.DataFrame:
     """Pins of the target consumer recorded after the action (for the 'new pin' line)."""
     at = result.details.get("at") or ops.utcnow()
     since = at - dt.timedelta(seconds=2)
+    t = result.target
     try:
-        events = store.query("pin_events_range", {"since": since, "until": ops.utcnow() + dt.timedelta(minutes=1)})
+        events = store.query("pin_events_range", {"since": since, "until": ops.utcnow() + dt.timedelta(minutes=1),
+                                                  "account": t.account, "stream": t.stream, "consumer": t.consumer})
     except StoreError:
         return pd.DataFrame()
-    t = result.target
     return events[(events["stream"] == t.stream) & (events["consumer"] == t.consumer) & (events["event"] == "pinned")
                   & (pd.to_datetime(events["ts"], utc=True) >= pd.Timestamp(since))]
 
 
-def drain_progress(store: Store, stream: str, consumer: str) -> None:
+def drain_progress(store: Store, account: str | None, stream: str, consumer: str) -> None:
     try:
         drains = drains_for(store, stream, consumer)
+        if account is not None:
+            drains = drains[drains["account"].isna() | (drains["account"] == account)]
     except StoreError:
         return
     if drains.empty:
@@ -173,8 +367,8 @@ def drain_progress(store: Store, stream: str, consumer: str) -> None:
     start = int(d["ack_pending_start"]) if pd.notna(d["ack_pending_start"]) else 0
     now = int(d["ack_pending_now"]) if pd.notna(d["ack_pending_now"]) else None
     done = 1.0 if not start else max(0.0, min(1.0, 1 - (now if now is not None else start) / start))
-    label = f"drain {d['drain_id']} by {d['actor']} (then {d['then_action']}): {d['state']}"
+    label = f"drain {md(d['drain_id'])} by {md(d['actor'])} (then {md(d['then_action'])}): {md(d['state'])}"
     if d["state"] == "draining":
-        st.progress(done, text=f"{label}, {now if now is not None else '?'} of {start} in flight, {d['message']}")
+        st.progress(done, text=f"{label}, {now if now is not None else '?'} of {start} in flight, {md(d['message'])}")
     else:
-        (st.success if d["state"] == "done" else st.warning)(f"{label}: {d['message']}")
+        (st.success if d["state"] == "done" else st.warning)(f"{label}: {md(d['message'])}")

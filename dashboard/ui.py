@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
 
-from jetwatch.dashboard import data
+from jetwatch.dashboard import data, tables
+from jetwatch.dashboard.text import (duration, pin_tail, since, utc, visible, visible_frame,  # noqa: F401
+                                     visible_value)  # the pages import words from here
+from jetwatch.health import advice
 from jetwatch.health import rules
 from jetwatch.health.rules import Thresholds
 from jetwatch.core.settings import Settings, resolve
@@ -65,21 +67,37 @@ def _fleet_for_cycle(db: str, lock_timeout: float, th: Thresholds, cycle: object
     return data.fleet(Store(db, lock_timeout=lock_timeout), th)
 
 
-@st.cache_data(ttl=2.0, show_spinner=False)
-def pin_history(db: str, lock_timeout: float, since: dt.datetime, until: dt.datetime, th: Thresholds) -> data.PinHistory:
-    return data.pin_history(Store(db, lock_timeout=lock_timeout), since, until, th)
+def pin_history(db: str, lock_timeout: float, span: dt.timedelta, th: Thresholds) -> data.PinHistory:
+    """The fleet's pin history over the last `span`, read once per collector cycle (and at least
+    every PIN_HISTORY_EVERY seconds) however many viewers refresh: keyed on what repeats (the
+    range's length and the last cycle), never on the time of the request."""
+    store = Store(db, lock_timeout=lock_timeout)
+    return _pin_history_for_cycle(db, lock_timeout, span, th, data.last_cycle(store),
+                                  int(data.utcnow().timestamp() // PIN_HISTORY_EVERY))
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])")
+PIN_HISTORY_EVERY = 10.0
+
+
+@st.cache_data(ttl=60.0, max_entries=16, show_spinner=False)
+def _pin_history_for_cycle(db: str, lock_timeout: float, span: dt.timedelta, th: Thresholds, cycle: object,
+                           bucket: int) -> data.PinHistory:
+    until = data.utcnow()
+    return data.pin_history(Store(db, lock_timeout=lock_timeout), until - span, until, th)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=^])")
 
 
 def md(text: object) -> str:
-    """A server-supplied name as literal text inside Markdown."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+    """A server-supplied or user-typed string as literal text inside Markdown (which Streamlit
+    also reads in captions, alerts and progress labels), its bidi controls shown visibly."""
+    one_line = re.sub(r"[\r\n]+", " ↵ ", visible(text))  # a newline could start a heading or a list
+    return _MD_SPECIAL.sub(r"\\\1", one_line)
 
 
-def consumer_link(account: str, stream: str, consumer: str) -> str:
-    return "consumer?" + urlencode({"account": account, "stream": stream, "consumer": consumer})
+def consumer_link(account: str | None, stream: str, consumer: str) -> str:
+    return tables.consumer_link(account, stream, consumer)
 
 
 def time_range(key: str, default: str = "1 hour") -> tuple[dt.datetime, dt.datetime]:
@@ -99,9 +117,32 @@ def ago(ts: object, now: dt.datetime) -> str:
     return f"{seconds / 3600:.1f}h ago"
 
 
-def collector_panel(collector: pd.DataFrame, now: dt.datetime) -> None:
-    """The collector's own health, in the sidebar of every page that reads live data."""
+def findings(row: pd.Series, now: dt.datetime) -> None:
+    """Each finding of a Fleet row with its reason (since when, for the verdicts about time) and
+    its next step."""
+    context = tables.context(row)
+    for finding in row["findings"] if isinstance(row["findings"], list) else []:
+        verdict, numbers = finding["verdict"], finding.get("numbers") or {}
+        reason = advice.reason_since(verdict, finding["reason"], numbers, context, now)
+        st.markdown(f"- **{md(verdict)}**: {md(reason)}  \n  **Next step:** {md(advice.next_step(verdict, numbers, context))}")
+
+
+@st.cache_data(ttl=2.0, show_spinner=False)
+def capture_gaps(db: str, lock_timeout: float, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
+    return data.capture_gaps(Store(db, lock_timeout=lock_timeout), since, until)
+
+
+def gap_warnings(gaps: pd.DataFrame) -> None:
+    for text in data.gap_warnings(gaps):
+        st.warning(md(text), icon="🕳️")
+
+
+def collector_panel(collector: pd.DataFrame, now: dt.datetime, gaps: pd.DataFrame | None = None) -> None:
+    """The collector's own health, in the sidebar of every page that reads live data; with
+    `gaps`, the gaps in the advisory record of the last day."""
     with st.sidebar:
+        if gaps is not None:
+            gap_warnings(gaps)
         st.markdown("**Collector**")
         if collector.empty:
             st.caption("no collector has reported yet")
@@ -114,9 +155,18 @@ def collector_panel(collector: pd.DataFrame, now: dt.datetime) -> None:
                        "is down are lost. Run `jetwatch setup` to create the capture stream.", icon="⚠️")
         else:
             lag = c["capture_pending"]
-            st.caption(f"capture: durable stream, {'caught up' if c['capture_caught_up'] else f'{lag} advisories behind'}; "
-                       f"last advisory {ago(c['last_event_at'], now)}")
+            behind = ("backlog unknown (the capture stream did not answer)" if lag is None or pd.isna(lag)
+                      else "caught up" if c["capture_caught_up"] else f"{int(lag)} advisories behind")
+            st.caption(f"capture: {c['capture_mode']} stream, {behind}; last advisory {ago(c['last_event_at'], now)}")
+        warning = c.get("capture_warning")
+        if warning is not None and not pd.isna(warning):
+            st.warning(md(warning), icon="⚠️")
+        offset = c.get("clock_offset_seconds")
+        if offset is not None and not pd.isna(offset) and abs(offset) > 1:
+            st.warning(f"The server's clock is {abs(offset):.1f}s {'ahead of' if offset > 0 else 'behind'} the "
+                       "collector's. Windows and pin inference follow the server's clock; fix the host's time "
+                       "sync (NTP) all the same.", icon="🕒")
         if int(c["rejects_total"] or 0):
             st.caption(f"{int(c['rejects_total'])} rejected inputs (see the rejects table), last {ago(c['last_reject_at'], now)}")
         if c["last_error"] is not None and not pd.isna(c["last_error"]):
-            st.error(f"{ago(c['last_error_at'], now)}: {c['last_error']}")
+            st.error(f"{ago(c['last_error_at'], now)}: {md(c['last_error'])}")

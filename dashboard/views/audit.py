@@ -1,10 +1,10 @@
-"""Audit: every operator action, who did it, and what the server said."""
+"""Audit: every operator action in one line, who did it, to which consumer, and how it ended."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from jetwatch.dashboard import data, ui
+from jetwatch.dashboard import data, tables, ui
 from jetwatch.store.database import StoreError
 
 s = ui.settings()
@@ -12,9 +12,32 @@ st.title("Audit")
 try:
     log = data.audit(ui.store(s))
 except StoreError as exc:  # held by another process for longer than --lock-timeout
-    st.error(str(exc))
+    st.error(ui.md(exc))
     st.stop()
 if log.empty:
     st.info("No operator actions recorded yet.")
-else:
-    st.dataframe(log, key="audit_table", hide_index=True)
+    st.stop()
+
+actions = data.audit_actions(log)
+c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
+actors = c1.multiselect("Actor", sorted(actions["actor"].unique()), key="audit_actor")
+kinds = c2.multiselect("Action", sorted(actions["action"].unique()), key="audit_action")
+outcomes = c3.multiselect("Outcome", sorted(actions["outcome"].unique()), key="audit_outcome")
+search = c4.text_input("Consumer or stream", key="audit_search")
+shown = actions
+if actors:
+    shown = shown[shown["actor"].isin(actors)]
+if kinds:
+    shown = shown[shown["action"].isin(kinds)]
+if outcomes:
+    shown = shown[shown["outcome"].isin(outcomes)]
+if search:
+    needle = search.lower()
+    shown = shown[shown["consumer"].str.lower().str.contains(needle, regex=False)
+                  | shown["stream"].str.lower().str.contains(needle, regex=False)]
+st.caption(f"{len(shown):,} of {len(actions):,} actions shown · one line per action (its intent and outcome rows)")
+table = tables.build(tables.AUDIT, shown, data.utcnow())
+st.dataframe(ui.visible_frame(table), key="audit_table", hide_index=True, width="stretch",
+             column_config=tables.column_config(tables.AUDIT, table))
+with st.expander("Raw audit rows (as chained)"):
+    st.dataframe(ui.visible_frame(log), key="audit_raw", hide_index=True)

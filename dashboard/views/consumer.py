@@ -1,4 +1,5 @@
-"""Consumer: one consumer's gauges, rates, pins, config history and advisories."""
+"""Consumer: one consumer's verdict since when and what to do, its gauges, rates, pins, config history and
+advisories; refreshed like the Fleet."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import streamlit as st
 import datetime as dt
 
 from jetwatch.actions.operations import THEN_CHOICES, Target
-from jetwatch.dashboard import charts, data, operator, ui
+from jetwatch.dashboard import charts, data, operator, tables, ui
+from jetwatch.health import advice
 from jetwatch.store.database import StoreError, StoreMissing
 
 s = ui.settings()
@@ -20,12 +22,12 @@ params = st.query_params
 st.title("Consumer")
 operator.sidebar(s)
 try:
-    latest = store.query("fleet_latest")
+    latest = store.query("consumer_keys")
 except StoreMissing as exc:
-    st.info(str(exc))
+    st.info(ui.md(exc))
     st.stop()
 except StoreError as exc:  # held by another process for longer than --lock-timeout
-    st.error(str(exc))
+    st.error(ui.md(exc))
     st.stop()
 
 if latest.empty:
@@ -40,95 +42,142 @@ if wanted not in options and all(wanted[1:]):
     options.append(wanted)  # a consumer no longer live: its history is still worth seeing
 index = options.index(wanted) if wanted in options else 0
 choice = st.selectbox("Consumer", options, index=index, key="consumer_pick",
-                      format_func=lambda o: f"{o[1]} / {o[2]}  ({o[0]})")
+                      format_func=lambda o: ui.visible(f"{o[1]} / {o[2]}  ({o[0]})"))
 account, stream, consumer = choice
 st.query_params.update({"account": account, "stream": stream, "consumer": consumer})
 
-since, until = ui.time_range("consumer_range")
-detail = data.consumer_detail(store, account, stream, consumer, since, until)
-now = data.utcnow()
+range_choice = st.selectbox("Time range", list(ui.RANGES), index=list(ui.RANGES).index("1 hour"), key="consumer_range")
+operator.dialog(s, store)
 
-st.subheader(f"{ui.md(stream)} / {ui.md(consumer)}")
-if detail.latest.empty:
-    st.warning("This consumer is not in the latest sample: it was deleted, or is filtered out.")
-    max_ack = max_wait = None
-else:
-    row = detail.latest.iloc[0]
-    max_ack, max_wait = row["max_ack_pending"], row["max_waiting"]
+
+def verdict_of(now: dt.datetime) -> pd.Series | None:
     fleet = ui.cached_fleet(s.db, s.lock_timeout, ui.thresholds(s)).consumers
     mine = fleet[(fleet["account"] == account) & (fleet["stream"] == stream) & (fleet["consumer"] == consumer)]
-    if not mine.empty:
-        v = mine.iloc[0]
-        st.markdown(f"### {ui.badge(v['verdict'])}")
-        for finding in v["findings"] if isinstance(v["findings"], list) else []:
-            numbers = ", ".join(f"{k} {val}" for k, val in finding["numbers"].items())
-            st.markdown(f"- **{finding['verdict']}**: {ui.md(finding['reason'])}" + (f" ({ui.md(numbers)})" if numbers else ""))
-    cols = st.columns(5)
-    cols[0].metric("pending", f"{row['num_pending']:,}")
-    cols[1].metric("ack pending", f"{row['num_ack_pending']:,}")
-    cols[2].metric("waiting", f"{row['num_waiting']:,}")
-    cols[3].metric("redelivered (gauge)", f"{row['num_redelivered']:,}")
-    pinned = row["pinned_id"] if row["pinned_id"] is not None and not pd.isna(row["pinned_id"]) else None
-    cols[4].metric("pinned", pinned or "nobody",
-                   help=f"since {ui.ago(row['pinned_ts'], now)}" if pinned else None)
-    if row["paused"]:
-        st.info(f"Paused until {row['pause_until']}")
+    return None if mine.empty else mine.iloc[0]
 
-    operator.dialog(s, store)
-    operator.show_result()
-    result = st.session_state.get(operator.RESULT)
 
-    @st.fragment(run_every=1.0)
-    def follow() -> None:
-        if result is not None and result.ok and result.action == "unpin" and result.target.consumer == consumer:
+def actions(row: pd.Series, verdict: pd.Series | None) -> None:
+    """The operator's actions, each offered only where it can succeed (or with a warning first)."""
+    target = Target(account, stream, consumer, row["pin_group"] if isinstance(row["pin_group"], str) else None)
+    context = tables.context(row)
+    st.markdown("#### Actions")
+    a1, a2, a3, a4 = st.columns(4)
+    if context.grouped:
+        a1.button("Unpin", key="action_unpin", on_click=operator.request, args=("unpin", target),
+                  kwargs={"expect_pin": context.pinned_id}, disabled=not advice.unpin_offered(context),
+                  help=f"drops pin {context.pinned_id}" if context.pinned else "nothing is pinned: nothing to unpin")
+    minutes = a2.number_input("Pause for (minutes)", min_value=1, max_value=10080, value=15, key="pause_minutes")
+    a2.button("Pause", key="action_pause", on_click=lambda: operator.request(
+        "pause", target, until=data.utcnow() + dt.timedelta(minutes=minutes)))
+    a3.button("Resume", key="action_resume", on_click=operator.request, args=("resume", target))
+    choices = advice.drain_choices(THEN_CHOICES, context)
+    then = a4.selectbox("Drain, then", choices, key="drain_then",
+                        help=None if "handoff" in choices else "no hand-off: nobody is pinned in a priority group")
+    timeout_s = a4.number_input("Drain timeout (s)", min_value=1, max_value=3600, value=60, key="drain_timeout")
+    stay_minutes = 60
+    if then == "stay-paused":
+        stay_minutes = a4.number_input("Stay paused for (minutes)", min_value=1, value=60, key="drain_stay")
+    warning = advice.drain_warning(str(verdict["verdict"])) if verdict is not None else None
+    anyway = True
+    if warning:
+        a4.warning(warning, icon="⚠️")
+        anyway = a4.checkbox("Drain anyway", key="drain_anyway")
+    a4.button("Drain", key="action_drain", disabled=not anyway, on_click=lambda: operator.request(
+        "drain", target, then=then, timeout_s=timeout_s,
+        stay_until=data.utcnow() + dt.timedelta(minutes=stay_minutes) if then == "stay-paused" else None))
+
+
+@st.fragment(run_every=s.refresh)
+def live() -> None:
+    """Everything read from the store refreshes like the Fleet; the numbers and the pin id come
+    from one read of the consumer's latest sample, so the pin shown is never older than them."""
+    until = data.utcnow()
+    since = until - ui.RANGES[range_choice]
+    try:
+        detail = data.consumer_detail(store, account, stream, consumer, since, until)
+    except StoreError as exc:
+        st.error(ui.md(exc))
+        return
+    now = data.utcnow()
+    operator.show_result(Target(account, stream, consumer), store)  # this consumer's results only
+    st.subheader(f"{ui.md(stream)} / {ui.md(consumer)}")
+    if detail.latest.empty:
+        st.warning("This consumer is not in the latest sample: it was deleted, or is filtered out.")
+        max_ack = max_wait = None
+    else:
+        row = detail.latest.iloc[0]
+        st.caption(f"Data as of {ui.md(ui.since(row['ts'], now))} · refreshes every {s.refresh:g}s")
+        max_ack, max_wait = row["max_ack_pending"], row["max_waiting"]
+        verdict = verdict_of(now)
+        if verdict is not None:
+            st.markdown(f"### {ui.badge(verdict['verdict'])} since {ui.md(ui.since(verdict['since'], now))}")
+            ui.findings(row.combine_first(verdict), now)  # the pin as sampled with the numbers
+        cols = st.columns(5)
+        cols[0].metric("Pending (msgs)", f"{row['num_pending']:,}")
+        cols[1].metric("In flight (msgs)", f"{row['num_ack_pending']:,}")
+        cols[2].metric("Pulls waiting", f"{row['num_waiting']:,}")
+        cols[3].metric("To redeliver (msgs)", f"{row['num_redelivered']:,}")
+        pinned = row["pinned_id"] if isinstance(row["pinned_id"], str) and row["pinned_id"] else None
+        cols[4].metric("Pin (id tail)", ui.pin_tail(pinned) if pinned else "nobody",
+                       help=(f"pin id {ui.visible(pinned)} (names this pin, not a client), since "
+                             f"{ui.since(row['pinned_ts'], now)}") if pinned else None)
+        lag = st.columns(3)
+        for col, (label, age, kind) in zip(lag, (
+                ("Oldest unacked", row["oldest_unacked_age_seconds"], row["oldest_unacked_age_kind"]),
+                ("Oldest undelivered", row["oldest_undelivered_age_seconds"], row["oldest_undelivered_age_kind"]))):
+            col.metric(label, "none" if pd.isna(age) else ui.duration(age) + (" (estimate)" if kind == "estimate" else ""),
+                       help="age of the oldest message still owed, read from the stream's timestamps (an estimate is "
+                            "interpolated from its sequence/time history where the collector may not read messages)")
+        if verdict is not None:
+            lag[2].metric("Drain ETA", tables.eta_words(verdict) or "none",
+                          help="backlog over the health window's net drain rate (acks minus arrivals), with its range")
+        if row["paused"]:
+            st.info(f"Paused until {ui.md(ui.since(row['pause_until'], now))}")
+        result = st.session_state.get(operator.RESULT)
+        if result is not None and result.ok and result.action == "unpin" and operator.belongs(result, Target(account, stream, consumer)):
             fresh = operator.new_pin_after(store, result)
-            st.caption(f"new pin: {fresh.iloc[-1]['pinned_id']}" if not fresh.empty else "waiting for the new pin...")
-        operator.drain_progress(store, stream, consumer)
+            new = fresh.iloc[-1]["pinned_id"] if not fresh.empty else None
+            st.caption(f"new pin: {ui.md(ui.pin_tail(new))} (pin id {ui.md(new)})" if new else "waiting for the new pin...")
+        operator.drain_progress(store, account, stream, consumer)
+        if operator.operator(s):
+            actions(row, verdict)
+            if st.session_state.pop(operator.FRESH, False):
+                st.rerun(scope="app")  # the confirmation dialog lives outside this fragment
 
-    follow()
-    if operator.operator(s):
-        target = Target(account, stream, consumer, row["pin_group"] if isinstance(row["pin_group"], str) else None)
-        st.markdown("#### Actions")
-        a1, a2, a3, a4 = st.columns(4)
-        if row["priority_policy"] == "pinned_client":
-            a1.button("Unpin", key="action_unpin", on_click=operator.request, args=("unpin", target))
-        minutes = a2.number_input("Pause for (minutes)", min_value=1, max_value=10080, value=15, key="pause_minutes")
-        a2.button("Pause", key="action_pause", on_click=lambda: operator.request(
-            "pause", target, until=data.utcnow() + dt.timedelta(minutes=minutes)))
-        a3.button("Resume", key="action_resume", on_click=operator.request, args=("resume", target))
-        then = a4.selectbox("Drain, then", THEN_CHOICES, key="drain_then")
-        timeout_s = a4.number_input("Drain timeout (s)", min_value=1, max_value=3600, value=60, key="drain_timeout")
-        stay_minutes = 60
-        if then == "stay-paused":
-            stay_minutes = a4.number_input("Stay paused for (minutes)", min_value=1, value=60, key="drain_stay")
-        a4.button("Drain", key="action_drain", on_click=lambda: operator.request(
-            "drain", target, then=then, timeout_s=timeout_s,
-            stay_until=data.utcnow() + dt.timedelta(minutes=stay_minutes) if then == "stay-paused" else None))
+    st.caption(f"Showing {detail.source}")
+    band = data.verdict_band(store, account, stream, consumer, since, until)
+    st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait, band=band), key="consumer_gauges")
+    if not band.empty:
+        st.caption("Behind the charts: the verdicts the collector judged, " + " → ".join(
+            f"{v} {ui.ago(t, now)}" for v, t in zip(band["verdict"].tail(4), band["start"].tail(4))))
+    if detail.source.startswith("raw samples"):
+        filtered = bool(not detail.latest.empty and detail.latest["filtered"].fillna(False).astype(bool).iloc[0])
+        st.plotly_chart(charts.consumer_rates(data.rates(detail.samples, filtered), "Rates from sequence deltas"),
+                        key="consumer_rates")
+    sessions = data.drawn_sessions(data.sessions_from_events(detail.pins, until))
+    done = data.operator_actions(store, since, until)
+    done = done[(done["stream"] == stream) & (done["consumer"] == consumer)]
+    st.plotly_chart(charts.pin_timeline(sessions, data.pin_switches(detail.pins), "Pin timeline", actions=done),
+                    key="consumer_pins")
 
-st.caption(f"Showing {detail.source}")
-band = data.verdict_band(store, account, stream, consumer, since, until)
-st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait, band=band), key="consumer_gauges")
-if not band.empty:
-    st.caption("Behind the charts: the verdicts the collector judged, " + " → ".join(
-        f"{v} {ui.ago(t, now)}" for v, t in zip(band["verdict"].tail(4), band["start"].tail(4))))
-if detail.source == "raw samples":
-    filtered = bool(not detail.latest.empty and detail.latest["filtered"].fillna(False).astype(bool).iloc[0])
-    st.plotly_chart(charts.consumer_rates(data.rates(detail.samples, filtered), "Rates from sequence deltas"),
-                    key="consumer_rates")
-sessions = data.drawn_sessions(data.sessions_from_events(detail.pins, until))
-st.plotly_chart(charts.pin_timeline(sessions, data.pin_switches(detail.pins), "Pin timeline"), key="consumer_pins")
+    st.markdown("#### Configuration")
+    if detail.configs.empty:
+        st.caption("no configuration recorded")
+    else:
+        current = detail.configs.iloc[0]
+        st.json(ui.visible_value(json.loads(current["config_json"]) if isinstance(current["config_json"], str)
+                                 else current["config_json"]), expanded=False)
+        table = tables.build(tables.CONFIGS, detail.configs, now)
+        st.dataframe(ui.visible_frame(table), key="consumer_config_history", hide_index=True,
+                     column_config=tables.column_config(tables.CONFIGS, table))
 
-st.markdown("#### Configuration")
-if detail.configs.empty:
-    st.caption("no configuration recorded")
-else:
-    current = detail.configs.iloc[0]
-    st.json(json.loads(current["config_json"]) if isinstance(current["config_json"], str) else current["config_json"],
-            expanded=False)
-    st.dataframe(detail.configs.drop(columns=["config_json"]), key="consumer_config_history", hide_index=True)
+    st.markdown("#### Recent advisories")
+    if detail.advisories.empty:
+        st.caption("none in this range")
+    else:
+        table = tables.build(tables.ADVISORIES, detail.advisories, now)
+        st.dataframe(ui.visible_frame(table), key="consumer_advisories", hide_index=True,
+                     column_config=tables.column_config(tables.ADVISORIES, table))
 
-st.markdown("#### Recent advisories")
-if detail.advisories.empty:
-    st.caption("none in this range")
-else:
-    st.dataframe(detail.advisories.drop(columns=["raw"]), key="consumer_advisories", hide_index=True)
+
+live()

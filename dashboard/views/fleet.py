@@ -2,31 +2,33 @@
 
 from __future__ import annotations
 
-import pandas as pd
+import datetime as dt
+
 import streamlit as st
 
 from jetwatch.actions.operations import Target
-from jetwatch.dashboard import data, operator, ui
+from jetwatch.dashboard import data, operator, selection, tables, ui
 from jetwatch.health.rules import VERDICT_NAMES
 from jetwatch.store.database import StoreError
 
+GAPS_SHOWN = dt.timedelta(days=1)  # the sidebar warns of gaps in the advisory record this recent
 s = ui.settings()
 store = ui.store(s)
 st.title("Fleet")
 operator.sidebar(s)
 operator.dialog(s, store)
-operator.show_result()
 
 
 @st.fragment(run_every=s.refresh)
 def live() -> None:
     now = data.utcnow()
+    operator.show_result(None, store)  # every result, each naming its consumer
     try:
         view = ui.cached_fleet(s.db, s.lock_timeout, ui.thresholds(s))
     except StoreError as exc:  # held by another process for longer than --lock-timeout
-        st.error(str(exc))
+        st.error(ui.md(exc))
         return
-    ui.collector_panel(view.collector, now)
+    ui.collector_panel(view.collector, now, ui.capture_gaps(s.db, s.lock_timeout, now - GAPS_SHOWN, now))
     warning = data.staleness(view, now, s.stale_after)
     as_of = view.as_of.strftime("%Y-%m-%d %H:%M:%S UTC") if view.as_of else "no data yet"
     st.caption(f"Data as of {as_of} · refreshes every {s.refresh:g}s · health window {s.health_window / 60:g} min")
@@ -55,43 +57,23 @@ def live() -> None:
         shown = shown[shown["consumer"].str.lower().str.contains(needle, regex=False)
                       | shown["stream"].str.lower().str.contains(needle, regex=False)]
 
-    counts = frame["verdict"].value_counts()
-    st.markdown("  ".join(f"{ui.badge(v)} {int(counts[v])}" for v in VERDICT_NAMES if v in counts))
+    counts = shown["verdict"].value_counts()  # the counts follow the filters
+    st.markdown("  ".join(f"{ui.badge(v)} {int(counts[v])}" for v in VERDICT_NAMES if v in counts)
+                or "no consumer matches the filters")
 
-    table = pd.DataFrame({
-        "verdict": shown["verdict"],
-        "since": [ui.ago(t, now) for t in shown["since"]],
-        "stream": shown["stream"], "consumer": shown["consumer"], "reason": shown["reason"],
-        "pending": shown["num_pending"],
-        "ack pending": [f"{a:,.0f} / {'∞' if pd.isna(m) or m <= 0 else f'{m:,.0f}'}"
-                        for a, m in zip(shown["num_ack_pending"], shown["max_ack_pending"])],
-        "waiting": [f"{w:,.0f} / {'∞' if pd.isna(m) or m <= 0 else f'{m:,.0f}'}"
-                    for w, m in zip(shown["num_waiting"], shown["max_waiting"])],
-        "redeliveries/s": shown["redelivered_per_second"], "deliveries/s": shown["delivered_per_second"],
-        "acks/s": shown["acked_per_second"], "policy": shown["priority_policy"].fillna("none"),
-        "pinned": shown["pinned_id"],
-        "pinned since": [ui.ago(t, now) if p is not None and not pd.isna(p) else "" for p, t in
-                         zip(shown["pinned_id"], shown["pinned_ts"])],
-        "open": [ui.consumer_link(a, st_, c) for a, st_, c in zip(shown["account"], shown["stream"], shown["consumer"])],
-        "account": shown["account"],
-    })
-    st.caption(f"{len(shown):,} of {len(frame):,} consumers shown · select a row for its findings and actions")
+    keys = selection.keys_of(shown)
+    chosen = st.session_state.get(selection.SELECTED)
+    table = tables.fleet_table(shown, now)
+    table.insert(0, " ", ["▶" if k == chosen else "" for k in keys])
+    st.caption(f"{len(shown):,} of {len(frame):,} consumers shown · select a row for its findings and actions, "
+               "or open a consumer by its name")
+    widget = selection.widget_key(keys)
     st.dataframe(
-        table.style.map(ui.verdict_cell_style, subset=["verdict"]), key="fleet_table", hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-        column_config={
-            "open": st.column_config.LinkColumn("open", display_text="details"),
-            "reason": st.column_config.TextColumn(width="large"),
-            "redeliveries/s": st.column_config.NumberColumn(format="%.2f"),
-            "deliveries/s": st.column_config.NumberColumn(format="%.2f"),
-            "acks/s": st.column_config.NumberColumn(format="%.2f"),
-        })
-    selection = st.session_state.get("fleet_table")
-    rows = selection.selection.rows if selection is not None and hasattr(selection, "selection") else []
-    picked = shown.iloc[rows[0]] if rows and rows[0] < len(shown) else None
-    chosen = None if picked is None else dict(picked[["account", "stream", "consumer", "verdict", "findings",
-                                                      "priority_policy", "pin_group", "pinned_id"]])
-    if chosen != st.session_state.get("fleet_selected"):
-        st.session_state["fleet_selected"] = chosen
+        ui.visible_frame(table).style.map(ui.verdict_cell_style, subset=["Verdict"]), key=widget, hide_index=True,
+        width="stretch", on_select="rerun", selection_mode="single-row",
+        column_config={" ": st.column_config.TextColumn(" ", width=28, help="the selected consumer", pinned=True),
+                       **tables.column_config(tables.FLEET, table)})
+    if selection.follow(st.session_state, widget, keys):
         st.rerun(scope="app")  # the action bar below lives outside this fragment
 
 
@@ -104,30 +86,37 @@ def recent_changes() -> None:
     try:
         changes = data.recent_changes(store, 20)
     except StoreError as exc:
-        st.error(str(exc))
+        st.error(ui.md(exc))
         return
     now = data.utcnow()
     with st.expander(f"Recent verdict changes ({len(changes)})", expanded=False):
         if changes.empty:
             st.caption("none yet: the collector records each transition after its cycle")
             return
-        st.dataframe(pd.DataFrame({
-            "when": [ui.ago(t, now) for t in changes["ts"]], "stream": changes["stream"],
-            "consumer": changes["consumer"], "from": changes["from_verdict"].fillna("(new)"),
-            "to": changes["to_verdict"], "reason": changes["reason"], "account": changes["account"],
-        }).style.map(ui.verdict_cell_style, subset=["to"]), key="fleet_changes", hide_index=True, width="stretch")
+        table = tables.build(tables.CHANGES, changes, now)
+        st.dataframe(ui.visible_frame(table).style.map(ui.verdict_cell_style, subset=["To"]), key="fleet_changes",
+                     hide_index=True, width="stretch", column_config=tables.column_config(tables.CHANGES, table))
 
 
 recent_changes()
 
-selected = st.session_state.get("fleet_selected")
-if selected:
-    st.markdown(f"**{ui.md(selected['stream'])} / {ui.md(selected['consumer'])}**: {ui.badge(selected['verdict'])}  "
-                f"[details]({ui.consumer_link(selected['account'], selected['stream'], selected['consumer'])})")
-    for finding in selected["findings"] or []:
-        st.markdown(f"- {finding['verdict']}: {ui.md(finding['reason'])}")
-    if operator.operator(s) and selected["priority_policy"] == "pinned_client":
-        target = Target(selected["account"], selected["stream"], selected["consumer"], selected["pin_group"])
+chosen = st.session_state.get(selection.SELECTED)
+if chosen:
+    current = selection.row_of(ui.cached_fleet(s.db, s.lock_timeout, ui.thresholds(s)).consumers, chosen)
+    account, stream_name, consumer_name = chosen
+    if current is None:
+        st.markdown(f"**{ui.md(stream_name)} / {ui.md(consumer_name)}**: no longer in the latest sample")
+    else:
+        st.markdown(f"**{ui.md(stream_name)} / {ui.md(consumer_name)}**"
+                    f"{'' if account is None else ' (account ' + ui.md(account) + ')'}: {ui.badge(current['verdict'])} "
+                    f"since {ui.md(ui.since(current['since'], data.utcnow()))}  "
+                    f"[details]({ui.consumer_link(account, stream_name, consumer_name)})")
+        ui.findings(current, data.utcnow())
+    st.button("Clear selection", key="fleet_clear", on_click=selection.clear, args=(st.session_state,))
+    if current is not None and operator.operator(s) and current["priority_policy"] == "pinned_client":
+        pinned = current["pinned_id"] if isinstance(current["pinned_id"], str) else None
+        target = Target(account, stream_name, consumer_name,
+                        current["pin_group"] if isinstance(current["pin_group"], str) else None)
         st.button("Unpin", key="fleet_unpin", on_click=operator.request, args=("unpin", target),
-                  disabled=not isinstance(selected["pinned_id"], str), help="nothing is pinned"
-                  if not isinstance(selected["pinned_id"], str) else None)
+                  kwargs={"expect_pin": pinned}, disabled=pinned is None,
+                  help=None if pinned else "nothing is pinned")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from jetwatch.dashboard import charts, ui
+from jetwatch.dashboard import charts, data, tables, ui
 from jetwatch.store.database import StoreError
 
 s = ui.settings()
@@ -18,11 +18,12 @@ reasons = c2.multiselect("Unpin reason", ["timeout", "admin", "inferred"], key="
 search = c3.text_input("Consumer or stream", key="pins_search")
 
 try:
-    history = ui.pin_history(s.db, s.lock_timeout, since, until, ui.thresholds(s))
+    history = ui.pin_history(s.db, s.lock_timeout, until - since, ui.thresholds(s))
 except StoreError as exc:  # held by another process for longer than --lock-timeout
-    st.error(str(exc))
+    st.error(ui.md(exc))
     st.stop()
 events, sessions, summary = history.events, history.sessions, history.summary
+ui.gap_warnings(ui.capture_gaps(s.db, s.lock_timeout, since, until))
 
 
 def matches(frame: pd.DataFrame) -> pd.Series:
@@ -47,23 +48,41 @@ if not summary.empty:
     summary = summary[matches(summary)]
 
 st.caption(f"Sessions from {history.source}; {len(events)} pin events in range")
-st.plotly_chart(charts.pin_timeline(sessions, events, "Pin timeline"), key="pins_timeline")
+actions = data.operator_actions(ui.store(s), since, until)
+if not actions.empty:
+    actions = actions[matches(actions)]
+st.plotly_chart(charts.pin_timeline(sessions, events, "Pin timeline", actions=actions), key="pins_timeline")
 
+now = until
 st.markdown("#### Per consumer")
 if summary.empty:
     st.caption("no pins in this range")
 else:
-    st.dataframe(summary.assign(flapping=summary["flapping"].map({True: "FLAPPING", False: ""})),
-                 key="pins_summary", hide_index=True,
-                 column_config={"switches_per_hour": st.column_config.NumberColumn(format="%.1f"),
-                                "median_pin_seconds": st.column_config.NumberColumn(format="%.0f"),
-                                "p95_pin_seconds": st.column_config.NumberColumn(format="%.0f"),
-                                "nopin_pending_seconds": st.column_config.NumberColumn(format="%.0f")})
+    table = tables.build(tables.PIN_SUMMARY, summary, now)
+    st.dataframe(ui.visible_frame(table), key="pins_summary", hide_index=True,
+                 column_config=tables.column_config(tables.PIN_SUMMARY, table))
 
-st.markdown("#### Switches")
-if events.empty:
-    st.caption("no pin events in this range")
+st.markdown("#### Sessions")
+if sessions.empty:
+    st.caption("no pin sessions in this range")
 else:
-    table = events.sort_values("ts", ascending=False)[
-        ["ts", "stream", "consumer", "group_name", "event", "pinned_id", "reason", "source"]]
-    st.dataframe(table, key="pins_events", hide_index=True)
+    shown_sessions = sessions[matches(sessions)].sort_values("start_ts", ascending=False)
+    table = tables.build(tables.SESSIONS, shown_sessions, now)
+    st.caption("One row per pin: who held it (a pin id names one pin, not a client), from when to when, why it "
+               "ended and how long the consumer then went without one.")
+    st.dataframe(ui.visible_frame(table), key="pins_sessions", hide_index=True,
+                 column_config=tables.column_config(tables.SESSIONS, table))
+
+with st.expander(f"Pin events ({len(events)})"):
+    if events.empty:
+        st.caption("no pin events in this range")
+    else:
+        unconfirmed = int((events["vouched"] == "unconfirmed").sum())
+        if unconfirmed:
+            st.caption(f"{unconfirmed} pin(s) marked **unconfirmed**: their advisory's pin id never showed up in "
+                       "sampled state within the grace period. Either the pin was shorter than a sampling "
+                       "interval, or the advisory was forged by a user allowed to publish on $JS.EVENT.> "
+                       "(see the README's Security section). They are still counted.")
+        table = tables.build(tables.PIN_EVENTS, events.sort_values("ts", ascending=False), now)
+        st.dataframe(ui.visible_frame(table), key="pins_events", hide_index=True,
+                     column_config=tables.column_config(tables.PIN_EVENTS, table))

@@ -1,0 +1,152 @@
+"""What the dashboard's web server checks before Streamlit sees a request.
+
+- Foreign hosts are refused: an HTTP request or WebSocket upgrade whose Host, or Origin when sent,
+  names a host other than the listen address, the loopback names (when listening on loopback) or
+  --allowed-hosts gets 403 / a refused handshake. This closes DNS rebinding: a page on
+  evil.example whose name resolves to 127.0.0.1 reaches the port, but its requests say
+  Host: evil.example. (Streamlit's own `server.allowedHosts` checks only the WebSocket's Host.)
+- Session cookies: the page cannot set an HttpOnly cookie itself, so it hands the browser a one-time
+  code that POST /_jetwatch/session trades for the signed session cookie; POST /_jetwatch/logout
+  clears it. The cookie is HttpOnly, SameSite=Strict, and Secure when the request came over HTTPS.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+from urllib.parse import urlparse
+
+from jetwatch.core.settings import Settings
+from jetwatch.dashboard import identities
+
+COOKIE = "jetwatch_session"
+SESSION_PATH = "/_jetwatch/session"
+LOGOUT_PATH = "/_jetwatch/logout"
+
+Scope = dict[str, Any]
+ASGI = Callable[[Scope, Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]],
+                Awaitable[None]]
+
+
+def is_loopback(address: str) -> bool:
+    if address in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def read_only_reason(s: Settings) -> str | None:
+    """Why this dashboard offers no actions, or None when operators can sign in."""
+    if s.trusted_user_header or (s.operators_file and Path(s.operators_file).is_file()):
+        return None
+    legacy = " JETWATCH_OPERATOR_SECRET no longer enables actions." if (s.operator_secret or s.operator_secret_file) else ""
+    where = "" if is_loopback(s.address) else f" (listening on {s.address}: anyone who reaches it can view)"
+    missing = f" ({s.operators_file} does not exist yet)" if s.operators_file else ""
+    return (f"Read-only{where}: no operator identities are configured{missing}.{legacy} Add operators with "
+            "`jetwatch operator add NAME` (with JETWATCH_OPERATORS_FILE set), or set --trusted-user-header behind "
+            "a proxy that signs users in.")
+
+
+def allowed_hosts(s: Settings) -> set[str]:
+    """The host names this dashboard answers to (lower case, no port)."""
+    names = {h.strip().lower().rstrip(".") for h in s.allowed_hosts if h.strip()}
+    address = s.address.strip("[]").lower()
+    if is_loopback(address):
+        names |= {"localhost", "127.0.0.1", "::1", address}
+    elif address in ("0.0.0.0", "::"):
+        # Every interface: the machine's own names and addresses; other names must be listed.
+        host = socket.gethostname().lower()
+        names |= {"localhost", "127.0.0.1", "::1", host, socket.getfqdn().lower()}
+        try:
+            names |= set(socket.gethostbyname_ex(host)[2])
+        except OSError:
+            pass
+    else:
+        names.add(address)
+    return names
+
+
+def _hostname(value: str) -> str | None:
+    try:
+        parsed = urlparse(value if "//" in value else f"//{value}")
+        _ = parsed.port  # a malformed port is a malformed host
+    except ValueError:
+        return None
+    if parsed.username or parsed.password or not parsed.hostname:
+        return None
+    return parsed.hostname.lower().rstrip(".")
+
+
+def foreign(headers: dict[bytes, bytes], allowed: set[str]) -> str | None:
+    """Why a request is refused (its Host or Origin names another host), or None."""
+    host = _hostname(headers.get(b"host", b"").decode("latin-1"))
+    if host is None or host not in allowed:
+        return "Host"
+    origin = headers.get(b"origin")
+    if origin is not None:
+        name = _hostname(origin.decode("latin-1"))
+        if name is None or name not in allowed:
+            return "Origin"
+    return None
+
+
+class HostGuard:
+    """ASGI middleware: refuse requests and WebSocket upgrades from foreign hosts."""
+
+    def __init__(self, app: ASGI, allowed: set[str]):
+        self.app, self.allowed = app, allowed
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            why = foreign(dict(scope.get("headers") or []), self.allowed)
+            if why is not None:
+                if scope["type"] == "websocket":
+                    await receive()  # websocket.connect
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                body = f"refused: this dashboard does not answer to that {why}\n".encode()
+                await send({"type": "http.response.start", "status": 403,
+                            "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def _secure(request: Any) -> bool:
+    return request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "").lower() == "https"
+
+
+def cookie_header(value: str, max_age_s: float, secure: bool) -> str:
+    return (f"{COOKIE}={value}; Path=/; Max-Age={int(max_age_s)}; HttpOnly; SameSite=Strict"
+            + ("; Secure" if secure else ""))
+
+
+def routes(s: Settings) -> list[Any]:
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    async def session(request: Any) -> Any:
+        code = (await request.body()).decode("ascii", "replace").strip()
+        found = identities.redeem(code)
+        if found is None:
+            return PlainTextResponse("unknown or expired sign-in code\n", status_code=403)
+        token, max_age = found
+        resp = PlainTextResponse("ok\n")
+        resp.headers["set-cookie"] = cookie_header(token, max_age, _secure(request))
+        resp.headers["cache-control"] = "no-store"
+        return resp
+
+    async def logout(request: Any) -> Any:
+        if s.operators_file:
+            found = identities.parse(s.operators_file, request.cookies.get(COOKIE))
+            if found is not None:
+                identities.revoke(found)
+        resp = PlainTextResponse("signed out\n")
+        resp.headers["set-cookie"] = cookie_header("", 0, _secure(request))
+        return resp
+
+    return [Route(SESSION_PATH, session, methods=["POST"]), Route(LOGOUT_PATH, logout, methods=["POST"])]

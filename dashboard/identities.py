@@ -1,0 +1,260 @@
+"""Operators are people: identities from a file, firm sessions, throttled guessing.
+
+The identities file holds one operator a line, `name:scrypt:N:r:p:salt:hash` (hex), written by
+`jetwatch operator add NAME`. A session is a signed, expiring token (HMAC-SHA256 with a random
+key kept in `<file>.key`, created with mode 0600 beside it) that names the operator, a session id,
+its expiry and a fingerprint of the identities file: changing the file (adding, removing or
+re-keying anyone) ends every session, and so does its expiry or a logout. No Streamlit here: the
+page and the HTTP routes both use this module, and plain pytest tests it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from jetwatch.core.errors import JetwatchError
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1  # about 16 MiB and tens of ms per guess
+MIN_PASSWORD = 12
+
+
+class IdentityError(JetwatchError):
+    """The identities file or a name/password given for it is not usable."""
+
+
+def check_name(name: str) -> str:
+    if not NAME.match(name or ""):
+        raise IdentityError(f"operator name {name!r} is not usable: use 1-64 letters, digits, '.', '_', '@' or '-', "
+                            "starting with a letter or digit")
+    return name
+
+
+def hash_password(password: str, salt: bytes | None = None, n: int = SCRYPT_N, r: int = SCRYPT_R,
+                  p: int = SCRYPT_P) -> str:
+    salt = salt or secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=32, maxmem=64 << 20)
+    return f"scrypt:{n}:{r}:{p}:{salt.hex()}:{digest.hex()}"
+
+
+def _verify_hash(password: str, stored: str) -> bool:
+    try:
+        kind, n, r, p, salt, digest = stored.split(":")
+        if kind != "scrypt":
+            return False
+        got = hashlib.scrypt(password.encode(), salt=bytes.fromhex(salt), n=int(n), r=int(r), p=int(p),
+                             dklen=len(digest) // 2, maxmem=64 << 20)
+    except (ValueError, MemoryError):
+        return False
+    return hmac.compare_digest(got.hex(), digest)
+
+
+_DUMMY = hash_password(secrets.token_hex(16))  # checked for unknown names, so timing does not tell names
+
+
+def read(path: str | Path) -> dict[str, str]:
+    """name -> stored hash. Blank lines and `#` comments are skipped; a malformed line is an error."""
+    out: dict[str, str] = {}
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, stored = line.partition(":")
+        if not NAME.match(name) or not stored.startswith("scrypt:"):
+            raise IdentityError(f"{path}, line {number}: expected `name:scrypt:...` as `jetwatch operator add` writes")
+        out[name] = stored
+    return out
+
+
+def add(path: str | Path, name: str, password: str) -> None:
+    """Add or replace one operator; the file is rewritten atomically with mode 0600."""
+    check_name(name)
+    if len(password) < MIN_PASSWORD:
+        raise IdentityError(f"the password is too short: use at least {MIN_PASSWORD} characters")
+    path = Path(path)
+    current = read(path) if path.exists() else {}
+    current[name] = hash_password(password)
+    tmp = path.with_name(path.name + ".tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write("# jetwatch operators: name:scrypt:N:r:p:salt:hash. Edit with `jetwatch operator add`.\n")
+        f.writelines(f"{n}:{h}\n" for n, h in sorted(current.items()))
+    os.replace(tmp, path)
+    signing_key(path)
+
+
+def fingerprint(path: str | Path) -> str:
+    """Changes whenever the file does: a session signed under another fingerprint is over."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:32]
+    except OSError:
+        return "missing"
+
+
+def signing_key(path: str | Path) -> bytes:
+    """The HMAC key beside the identities file, created on first use (mode 0600)."""
+    key_path = Path(str(path) + ".key")
+    try:
+        return bytes.fromhex(key_path.read_text().strip())
+    except (OSError, ValueError):
+        pass
+    key = secrets.token_bytes(32)
+    try:
+        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process won the race: use its key
+        return bytes.fromhex(key_path.read_text().strip())
+    with os.fdopen(fd, "w") as f:
+        f.write(key.hex())
+    return key
+
+
+def verify(path: str | Path, name: str, password: str) -> bool:
+    try:
+        stored = read(path).get(name)
+    except (OSError, IdentityError):
+        return False
+    if stored is None:
+        _verify_hash(password, _DUMMY)
+        return False
+    return _verify_hash(password, stored)
+
+
+@dataclass(frozen=True)
+class Session:
+    name: str
+    sid: str
+    expires: float
+    fingerprint: str
+
+
+_REVOKED: dict[str, float] = {}  # sid -> expiry, for logouts (this dashboard process)
+_LOCK = threading.Lock()
+
+
+def issue(path: str | Path, name: str, ttl_s: float, now: float | None = None) -> tuple[Session, str]:
+    """A new session and its signed token (the cookie value)."""
+    now = time.time() if now is None else now
+    session = Session(name, secrets.token_hex(16), now + ttl_s, fingerprint(path))
+    body = base64.urlsafe_b64encode(json.dumps(
+        {"n": session.name, "sid": session.sid, "exp": session.expires, "fp": session.fingerprint}).encode()
+    ).decode().rstrip("=")  # no padding: the token is a plain cookie value
+    mac = hmac.new(signing_key(path), body.encode(), hashlib.sha256).hexdigest()
+    return session, f"{body}.{mac}"
+
+
+def check(path: str | Path, session: Session, now: float | None = None) -> str | None:
+    """Why `session` is over, or None while it holds."""
+    now = time.time() if now is None else now
+    if session.expires <= now:
+        return "your operator session expired: sign in again"
+    if session.fingerprint != fingerprint(path):
+        return "the operator identities changed: sign in again"
+    with _LOCK:
+        if session.sid in _REVOKED:
+            return "you signed out"
+    try:
+        if session.name not in read(path):
+            return "you are no longer an operator"
+    except (OSError, IdentityError):
+        return "the operator identities cannot be read"
+    return None
+
+
+def parse(path: str | Path, token: str | None) -> Session | None:
+    """The session a token names, if its signature is good (validity is `check`'s job)."""
+    if not token or "." not in token:
+        return None
+    body, mac = token.rsplit(".", 1)
+    good = hmac.new(signing_key(path), body.encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(good, mac):
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(body.encode() + b"=" * (-len(body) % 4)))
+        return Session(str(data["n"]), str(data["sid"]), float(data["exp"]), str(data["fp"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def revoke(session: Session) -> None:
+    with _LOCK:
+        now = time.time()
+        for sid in [s for s, exp in _REVOKED.items() if exp <= now]:
+            del _REVOKED[sid]
+        _REVOKED[session.sid] = session.expires
+
+
+# One-time handoffs: the page (which has no HTTP response to set a cookie on) hands a token to the
+# browser, whose script trades it at /_jetwatch/session for an HttpOnly cookie. Short-lived, used once.
+_HANDOFFS: dict[str, tuple[str, float, float]] = {}  # handoff -> (cookie value, max-age, valid until)
+
+
+def handoff(token: str, max_age_s: float, now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    key = secrets.token_urlsafe(24)
+    with _LOCK:
+        for k in [k for k, (_, _, until) in _HANDOFFS.items() if until <= now]:
+            del _HANDOFFS[k]
+        _HANDOFFS[key] = (token, max_age_s, now + 60)
+    return key
+
+
+def redeem(key: str, now: float | None = None) -> tuple[str, float] | None:
+    now = time.time() if now is None else now
+    with _LOCK:
+        found = _HANDOFFS.pop(key, None)
+    if found is None or found[2] <= now:
+        return None
+    return found[0], found[1]
+
+
+class Throttle:
+    """Failed sign-ins, limited per session and for the whole dashboard.
+
+    A session gets `per_session` failures per `window_s`; all sessions together get `overall`.
+    While a limit holds, passwords are not even checked, so guessing costs the window's time."""
+
+    def __init__(self, per_session: int = 5, overall: int = 20, window_s: float = 300.0):
+        self.per_session, self.overall, self.window_s = per_session, overall, window_s
+        self._by_session: dict[str, deque[float]] = {}
+        self._all: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    def _trim(self, q: deque[float], now: float) -> None:
+        while q and q[0] <= now - self.window_s:
+            q.popleft()
+
+    def blocked(self, session_id: str, now: float | None = None) -> str | None:
+        """Why sign-in is refused right now, or None."""
+        now = time.time() if now is None else now
+        with self._lock:
+            mine = self._by_session.setdefault(session_id, deque())
+            self._trim(mine, now)
+            self._trim(self._all, now)
+            if len(mine) >= self.per_session:
+                return (f"too many failed sign-ins in this session: wait {mine[0] + self.window_s - now:.0f}s "
+                        "before trying again")
+            if len(self._all) >= self.overall:
+                return (f"too many failed sign-ins on this dashboard: every sign-in waits "
+                        f"{self._all[0] + self.window_s - now:.0f}s")
+        return None
+
+    def failed(self, session_id: str, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        with self._lock:
+            self._by_session.setdefault(session_id, deque()).append(now)
+            self._all.append(now)
+
+
+THROTTLE = Throttle()

@@ -1,0 +1,83 @@
+"""The Fleet's selection: a consumer, never a row number.
+
+Streamlit's table selection is a list of row positions. Positions mean nothing once the table is
+filtered, searched, re-sorted by a verdict change or refreshed, so the page keeps the selected
+consumer's key (account, stream, consumer) instead, and reads a position only in the table it
+was made in: the table widget's key is derived from the exact ordered list of consumers it shows,
+so a new list is a new widget with no selection, and a position is always looked up in the list
+it was clicked in. No Streamlit import here: the session state is passed in, so this is tested
+with plain pytest as well as through the page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, MutableMapping
+
+import pandas as pd
+
+SELECTED = "fleet_selected_key"  # (account, stream, consumer) of the selected consumer
+_SEEN = "fleet_selection_seen"  # (widget key, rows, keys) at the last run: a click or a new table?
+
+Key = tuple[str | None, str, str]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
+def keys_of(frame: pd.DataFrame) -> list[Key]:
+    """The consumer key of each row, in the table's order. The fleet has one row per (account,
+    stream, consumer); a cluster is not part of a consumer's identity in the store."""
+    return [(_text(a), str(s), str(c)) for a, s, c in zip(frame["account"], frame["stream"], frame["consumer"])]
+
+
+def widget_key(keys: list[Key]) -> str:
+    """A table widget key that changes whenever the shown consumers or their order change."""
+    return "fleet_table_" + hashlib.sha256(repr(keys).encode()).hexdigest()[:16]
+
+
+def _rows(state: MutableMapping[str, Any], widget: str) -> list[int]:
+    value = state.get(widget)
+    if value is None:
+        return []
+    sel = value.get("selection") if isinstance(value, dict) else getattr(value, "selection", None)
+    if sel is None:
+        return []
+    rows = sel.get("rows") if isinstance(sel, dict) else getattr(sel, "rows", None)
+    return list(rows or [])
+
+
+def follow(state: MutableMapping[str, Any], widget: str, keys: list[Key]) -> bool:
+    """Take a click in the table `widget` (showing `keys`) into the selected key.
+
+    A row picked in a table selects that row's consumer, looked up in the list that table showed
+    (also when the data changed between the click and this run, which makes a new table); un-ticking
+    the row in the same table clears the selection; a new table (other filter, order or data) keeps
+    the selected consumer. Returns whether the selection changed.
+    """
+    before = state.get(SELECTED)
+    seen_widget, seen_rows, seen_keys = state.get(_SEEN) or (None, [], [])
+    if seen_widget is not None and seen_widget != widget:
+        clicked = [r for r in _rows(state, seen_widget) if 0 <= r < len(seen_keys)]
+        if clicked and clicked != seen_rows:  # a click in the table the user was looking at
+            state[SELECTED] = seen_keys[clicked[0]]
+    rows = [r for r in _rows(state, widget) if 0 <= r < len(keys)]
+    if seen_widget == widget and rows != seen_rows:
+        state[SELECTED] = keys[rows[0]] if rows else None
+    elif seen_widget != widget and rows:
+        state[SELECTED] = keys[rows[0]]
+    state[_SEEN] = (widget, rows, keys)
+    return state.get(SELECTED) != before
+
+
+def clear(state: MutableMapping[str, Any]) -> None:
+    state[SELECTED] = None
+
+
+def row_of(frame: pd.DataFrame, key: Key) -> pd.Series | None:
+    """The selected consumer's current row in the (unfiltered) fleet, or None when it is gone."""
+    for i, k in enumerate(keys_of(frame)):
+        if k == key:
+            return frame.iloc[i]
+    return None

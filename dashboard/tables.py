@@ -1,0 +1,378 @@
+"""The pages' tables, declared once as lists of columns: a header in words with its unit, how a
+cell is made from the page's frame, and how the grid shows it.
+
+A column is one entry in a list, so adding one (another issue's "oldest unacked", "ETA") is one
+line in `FLEET`, and every header, width and frozen identity column comes from here. Cells never
+read `None`/`nan` (empty instead), durations are humanised and pin ids show their distinguishing
+tail (dashboard/text.py). Streamlit only in `column_config`, so the cells are tested with plain
+pytest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+from urllib.parse import quote, urlencode
+
+import numpy as np
+import pandas as pd
+
+from jetwatch.dashboard.text import cell, duration, pin_tail, visible
+from jetwatch.health import advice
+from jetwatch.health import eta as eta_rule
+
+Cells = Callable[[pd.DataFrame, dt.datetime], Sequence[Any]]
+NAME_WIDTH = 125  # pixels for a stream or consumer name: ORDERS_archive whole, still three identity columns in 400 px
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str  # in words, with the unit: what the engineer reads
+    cells: Cells  # the column's values for the rows of the page's frame, at `now`
+    kind: str = "text"  # text | number | link
+    number_format: str | None = None
+    width: str | int | None = None  # small | medium | large, or pixels
+    pinned: bool = False  # identity: stays in view when the table scrolls right
+    help: str | None = None
+    shown_if: Callable[[pd.DataFrame], bool] | None = None  # e.g. the account only with several accounts
+
+
+def consumer_link(account: object, stream: str, consumer: str) -> str:
+    """The Consumer page's deep link for one consumer (its name last: the Fleet shows it as the
+    link's text, decoded by the grid)."""
+    query = {"account": account, "stream": stream, "consumer": consumer}
+    return "consumer?" + urlencode({k: v for k, v in query.items() if v is not None and not pd.isna(v)},
+                                   quote_via=quote)
+
+
+CONSUMER_IN_LINK = r"[?&]consumer=([^&]*)$"  # the link text: the consumer's name
+
+
+def link_target(url: str) -> dict[str, str]:
+    """account, stream and consumer named by a consumer link (for tests and the selection)."""
+    from urllib.parse import parse_qs, urlsplit
+    return {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+
+
+def limit(values: pd.Series, limits: pd.Series) -> list[str]:
+    """'12 / 1,000': a gauge and its limit ('∞' for none)."""
+    return [f"{v:,.0f} / {'∞' if pd.isna(m) or m <= 0 else f'{m:,.0f}'}" if not pd.isna(v) else ""
+            for v, m in zip(values, limits)]
+
+
+def since_cell(ts: object, now: dt.datetime) -> str:
+    """When a state started, absolute (UTC) and as an age, short enough for a table cell:
+    '07:12:03 (12 min ago)' today, '11-22 07:12 (1 d 2 h ago)' before."""
+    if ts is None or pd.isna(ts):
+        return ""
+    t, n = pd.Timestamp(ts).tz_convert("UTC"), pd.Timestamp(now).tz_convert("UTC")
+    clock = t.strftime("%H:%M:%S") if t.date() == n.date() else t.strftime("%m-%d %H:%M")
+    return f"{clock} ({duration((n - t).total_seconds())} ago)"
+
+
+def _pinned_for(f: pd.DataFrame, now: dt.datetime) -> list[str]:
+    return [duration((pd.Timestamp(now) - pd.Timestamp(t)).total_seconds()) if isinstance(p, str) and p and not pd.isna(t)
+            else "" for p, t in zip(f["pinned_id"], f["pinned_ts"])]
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _time(value: object) -> Any:
+    return None if value is None or pd.isna(value) else value
+
+
+def context(row: Any) -> advice.Context:
+    """What the advice reads about one Fleet row (a Series or a namedtuple-like mapping)."""
+    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
+    unpins = get("unpins")
+    return advice.Context(
+        pinned_id=_text(get("pinned_id")), priority_policy=_text(get("priority_policy")), group=_text(get("pin_group")),
+        unpins=unpins if isinstance(unpins, dict) else {}, last_pull=_time(get("last_pull")),
+        last_ack=_time(get("last_ack")), first_seen=_time(get("first_seen")), paused_until=_time(get("pause_until")))
+
+
+def _first_finding(row: Any) -> dict[str, Any]:
+    findings = row.get("findings")
+    return findings[0] if isinstance(findings, list) and findings else {}
+
+
+def _by_row(f: pd.DataFrame, words: Callable[[dict[str, Any]], str], ok: Callable[[pd.DataFrame], pd.Series]) -> list[str]:
+    """`words` of each row that is not OK (most of a big fleet is OK: its words are `ok`'s)."""
+    out = ok(f).astype(object).to_numpy()
+    troubled = (f["verdict"] != "OK").to_numpy()
+    for i, row in zip(troubled.nonzero()[0], f[troubled].to_dict("records")):
+        out[i] = words(row)
+    return list(out)
+
+
+def reasons(f: pd.DataFrame, now: dt.datetime) -> list[str]:
+    """Each row's reason, saying since when where the verdict is about time."""
+    return _by_row(f, lambda r: advice.reason_since(r["verdict"], r["reason"], _first_finding(r).get("numbers"),
+                                                    context(r), now), lambda f: f["reason"])
+
+
+def next_steps(f: pd.DataFrame, now: dt.datetime) -> list[str]:
+    """What to do about each row's verdict."""
+    nothing = advice.next_step("OK", {}, advice.Context())
+    return _by_row(f, lambda r: advice.next_step(r["verdict"], _first_finding(r).get("numbers"), context(r)),
+                   lambda f: pd.Series(nothing, index=f.index))
+
+
+def _backlog_free(f: pd.DataFrame) -> pd.Series:
+    work = pd.to_numeric(f["num_pending"], errors="coerce").fillna(0) + \
+        pd.to_numeric(f["num_ack_pending"], errors="coerce").fillna(0)
+    return work <= 0
+
+
+def _oldest_unacked(f: pd.DataFrame) -> pd.Series:
+    """Seconds, numeric so the column sorts: 0 where nothing waits, empty where not known yet."""
+    age = pd.to_numeric(f["oldest_unacked_age_seconds"], errors="coerce").astype(float)
+    return age.mask(_backlog_free(f) & age.isna(), 0.0)
+
+
+def _eta_seconds(f: pd.DataFrame) -> pd.Series:
+    """Seconds to drain, numeric: 0 without a backlog, infinite where the backlog never drains."""
+    eta = pd.to_numeric(f["eta_seconds"], errors="coerce").astype(float)
+    never = f["eta_state"].isin([eta_rule.NOT_DRAINING, eta_rule.NO_PULLERS, eta_rule.PAUSED])
+    return eta.mask(never, np.inf).mask(_backlog_free(f) & eta.isna(), 0.0)
+
+
+def eta_words(row: Any) -> str:
+    """One consumer's ETA in words, durations as the pages say them: '~4 min 12 s (3 min–6 min)',
+    'not draining', '' for none."""
+    state = row.get("eta_state")
+    return eta_rule.words(state if isinstance(state, str) else None, row.get("eta_seconds"),
+                          row.get("eta_low_seconds"), row.get("eta_high_seconds"), say=duration)
+
+
+def _eta_words(f: pd.DataFrame) -> list[str]:
+    return [eta_words(r) for r in f[["eta_state", "eta_seconds", "eta_low_seconds", "eta_high_seconds"]]
+            .to_dict("records")]
+
+
+def _several_accounts(f: pd.DataFrame) -> bool:
+    return f["account"].nunique(dropna=False) > 1
+
+
+# The Fleet, left to right. The first three are the identity of a row and stay in view.
+FLEET: list[Column] = [
+    Column("Verdict", lambda f, now: f["verdict"], width=112, pinned=True,
+           help="the most severe finding (health rules, worst first)"),
+    Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
+    Column("Consumer", lambda f, now: [consumer_link(a, s, c) for a, s, c in zip(f["account"], f["stream"], f["consumer"])],
+           kind="link", width=NAME_WIDTH, pinned=True, help="opens the consumer's page"),
+    Column("Since (UTC)", lambda f, now: [since_cell(t, now) for t in f["since"]], width=150,
+           help="when the consumer entered this verdict, and how long ago"),
+    Column("Why", reasons, width="medium", help="the verdict's reason, with its numbers"),
+    Column("Next step", next_steps, width="medium", help="what to do about it"),
+    Column("Pending (msgs)", lambda f, now: f["num_pending"], kind="number", number_format="%d", width="small",
+           help="messages not yet delivered"),
+    Column("Oldest unacked (s)", lambda f, now: _oldest_unacked(f), kind="number", number_format="%.0f", width="small",
+           help="age of the oldest unacknowledged message, read from the stream (0: nothing waits); sort it "
+                "to find the oldest work"),
+    Column("Age is", lambda f, now: f["oldest_unacked_age_kind"], width="small",
+           help="exact: the message's own timestamp; estimate: interpolated from the stream's history"),
+    Column("ETA (s)", lambda f, now: _eta_seconds(f), kind="number", number_format="%.0f", width="small",
+           help="time until the backlog is gone at the health window's net drain rate (0: no backlog; "
+                "∞: not draining, paused or nobody pulls)"),
+    Column("Drain", lambda f, now: _eta_words(f), width="small", help="the ETA in words, with its range"),
+    Column("In flight / max", lambda f, now: limit(f["num_ack_pending"], f["max_ack_pending"]), width="small",
+           help="messages delivered and not yet acknowledged, of max_ack_pending"),
+    Column("Pulls waiting / max", lambda f, now: limit(f["num_waiting"], f["max_waiting"]), width="small",
+           help="pull requests waiting at the server, of max_waiting"),
+    Column("Acks/s", lambda f, now: f["acked_per_second"], kind="number", number_format="%.2f", width="small",
+           help="acknowledgements per second over the health window"),
+    Column("Redeliveries/s", lambda f, now: f["redelivered_per_second"], kind="number", number_format="%.2f",
+           width="small", help="redeliveries per second over the health window"),
+    Column("Pin (id tail)", lambda f, now: [pin_tail(p) for p in f["pinned_id"]], width="small",
+           help="the end of the pinned client's pin id (a pin id names one pin, not a client); whole on the consumer's page"),
+    Column("Pinned for", _pinned_for, width="small"),
+    Column("Account", lambda f, now: f["account"], width="small", shown_if=_several_accounts),
+]
+
+
+# The Fleet's recent verdict changes, newest first.
+CHANGES: list[Column] = [
+    Column("When (UTC)", lambda f, now: [since_cell(t, now) for t in f["ts"]], width="small"),
+    Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
+    Column("Consumer", lambda f, now: [consumer_link(a, s, c) for a, s, c in zip(f["account"], f["stream"], f["consumer"])],
+           kind="link", width="small", pinned=True),
+    Column("From", lambda f, now: f["from_verdict"].fillna("(new)"), width="small"),
+    Column("To", lambda f, now: f["to_verdict"], width="small"),
+    Column("Why", lambda f, now: f["reason"], width="large"),
+    Column("Account", lambda f, now: f["account"], width="small", shown_if=_several_accounts),
+]
+
+
+def _link(f: pd.DataFrame, now: dt.datetime) -> list[str]:
+    return [consumer_link(a, s, c) for a, s, c in zip(f["account"], f["stream"], f["consumer"])]
+
+
+def _durations(column: str) -> Cells:
+    return lambda f, now: [duration(v) for v in f[column]]
+
+
+def _utc_cells(column: str) -> Cells:
+    return lambda f, now: [since_cell(t, now) for t in f[column]]
+
+
+# The Pins page: one row per consumer.
+PIN_SUMMARY: list[Column] = [
+    Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
+    Column("Consumer", _link, kind="link", width=NAME_WIDTH, pinned=True),
+    Column("Flapping", lambda f, now: ["FLAPPING" if x else "" for x in f["flapping"]], width="small",
+           help="the Fleet's rule: more pin switches within one health window than flapping_switches"),
+    Column("Switches", lambda f, now: f["switches"], kind="number", number_format="%d", width="small"),
+    Column("Most in one window", lambda f, now: f["most_in_a_window"], kind="number", number_format="%d", width="small",
+           help="the most pin switches within any one health window of the range"),
+    Column("Switches per hour", lambda f, now: f["switches_per_hour"], kind="number", number_format="%.1f",
+           width="small", help="over the time with data in the range, not the whole range"),
+    Column("Median pin", _durations("median_pin_seconds"), width="small", help="how long a pin lasts, median"),
+    Column("95th percentile pin", _durations("p95_pin_seconds"), width="small"),
+    Column("No pin, work pending", _durations("nopin_pending_seconds"), width="small",
+           help="time with messages pending and nobody pinned"),
+    Column("No pin, weighted by age", _durations("nopin_age_weighted_seconds"), width="small",
+           help="each second with work and nobody pinned, counted once per hour that the oldest unacknowledged "
+                "message had waited then (an hour while the oldest was 2 h old counts 2 h)"),
+    Column("Oldest waited, no pin", _durations("nopin_oldest_age_seconds"), width="small",
+           help="the oldest unacknowledged message's age while nobody was pinned"),
+    Column("Account", lambda f, now: f["account"], width="small", shown_if=_several_accounts),
+]
+
+# The Pins page: one row per pin (a session), newest first.
+SESSIONS: list[Column] = [
+    Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
+    Column("Consumer", _link, kind="link", width=NAME_WIDTH, pinned=True),
+    Column("Holder (pin id tail)", lambda f, now: [pin_tail(p) for p in f["pinned_id"]], width="small",
+           help="the pin id's distinguishing tail: a pin id names one pin, not a client"),
+    Column("Start (UTC)", _utc_cells("start_ts"), width="small"),
+    Column("End (UTC)", lambda f, now: ["still pinned" if r == "still pinned" else since_cell(t, now)
+                                        for t, r in zip(f["end_ts"], f["end_reason"])], width="small"),
+    Column("Duration", _durations("duration_seconds"), width="small"),
+    Column("End reason", lambda f, now: ["" if r == "still pinned" else r for r in f["end_reason"]], width="small",
+           help="timeout: the pinned client stopped pulling; admin: an operator unpinned; inferred: seen in samples"),
+    Column("Gap after", _durations("gap_seconds"), width="small", help="time until the next pin of the consumer"),
+    Column("Group", lambda f, now: f["group_name"], width="small"),
+    Column("Account", lambda f, now: f["account"], width="small", shown_if=_several_accounts),
+]
+
+# The Pins page: every pin and unpin, newest first.
+PIN_EVENTS: list[Column] = [
+    Column("When (UTC)", _utc_cells("ts"), width="small"),
+    Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
+    Column("Consumer", _link, kind="link", width=NAME_WIDTH, pinned=True),
+    Column("Event", lambda f, now: f["event"], width="small"),
+    Column("Pin id (tail)", lambda f, now: [pin_tail(p) for p in f["pinned_id"]], width="small"),
+    Column("Reason", lambda f, now: f["reason"], width="small"),
+    Column("Seen by", lambda f, now: f["source"], width="small", help="advisory, or inferred from samples"),
+    Column("Vouched", lambda f, now: f["vouched"], width="small"),
+    Column("Group", lambda f, now: f["group_name"], width="small"),
+]
+
+
+def _params_words(f: pd.DataFrame, now: dt.datetime) -> list[str]:
+    names = {"expect_pin": "pin confirmed", "unpinned_id": "pin dropped", "pinned_before": "pin before",
+             "still_in_flight": "still in flight", "timeout_s": "timeout (s)", "stay_until": "stay paused until"}
+    return ["; ".join(f"{names.get(k, k)} {pin_tail(v) if k in ('expect_pin', 'unpinned_id', 'pinned_before') else v}"
+                      for k, v in p.items()) if isinstance(p, dict) else "" for p in f["parameters"]]
+
+
+# The Audit page: one row per action.
+AUDIT: list[Column] = [
+    Column("When (UTC)", _utc_cells("ts"), width="small"),
+    Column("Summary", lambda f, now: f["summary"], width="large", help="who did what to which consumer, and how it ended"),
+    Column("Outcome", lambda f, now: f["outcome"], width="small"),
+    Column("Consumer", _link, kind="link", width="small", help="opens the consumer's page"),
+    Column("Stream", lambda f, now: f["stream"], width="small"),
+    Column("Account", lambda f, now: f["account"], width="small"),
+    Column("Actor", lambda f, now: f["actor"], width="small"),
+    Column("Parameters", _params_words, width="medium"),
+    Column("Error", lambda f, now: [m if o != "ok" else "" for m, o in zip(f["message"], f["outcome"])], width="large",
+           help="what went wrong, for failures, refusals and timeouts"),
+    Column("Origin", lambda f, now: f["origin"], width="small"),
+]
+
+
+def _ns(column: str) -> Cells:
+    return lambda f, now: [duration(v / 1e9) if v is not None and not pd.isna(v) else "" for v in f[column]]
+
+
+def _limit_words(column: str) -> Cells:
+    return lambda f, now: ["" if v is None or pd.isna(v) else "unlimited" if v <= 0 else f"{v:,.0f}" for v in f[column]]
+
+
+def _list_words(column: str) -> Cells:
+    def cells(f: pd.DataFrame, now: dt.datetime) -> list[Any]:
+        out = []
+        for v in f[column]:
+            v = v.tolist() if hasattr(v, "tolist") else v  # DuckDB lists arrive as arrays
+            out.append(", ".join(map(str, v)) if isinstance(v, (list, tuple)) else cell(v))
+        return out
+    return cells
+
+
+# The Consumer page: its configuration's history, newest first.
+CONFIGS: list[Column] = [
+    Column("Changed (UTC)", _utc_cells("changed_at"), width="small"),
+    Column("Max in flight", _limit_words("max_ack_pending"), width="small", help="max_ack_pending"),
+    Column("Max waiting pulls", _limit_words("max_waiting"), width="small", help="max_waiting"),
+    Column("Ack wait", _ns("ack_wait_ns"), width="small", help="ack_wait: unacknowledged messages are redelivered after it"),
+    Column("Max deliveries", _limit_words("max_deliver"), width="small", help="max_deliver"),
+    Column("Priority policy", lambda f, now: f["priority_policy"], width="small"),
+    Column("Priority groups", _list_words("priority_groups"), width="small"),
+    Column("Pin timeout", _ns("priority_timeout_ns"), width="small",
+           help="priority_timeout: a pinned client that does not pull for this long loses its pin"),
+    Column("Ack policy", lambda f, now: f["ack_policy"], width="small"),
+    Column("Filtered", lambda f, now: ["yes" if x is True else "no" if x is False else "" for x in f["filtered"]],
+           width="small"),
+    Column("Created (UTC)", _utc_cells("created"), width="small"),
+]
+
+# The Consumer page: its advisories, newest first.
+ADVISORIES: list[Column] = [
+    Column("When (UTC)", _utc_cells("ts"), width="small"),
+    Column("Advisory", lambda f, now: f["kind"], width="medium"),
+    Column("Group", lambda f, now: f["group_name"], width="small"),
+    Column("Pin id (tail)", lambda f, now: [pin_tail(p) for p in f["pinned_id"]], width="small"),
+    Column("Reason", lambda f, now: f["reason"], width="small"),
+]
+
+
+def build(columns: list[Column], frame: pd.DataFrame, now: dt.datetime) -> pd.DataFrame:
+    """The table of `columns` for the rows of `frame`: headers in words, no None in any cell."""
+    shown = [c for c in columns if c.shown_if is None or c.shown_if(frame)]
+    out = {}
+    for c in shown:
+        values = list(c.cells(frame, now))
+        if c.kind == "number":
+            numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce")
+            # The grid writes a missing number as "None": with a gap, the column is text instead.
+            out[c.header] = (numbers.to_numpy() if not numbers.isna().any() else
+                             ["" if pd.isna(v) else (c.number_format or "%s") % v for v in numbers])
+        else:
+            out[c.header] = [visible(v) if isinstance(v, str) else cell(v) for v in values]
+    return pd.DataFrame(out, index=range(len(frame)))
+
+
+def column_config(columns: list[Column], table: pd.DataFrame) -> dict[str, Any]:
+    """Streamlit's column configuration for the columns present in `table`."""
+    import streamlit as st
+    config: dict[str, Any] = {}
+    for c in columns:
+        if c.header not in table.columns:
+            continue
+        common = {"width": c.width, "help": c.help, "pinned": c.pinned}
+        if c.kind == "link":
+            config[c.header] = st.column_config.LinkColumn(c.header, display_text=CONSUMER_IN_LINK, **common)
+        elif c.kind == "number" and pd.api.types.is_numeric_dtype(table[c.header]):
+            config[c.header] = st.column_config.NumberColumn(c.header, format=c.number_format, **common)
+        else:
+            config[c.header] = st.column_config.TextColumn(c.header, **common)
+    return config
+
+
+def fleet_table(frame: pd.DataFrame, now: dt.datetime, columns: list[Column] | None = None) -> pd.DataFrame:
+    return build(FLEET if columns is None else columns, frame, now)

@@ -1,0 +1,101 @@
+"""Server-supplied and user-typed text made safe to show: no Streamlit here (charts use it too).
+
+Names, pin ids, error texts and actors come from the server, from forgeable advisories or from a
+form. Bidirectional control characters in them (U+202E turns `\u202eorders` into "sredro" on screen)
+are shown as visible marks such as ⟨U+202E⟩, so a name can never disguise itself as another.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+# Embeddings and overrides (U+202A-U+202E), isolates (U+2066-U+2069), and the LRM/RLM marks.
+_BIDI = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: object) -> str:
+    """`text` with every bidi control character replaced by a visible ⟨U+XXXX⟩ mark."""
+    return _BIDI.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", str(text))
+
+
+def visible_value(value: Any) -> Any:
+    """A JSON-like value with every string in it made visible (for st.json of server replies)."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {visible(k): visible_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [visible_value(v) for v in value]
+    return value
+
+
+def visible_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table for display whose text cells and column names show bidi controls visibly."""
+    out = frame.copy()
+    for col in out.columns:
+        if out[col].dtype == object or pd.api.types.is_string_dtype(out[col]):
+            texts = out[col].map(lambda v: isinstance(v, str) and _BIDI.search(v) is not None)
+            if texts.any():  # rare: a big fleet pays one scan per text column, not a rewrite
+                out.loc[texts, col] = out.loc[texts, col].map(visible)
+    out.columns = [visible(c) for c in out.columns]
+    return out
+
+
+# -- Words for numbers and ids (one place, so every page says them the same way) --------------
+
+PIN_TAIL = 6  # pin ids from one server share a long prefix (a NUID): their tail tells them apart
+
+
+def pin_tail(pin_id: object) -> str:
+    """The distinguishing part of a pin id: its last PIN_TAIL characters after an ellipsis ('' for
+    no pin). Pin ids of one server share their first 12+ characters, so a prefix names nothing."""
+    if pin_id is None or (not isinstance(pin_id, str) and pd.isna(pin_id)) or pin_id == "":
+        return ""
+    text = visible(pin_id)
+    return text if len(text) <= PIN_TAIL + 1 else "…" + text[-PIN_TAIL:]
+
+
+def duration(seconds: object) -> str:
+    """A duration as people say it: '42 s', '4 min 12 s', '3 h 5 min', '2 d 4 h'; '' when unknown."""
+    if seconds is None or pd.isna(seconds):
+        return ""
+    s = int(round(max(0.0, float(seconds))))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s" if s % 60 else f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60} min" if s % 3600 // 60 else f"{s // 3600} h"
+    return f"{s // 86400} d {s % 86400 // 3600} h" if s % 86400 // 3600 else f"{s // 86400} d"
+
+
+def utc(ts: object) -> str:
+    """An instant as absolute UTC, '2026-11-23 07:12:03 UTC' ('' when unknown)."""
+    if ts is None or pd.isna(ts):
+        return ""
+    t = pd.Timestamp(ts)
+    t = t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+    return t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def since(ts: object, now: object) -> str:
+    """'2026-11-23 07:12:03 UTC (12 min ago)': when something started, absolute and as an age."""
+    if ts is None or pd.isna(ts):
+        return ""
+    t, n = pd.Timestamp(ts), pd.Timestamp(now)
+    t = t.tz_localize("UTC") if t.tzinfo is None else t
+    n = n.tz_localize("UTC") if n.tzinfo is None else n
+    return f"{utc(t)} ({duration((n - t).total_seconds())} ago)"
+
+
+def cell(value: object) -> object:
+    """A table cell: missing values are empty, never the word None/nan/NaT."""
+    if value is None:
+        return ""
+    try:
+        return "" if pd.isna(value) else value
+    except (TypeError, ValueError):  # lists, dicts: not scalars
+        return value
