@@ -20,7 +20,10 @@ import nats
 from nats.aio.client import Client
 
 from jetwatch.demo.workers import PullWorker
+from jetwatch.core.connection import connect_options
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError
+from jetwatch.core.settings import resolve
+from jetwatch.core.urls import strip_userinfo
 
 log = logging.getLogger("jetwatch.demo")
 
@@ -58,14 +61,15 @@ async def ensure_topology(api: JetStreamAPI) -> None:
 
 
 class Workload:
-    def __init__(self, url: str):
+    def __init__(self, url: str, **auth: Any):
         self.url = url
+        self.auth = auth  # user/password/token/creds, never part of the URL that is logged
         self.tasks: list[asyncio.Task[None]] = []
         self.workers: dict[str, PullWorker] = {}
         self.connections: list[Client] = []
 
     async def connect(self, name: str) -> Client:
-        nc = await nats.connect(self.url, name=f"demo-{name}", max_reconnect_attempts=-1, reconnect_time_wait=1)
+        nc = await nats.connect(self.url, name=f"demo-{name}", **self.auth, max_reconnect_attempts=-1, reconnect_time_wait=1)
         self.connections.append(nc)
         return nc
 
@@ -148,24 +152,31 @@ class Workload:
                 await nc.close()
 
 
-async def run(url: str) -> None:
+async def run(url: str, **auth: Any) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    workload = Workload(url)
+    workload = Workload(url, **auth)
     await workload.start()
-    log.info("demo workload running against %s", url)
+    log.info("demo workload running against %s", strip_userinfo(url))
     await stop.wait()
     await workload.stop()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="jetwatch demo workload")
-    parser.add_argument("--server", required=True)
+    parser.add_argument("--server", help="Server URL (default: the JETWATCH_SERVER setting; credentials "
+                        "come from the connection settings in the environment, never from here).")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(run(args.server))
+    settings = resolve(None)
+    if args.server:
+        settings = settings.replace(server=args.server)
+    options = connect_options(settings, "demo")
+    auth = {k: options[k] for k in ("user", "password", "token", "nkeys_seed", "user_credentials", "tls")
+            if k in options}
+    asyncio.run(run(options["servers"][0], **auth))
 
 
 if __name__ == "__main__":

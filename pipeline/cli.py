@@ -12,18 +12,22 @@ import datetime as dt
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import uuid
 import zipfile
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
 
 from jetwatch import sql
 from jetwatch.core.clock import rfc3339
 from jetwatch.core.errors import JetwatchError, UsageError
 from jetwatch.core.settings import Settings, parse_instant
 from jetwatch.health.rules import Thresholds
-from jetwatch.pipeline.export import export
+from jetwatch.pipeline.export import export, prune_archive
 from jetwatch.pipeline.load import load
 from jetwatch.store.database import Store
 
@@ -41,6 +45,52 @@ SPARK_CONF = {
 
 class PipelineError(JetwatchError):
     """The Spark side could not run or failed; the message says why and where to look."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGINT arrived during a run (a BaseException, so no `except Exception` eats it)."""
+
+
+# How long Spark gets to stop after SIGTERM before it is killed.
+SPARK_STOP_GRACE = 10.0
+
+
+def interrupt_on_signals() -> None:
+    """Turn the first SIGTERM/SIGINT into `Interrupted` (so the run is recorded as such and Spark is
+    stopped) and ignore the ones after it, which must not cut short the recording."""
+    def handler(signum: int, frame: object) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+        raise Interrupted(signal.Signals(signum).name)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handler)
+
+
+def run_spark(cmd: list[str], env: dict[str, str], out: Any) -> subprocess.CompletedProcess[bytes]:
+    """spark-submit in a process group of its own, waited for; interrupted, the whole group gets
+    SIGTERM, then SIGKILL after SPARK_STOP_GRACE (Spark's Python workers follow their JVM)."""
+    proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            process_group=0, preexec_fn=lambda: os.nice(5))
+    try:
+        stdout, _ = proc.communicate()
+    except BaseException:
+        _stop_group(proc)
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout)
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    for sig, wait in ((signal.SIGTERM, SPARK_STOP_GRACE), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def spark_submit() -> str:
@@ -99,13 +149,15 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
               "outcome": "running", "rows_in": None, "message": None}
     store.write(lambda con: con.execute(sql.query("upsert_pipeline_run"), record))
     try:
+        # The archive keeps raw retention's worth of hours, and always this run's window (re-exported below).
+        prune_archive(base / "archive", min(since, until - dt.timedelta(seconds=settings.raw_retention)))
         rows_in = export(store, base / "archive", run_dir / "input", since, until)
         record["rows_in"] = rows_in
         cmd = submit_command(settings, base / "archive" / "samples", run_dir / "input", run_dir / "output",
                              code_zip(run_dir / "jetwatch-pipeline.zip"), since, until)
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         out = open(log, "ab") if log else subprocess.PIPE
-        proc = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(5))
+        proc = run_spark(cmd, env, out)
         if proc.returncode != 0:
             tail = (proc.stdout or b"").decode(errors="replace")[-3000:] if not log else f"see {log}"
             raise PipelineError(f"the Spark job failed with status {proc.returncode}: {tail}")
@@ -114,6 +166,9 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
         loaded = load(store, run_dir / "output", since, until, retention)
         record.update(outcome="ok", message=", ".join(f"{k} {v}" for k, v in loaded.items()))
         return {"rows_in": rows_in, **loaded}
+    except Interrupted as exc:
+        record.update(outcome="interrupted", message=f"stopped by {exc} before it finished")
+        raise
     except Exception as exc:
         record.update(outcome="failed", message=str(exc)[:4000])
         raise
@@ -123,14 +178,35 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+DEFAULT_WINDOW = dt.timedelta(hours=2)
+
+
+def default_since(store: Store, until: dt.datetime, raw_retention_s: float) -> dt.datetime:
+    """The last two hours, or from where the last successful run ended if that is earlier: after
+    a pipeline outage the next run rolls up the hours it missed (their raw samples wait for it,
+    retention keeps what no rollup covers), back to at most the raw retention."""
+    since = until - DEFAULT_WINDOW
+    frame = store.query("pipeline_caught_up_to")
+    last = frame["until_ts"].iloc[0] if not frame.empty else None
+    if last is not None and not pd.isna(last):
+        since = min(since, pd.Timestamp(last).to_pydatetime())
+    return max(since, until - dt.timedelta(seconds=raw_retention_s))
+
+
 def run_pipeline(args: argparse.Namespace, settings: Settings) -> int:
     now = dt.datetime.now(dt.timezone.utc)
     until = _when(args.until, now, now)
-    since = _when(args.since, now, until - dt.timedelta(hours=2))
-    if since >= until:
-        raise UsageError("--since must be before --until")
     if not Path(settings.db).exists():
         raise UsageError(f"no store at {settings.db}: run the collector first (jetwatch collect or jetwatch up)")
-    result = run(settings, since, until)
+    store = Store(settings.db, lock_timeout=settings.lock_timeout)
+    since = _when(args.since, now, until) if args.since else default_since(store, until, settings.raw_retention)
+    if since >= until:
+        raise UsageError("--since must be before --until")
+    interrupt_on_signals()
+    try:
+        result = run(settings, since, until)
+    except Interrupted as exc:
+        print(f"pipeline: interrupted by {exc}; the run is recorded as interrupted", file=sys.stderr)
+        return 130
     print("pipeline: " + ", ".join(f"{k} {v}" for k, v in result.items()))
     return 0

@@ -8,6 +8,7 @@ each run.
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,6 +31,25 @@ def _write_one(table: pa.Table, directory: Path) -> None:
     pq.write_table(table, directory / "part-0.parquet")
 
 
+def prune_archive(archive: Path, cutoff: dt.datetime) -> int:
+    """Delete the archive's hourly partitions that ended before `cutoff` (the raw retention: their
+    rollups are in the store); returns how many went. The archive otherwise grows forever."""
+    gone = 0
+    for part in sorted((archive / "samples").glob("date=*/hour=*")):
+        try:
+            day = dt.datetime.strptime(part.parent.name.removeprefix("date="), "%Y-%m-%d")
+            start = day.replace(tzinfo=dt.timezone.utc) + dt.timedelta(hours=int(part.name.removeprefix("hour=")))
+        except ValueError:
+            continue  # not ours
+        if start + dt.timedelta(hours=1) <= cutoff:
+            shutil.rmtree(part)
+            gone += 1
+    for day_dir in (archive / "samples").glob("date=*"):
+        if day_dir.is_dir() and not any(day_dir.iterdir()):
+            day_dir.rmdir()
+    return gone
+
+
 def export(store: Store, archive: Path, run_input: Path, since: dt.datetime, until: dt.datetime) -> int:
     """Write the window's samples into the archive and the run's other inputs; returns sample rows."""
     window = {"since": since, "until": until}
@@ -44,5 +64,6 @@ def export(store: Store, archive: Path, run_input: Path, since: dt.datetime, unt
             _write_one(samples.drop(["date", "hour"]), empty)
     _write_one(_arrow(store, "export_pin_events", {}), run_input / "pin_events")
     _write_one(_arrow(store, "export_limits", {}), run_input / "limits")
+    _write_one(_arrow(store, "export_capture_gaps", {}), run_input / "capture_gaps")
     _write_one(_arrow(store, "export_event_counts", window), run_input / "event_counts")
     return samples.num_rows

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jetwatch.health.rules import Thresholds
-from jetwatch.pipeline.transforms import pin_sessions, rollups, verdict_history
+from jetwatch.pipeline.transforms import AGE_COLUMNS, mark_gap_spans, pin_sessions, rollups, verdict_history
 
 
 def session() -> SparkSession:
@@ -38,10 +38,20 @@ def _read(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.parquet(path)
 
 
+def _read_samples(spark: SparkSession, path: str) -> DataFrame:
+    """The samples archive; partitions written before time lag was collected have no age
+    columns: their schemas are merged, and an archive with none at all gets empty ones."""
+    samples = spark.read.option("mergeSchema", "true").parquet(path)
+    for column in AGE_COLUMNS:
+        if column not in samples.columns:
+            samples = samples.withColumn(column, F.lit(None).cast("double"))
+    return samples
+
+
 def run(spark: SparkSession, samples_uri: str, input_uri: str, output_uri: str, since: str, until: str,
         thresholds: Thresholds) -> dict[str, int]:
     lo, hi = F.to_timestamp(F.lit(since)), F.to_timestamp(F.lit(until))
-    samples = (_read(spark, samples_uri)
+    samples = (_read_samples(spark, samples_uri)
                .where((F.col("date") >= since[:10]) & (F.col("date") <= until[:10]))  # partition pruning
                .where((F.col("ts") >= lo) & (F.col("ts") < hi))
                .drop("date", "hour"))
@@ -49,7 +59,8 @@ def run(spark: SparkSession, samples_uri: str, input_uri: str, output_uri: str, 
     limits = _read(spark, f"{input_uri}/limits")
     counts = _read(spark, f"{input_uri}/event_counts")
 
-    sessions = pin_sessions(events, until)
+    gaps = _read(spark, f"{input_uri}/capture_gaps")
+    sessions = pin_sessions(events, until).transform(mark_gap_spans, gaps)
     sessions.coalesce(1).write.mode("overwrite").parquet(f"{output_uri}/pin_sessions")
 
     for granularity in ("1m", "1h"):

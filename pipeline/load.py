@@ -16,6 +16,7 @@ import pyarrow.dataset as ds
 
 from jetwatch import sql
 from jetwatch.store.database import Store
+from jetwatch.store.retention import Cutoffs, prune
 
 
 def _dataset(path: Path) -> pa.Table:
@@ -55,9 +56,7 @@ def load(store: Store, output: Path, since: dt.datetime, until: dt.datetime, ret
         if verdicts.num_rows:
             con.register("verdict_batch", verdicts)
             con.execute(sql.query("insert_verdicts"), window)
-        con.execute(sql.query("retention_samples"), {"cutoff": retention["samples"]})
-        for name in ("retention_events", "retention_rejects", "retention_inferred", "retention_verdict_changes"):
-            con.execute(sql.query(name), {"cutoff": retention["events"]})
+        prune(con, Cutoffs(retention["samples"], retention["events"], retention["events"]))
         return {"pin_sessions": sessions.num_rows, "rollups": rollups.num_rows if rollups is not None else 0,
                 "verdicts": verdicts.num_rows}
 

@@ -89,20 +89,51 @@ def pin_sessions(events: DataFrame, as_of: str) -> DataFrame:
     )
 
 
+GAP_SCHEMA = T.StructType([
+    T.StructField("from_ts", T.TimestampType()), T.StructField("to_ts", T.TimestampType()),
+    T.StructField("detected_at", T.TimestampType()),
+])
+
+
+def mark_gap_spans(sessions: DataFrame, gaps: DataFrame) -> DataFrame:
+    """Pin sessions with `spans_gap`: true when the session overlaps a gap in the advisory record
+    (capture_gaps: from_ts..to_ts, an open end taken as when it was found), so its end, or a
+    switch inside it, may be missing. A session with an unknown start reaches back to any gap
+    before its end. Gaps are few: broadcast, joined semi and anti so every session stays once."""
+    g = F.broadcast(gaps.select(
+        F.coalesce("from_ts", "detected_at").alias("gap_from"),
+        F.coalesce("to_ts", "detected_at").alias("gap_to")))
+    overlaps = (F.col("gap_from") <= F.col("end_ts")) & (
+        F.col("start_ts").isNull() | (F.col("gap_to") >= F.col("start_ts")))
+    columns = sessions.columns
+    spanning = sessions.join(g, overlaps, how="left_semi").select(*columns, F.lit(True).alias("spans_gap"))
+    clean = sessions.join(g, overlaps, how="left_anti").select(*columns, F.lit(False).alias("spans_gap"))
+    return spanning.unionByName(clean)
+
+
 def _delta(col: str, by_time: Window) -> Column:
     """Increase since the previous sample; NULL across a counter reset (a recreated consumer)."""
     d = F.col(col) - F.lag(col).over(by_time)
     return F.when(d >= 0, d)
 
 
+AGE_COLUMNS = ("oldest_unacked_age_seconds", "oldest_undelivered_age_seconds")
+
+
+def _ages(samples: DataFrame) -> list[Column]:
+    """The age columns; samples from before time lag was collected have none (no age)."""
+    return [F.col(c) if c in samples.columns else F.lit(None).cast("double").alias(c) for c in AGE_COLUMNS]
+
+
 def rollups(samples: DataFrame, limits: DataFrame, granularity: str, saturation_ratio: float) -> DataFrame:
     """Per consumer and bucket ('1m' or '1h'): min, mean, max and p95 of the gauges; delivery,
-    ack and redelivery rates from sequence deltas; the fraction of samples saturated."""
+    ack and redelivery rates from sequence deltas; the fraction of samples saturated; the
+    largest age of the oldest unacknowledged and undelivered message."""
     unit = {"1m": "minute", "1h": "hour"}[granularity]
     by_time = Window.partitionBy(*CONSUMER).orderBy("ts")
     stepped = samples.join(limits.select(*CONSUMER, "max_ack_pending", "filtered"), on=CONSUMER, how="left").select(
         *CONSUMER, "ts", "num_pending", "num_ack_pending", "num_waiting", "max_ack_pending", "filtered",
-        F.date_trunc(unit, "ts").alias("bucket"),
+        *_ages(samples), F.date_trunc(unit, "ts").alias("bucket"),
         _delta("delivered_consumer_seq", by_time).alias("d_delivered"),
         _delta("delivered_stream_seq", by_time).alias("d_stream"),
         _delta("ack_floor_consumer_seq", by_time).alias("d_acked"),
@@ -129,12 +160,15 @@ def rollups(samples: DataFrame, limits: DataFrame, granularity: str, saturation_
              (F.sum(F.when(valid, F.col("d_delivered"))) / seconds).alias("delivered_per_second"),
              (F.sum(F.when(valid, F.col("d_acked"))) / seconds).alias("acked_per_second"),
              (F.sum(F.when(valid, redelivered)) / seconds).alias("redelivered_per_second"),
-             F.mean(saturated).alias("saturated_fraction"))
+             F.mean(saturated).alias("saturated_fraction"),
+             F.max("oldest_unacked_age_seconds").alias("oldest_unacked_age_max_seconds"),
+             F.max("oldest_undelivered_age_seconds").alias("oldest_undelivered_age_max_seconds"))
         .select(F.lit(granularity).alias("granularity"), "bucket", *CONSUMER, "samples",
                 "pending_min", "pending_mean", "pending_max", "pending_p95",
                 "ack_pending_min", "ack_pending_mean", "ack_pending_max", "ack_pending_p95",
                 "waiting_min", "waiting_mean", "waiting_max", "waiting_p95",
-                "delivered_per_second", "acked_per_second", "redelivered_per_second", "saturated_fraction")
+                "delivered_per_second", "acked_per_second", "redelivered_per_second", "saturated_fraction",
+                "oldest_unacked_age_max_seconds", "oldest_undelivered_age_max_seconds")
     )
 
 
