@@ -11,6 +11,7 @@ from pathlib import Path
 from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
 from jetwatch.store import writes
 from jetwatch.store.database import Store
+from bench.machine import print_header
 
 
 def batch(n: int, cycle: int) -> dict[str, list]:
@@ -25,6 +26,7 @@ def batch(n: int, cycle: int) -> dict[str, list]:
 
 
 def main(rows: int, batch_rows: int, baseline_rows: int) -> None:
+    print_header()
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "w.duckdb")
         store.migrate()

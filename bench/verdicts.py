@@ -12,10 +12,6 @@ the kept verdicts costs, and what a /metrics render costs, on one synthetic stor
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import importlib.metadata as md
-import os
-import platform
 import statistics
 import tempfile
 import time
@@ -23,14 +19,16 @@ import urllib.request
 from pathlib import Path
 from typing import Callable
 
-from jetwatch.collectors.judging import decide, keep, read_window
+from jetwatch.collectors.judging import decide, keep, load_window, read_window
+from jetwatch.health.features import SAMPLE_FIELDS
 from jetwatch.collectors.metrics import MetricsExporter, PinCounts, Snapshot
 from jetwatch.core.clock import utcnow
 from jetwatch.dashboard.data import fleet
-from jetwatch.health.rules import Thresholds, evaluate_features
+from jetwatch.health.rules import Thresholds
 from jetwatch.store.database import Store
 
-from bench.fleet import CURRENT, GENERATE
+from bench.fleet import CURRENT, GENERATE, page_evaluation
+from bench.machine import print_header
 
 # Every tenth consumer has work pending and nobody pulling (NO_PULLERS), so the default
 # cardinality exports a realistic share of per-consumer series.
@@ -38,13 +36,6 @@ IDLE = """
 UPDATE samples SET num_pending = 5, num_waiting = 0, delivered_consumer_seq = 0, delivered_stream_seq = 0
 WHERE CAST(substr(consumer, 2) AS INTEGER) % 10 = 0
 """
-
-
-def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    versions = ", ".join(f"{p} {md.version(p)}" for p in ("duckdb", "pandas", "pyarrow", "prometheus-client"))
-    return f"{platform.platform()}, {os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, {versions}"
 
 
 def timed(fn: Callable[[], object], runs: int) -> tuple[float, float, object]:
@@ -57,20 +48,8 @@ def timed(fn: Callable[[], object], runs: int) -> tuple[float, float, object]:
     return statistics.median(times), times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))], out
 
 
-def page_evaluation(store: Store, th: Thresholds) -> object:
-    """What the Fleet page did on every render before the collector kept verdicts."""
-    since = utcnow() - dt.timedelta(seconds=th.health_window)
-    latest, features, counts, _ = store.queries(
-        [("fleet_latest", {}), ("window_features", {}), ("window_event_counts", {"since": since}),
-         ("collector_health", {})],
-        stage=[("set_window_since", {"since": since}), ("stage_window_samples", {})])
-    limits = latest[["account", "stream", "consumer", "is_pull", "filtered", "max_ack_pending", "max_waiting",
-                     "priority_policy"]]
-    return evaluate_features(features, limits, th, counts)
-
-
 def main(rows: int, consumers: int, runs: int) -> None:
-    print(f"machine: {machine()}")
+    print_header()
     th = Thresholds()
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "verdicts.duckdb", query_timeout=600, lock_timeout=60)
@@ -82,17 +61,32 @@ def main(rows: int, consumers: int, runs: int) -> None:
               f"({time.perf_counter() - t:.1f}s to build)")
 
         held: list[float] = []
+        window = load_window(store, utcnow(), th)  # what the collector does once, at start
+        latest = store.read(lambda con: con.execute("SELECT * FROM consumer_current").df())
+        cycle = {c: (latest[c].tolist() if c in latest else [None] * len(latest)) for c in SAMPLE_FIELDS}
 
         def collector_judging() -> object:
-            """judge_stored_cycle, its steps timed: read-only features, rules, the keeping write."""
+            """The collector's path after a cycle: the cycle's samples into its window, the live
+            state and counts on a read-only connection, features from the window, the rules,
+            the keeping write (timed apart: the file held exclusively)."""
             now = utcnow()
-            inputs = store.read(lambda con: read_window(con, now, th))
+            window.add({**cycle, "ts": [now.isoformat()] * len(latest)})
+            inputs = store.read(lambda con: read_window(con, now, th, window))
             judged = decide(inputs, th)
             t = time.perf_counter()
             store.write(lambda con: keep(con, judged))
             held.append(time.perf_counter() - t)
             return judged
 
+        def sql_judging() -> object:
+            """The same with window_features.sql over the store instead of the window (the
+            collector's path before it kept the window in memory)."""
+            now = utcnow()
+            judged = decide(store.read(lambda con: read_window(con, now, th)), th)
+            store.write(lambda con: keep(con, judged))
+            return judged
+
+        q50, q95, _ = timed(sql_judging, runs)
         j50, j95, judged = timed(collector_judging, runs)
         p50, p95, _ = timed(lambda: page_evaluation(store, th), runs)
         counts = judged.consumers["verdict"].value_counts().to_dict()
@@ -100,6 +94,8 @@ def main(rows: int, consumers: int, runs: int) -> None:
         print(f"judging {consumers:,} consumers after a cycle (collector path): median {j50 * 1000:.0f} ms, "
               f"p95 {j95 * 1000:.0f} ms; of it the write that keeps the verdicts (file held exclusively) "
               f"median {statistics.median(held) * 1000:.0f} ms, the rest on a read-only connection or off the file")
+        print(f"the same judging with window_features.sql over the store instead of the in-memory window: "
+              f"median {q50 * 1000:.0f} ms, p95 {q95 * 1000:.0f} ms; ratio {q50 / j50:.2f}x")
         print(f"per-page window evaluation (the Fleet page before): median {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms")
         print(f"ratio per-page evaluation / judging once per cycle: {p50 / j50:.2f}x per render "
               "(the page evaluated on every render of every viewer; judging runs once per cycle)")
@@ -108,6 +104,11 @@ def main(rows: int, consumers: int, runs: int) -> None:
         assert len(view.consumers) == consumers
         print(f"Fleet page data from verdicts_current: median {f50 * 1000:.0f} ms, p95 {f95 * 1000:.0f} ms; "
               f"{p50 / f50:.1f}x cheaper than the per-page evaluation")
+        quiet = int(view.consumers["verdict"].isin(["NO_PULLERS", "STALLED"]).sum())
+        b50, _, _ = timed(lambda: fleet(store, since_when=False), runs)
+        print(f"the same Fleet read without the since-when lookups (the last pull and ack of the {quiet:,} "
+              f"NO_PULLERS/STALLED consumers, the unpin reasons): median {b50 * 1000:.0f} ms; "
+              f"ratio with / without {f50 / b50:.2f}x")
 
         for cardinality in ("non_ok", "all"):
             exporter = MetricsExporter(cardinality)

@@ -1,0 +1,95 @@
+"""Consumer page: data.consumer_detail (the page's own function: one consumer's live state and pin
+history read with queries filtered on that consumer) versus the baseline of the page's reads
+before issue 14 (the same calls, but every consumer's latest row and every pin event, filtered
+in pandas), p50/p95, on the same store in the same run. Both give the same rows (checked)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from jetwatch.dashboard import data
+from jetwatch.dashboard.data import EVERY_CONSUMER
+from jetwatch.store.database import Store
+
+from bench.fleet import CURRENT, GENERATE
+from bench.machine import print_header
+
+# Pin stories for every fifth consumer: pinned, unpinned and pinned again over the last hours.
+ADVISORIES = """
+INSERT INTO advisories BY NAME
+SELECT 'a' || n || '-' || k AS id, now() - to_minutes(130 - 40 * k) AS ts, now() AS received_at,
+       CASE WHEN k % 2 = 0 THEN 'consumer_group_pinned' ELSE 'consumer_group_unpinned' END AS kind,
+       'bench' AS subject, '$G' AS account, 'S' || (n // 100) AS stream, 'c' || n AS consumer, 'jobs' AS group_name,
+       CASE WHEN k % 2 = 0 THEN 'P' || n || '-' || k END AS pinned_id,
+       CASE WHEN k % 2 = 1 THEN 'timeout' END AS reason, '{}'::JSON AS raw
+FROM range(0, $consumers, 5) t(n), range(4) r(k)
+"""
+
+
+def before(store: Store, account: str, stream: str, consumer: str, since: dt.datetime, until: dt.datetime):
+    """data.consumer_detail as it was before issue 14 for a range of raw samples: the same calls,
+    but the pin events and latest rows of the whole fleet, then filtered in pandas."""
+    ident = {"account": account, "stream": stream, "consumer": consumer}
+    rng = {**ident, "since": since, "until": until}
+    _configs, _advisories, pins, latest, _samples = store.queries([
+        ("consumer_configs", ident), ("consumer_advisories", rng),
+        ("pin_events_range", {"since": since, "until": until, **EVERY_CONSUMER}), ("fleet_latest", {}),
+        ("consumer_samples", rng)])
+    mine = lambda f: f[(f["account"] == account) & (f["stream"] == stream) & (f["consumer"] == consumer)]
+    return mine(pins).reset_index(drop=True), mine(latest).reset_index(drop=True)
+
+
+def after(store: Store, account: str, stream: str, consumer: str, since: dt.datetime, until: dt.datetime):
+    detail = data.consumer_detail(store, account, stream, consumer, since, until)
+    return detail.pins, detail.latest
+
+
+def timed(fn, runs: int, *args) -> tuple[list[float], object]:
+    times, out = [], None
+    for _ in range(runs):
+        t = time.perf_counter()
+        out = fn(*args)
+        times.append(time.perf_counter() - t)
+    return sorted(times), out
+
+
+def p95(times: list[float]) -> float:
+    return times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+
+
+def main(rows: int, consumers: int, runs: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp) / "consumer.duckdb", query_timeout=600, lock_timeout=60)
+        store.migrate()
+        t = time.perf_counter()
+        store.write(lambda con: (con.execute(GENERATE, {"rows": rows, "consumers": consumers}), con.execute(CURRENT),
+                                 con.execute(ADVISORIES, {"consumers": consumers})))
+        print(f"store: {rows:,} raw samples of {consumers:,} consumers, pin stories for {consumers // 5:,} "
+              f"({time.perf_counter() - t:.1f}s to build)")
+        until = dt.datetime.now(dt.timezone.utc)
+        since = until - dt.timedelta(hours=1)
+        target = ("$G", f"S{(consumers // 2) // 100}", f"c{(consumers // 2) // 5 * 5}")
+        base, (pins_b, latest_b) = timed(before, runs, store, *target, since, until)
+        new, (pins_a, latest_a) = timed(after, runs, store, *target, since, until)
+        assert len(latest_a) == len(latest_b) == 1 and len(pins_a) == len(pins_b) > 0
+        assert list(pins_a["ts"]) == list(pins_b["ts"]) and list(latest_a["consumer"]) == list(latest_b["consumer"])
+        print(f"Consumer page data (data.consumer_detail, 1 h of raw samples) for {target[2]}: "
+              f"p50 {statistics.median(new) * 1000:.0f} ms, p95 {p95(new) * 1000:.0f} ms ({runs} runs)")
+        print(f"baseline, the same page data read as before (whole fleet's pins and latest rows, then pandas): "
+              f"p50 {statistics.median(base) * 1000:.0f} ms, p95 {p95(base) * 1000:.0f} ms")
+        print(f"ratio: {statistics.median(base) / statistics.median(new):.1f}x")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--rows", type=int, default=20_000_000)
+    p.add_argument("--consumers", type=int, default=100_000)
+    p.add_argument("--runs", type=int, default=15)
+    a = p.parse_args()
+    print_header()
+    main(a.rows, a.consumers, a.runs)

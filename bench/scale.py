@@ -1,0 +1,137 @@
+"""Scale: one collector against N consumers (default 100,000) on a real local nats-server, per
+cycle: fetch (CONSUMER.LIST paging, the collector's cap in flight), parse, store (the collector's
+write transaction), judge (window features from the in-memory window, the rules, the verdicts
+kept), and the total; the collector's CPU share at a 10 s interval; the process's peak RSS.
+
+Consumers are spread over streams (memory storage); every tenth stream is a pinned_client
+priority group and every fifth stream holds messages, so its consumers have a backlog. The
+baseline in the same run is the fetch alone done one stream at a time (sequential paging): the
+floor of what any collector must spend to see every consumer once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import nats
+
+from jetwatch.collectors.consumer_list import ConsumerListCollector
+from jetwatch.collectors.consumer_state import Scope
+from jetwatch.collectors.filters import NameFilter
+from jetwatch.collectors.judging import judge_stored_cycle, load_window
+from jetwatch.core.clock import utcnow
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.server import NatsServer
+from jetwatch.health.rules import Thresholds
+from jetwatch.store import writes
+from jetwatch.store.database import Store
+
+from bench.machine import print_header
+
+INTERVAL = 10.0  # the collector's default interval: the CPU share is the cycle's CPU over it
+CONCURRENCY = 8  # the collector's cap of requests in flight
+
+
+async def setup(nc: nats.NATS, api: JetStreamAPI, consumers: int, streams: int) -> None:
+    per_stream = consumers // streams
+    gate = asyncio.Semaphore(256)
+
+    async def add(stream: str, config: dict) -> None:
+        async with gate:
+            await api.add_consumer(stream, config)
+
+    for s in range(streams):
+        await api.add_stream({"name": f"X{s}", "subjects": [f"x{s}.>"], "storage": "memory"})
+        if s % 5 == 0:
+            await asyncio.gather(*(nc.request(f"x{s}.job", b"job", timeout=30) for _ in range(20)))
+        grouped = {"priority_policy": "pinned_client", "priority_groups": ["jobs"], "priority_timeout": int(60e9)} \
+            if s % 10 == 0 else {}
+        await asyncio.gather(*(add(f"X{s}", {"durable_name": f"c{i}", "ack_policy": "explicit", **grouped})
+                               for i in range(per_stream)))
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def main(consumers: int, streams: int, cycles: int) -> None:
+    print_header()
+    th = Thresholds()
+    with tempfile.TemporaryDirectory() as tmp:
+        server = NatsServer(store_dir=Path(tmp) / "js").start(timeout=60)
+        try:
+            nc = await nats.connect(server.url)
+            api = JetStreamAPI(nc, timeout=60)
+            t = time.perf_counter()
+            await setup(nc, api, consumers, streams)
+            print(f"setup: {consumers:,} consumers in {streams:,} streams in {time.perf_counter() - t:.0f}s; "
+                  f"peak RSS after setup {peak_rss_mib():,.0f} MiB")
+            store = Store(Path(tmp) / "scale.duckdb", lock_timeout=60, query_timeout=600)
+            store.migrate()
+            sampler = ConsumerListCollector(api, Scope("$G"), NameFilter(), lambda: utcnow().isoformat(),
+                                            concurrency=CONCURRENCY)
+            window = load_window(store, utcnow(), th)
+            parts: dict[str, list[float]] = {k: [] for k in ("fetch", "parse", "store", "judge", "total", "cpu")}
+            for _ in range(cycles):
+                cpu0, t0 = time.process_time(), time.perf_counter()
+                names = await api.stream_names()
+                pages = await sampler.fetch(names)
+                t1 = time.perf_counter()
+                batch = sampler.batch_from_pages(pages)
+                t2 = time.perf_counter()
+                now = utcnow()
+                status = {"collector": "bench", "started_at": now, "last_cycle_at": now, "cycle_seconds": t2 - t0,
+                          "streams": batch.streams, "consumers": batch.consumers, "sample_mode": "consumer_list",
+                          "capture_mode": None, "capture_pending": None, "capture_caught_up": None,
+                          "last_event_at": None, "last_error": None, "last_error_at": None,
+                          "server_url": server.url, "clock_offset_seconds": None, "capture_warning": None}
+
+                def tx(con) -> None:
+                    writes.write_samples(con, ["$G"], batch.samples)
+                    writes.write_configs(con, batch.configs)
+                    writes.write_status(con, status)
+
+                store.write(tx)
+                window.add(batch.samples)
+                t3 = time.perf_counter()
+                judged = judge_stored_cycle(store, now, th, window)
+                t4 = time.perf_counter()
+                assert batch.consumers == consumers and len(judged.consumers) == consumers, \
+                    (batch.consumers, len(judged.consumers), batch.errors[:3])
+                for k, v in (("fetch", t1 - t0), ("parse", t2 - t1), ("store", t3 - t2), ("judge", t4 - t3),
+                             ("total", t4 - t0), ("cpu", time.process_time() - cpu0)):
+                    parts[k].append(v)
+            t = time.perf_counter()
+            for s in await api.stream_names():
+                await api.consumer_list(s)
+            floor = time.perf_counter() - t
+            med = {k: statistics.median(v) for k, v in parts.items()}
+            print(f"per cycle, median of {cycles} (the first, with a cold window and store, included): "
+                  f"fetch {med['fetch']:.2f}s, parse {med['parse']:.2f}s, store {med['store']:.2f}s, "
+                  f"judge {med['judge']:.2f}s, total {med['total']:.2f}s (max {max(parts['total']):.2f}s)")
+            print(f"collector CPU per cycle {med['cpu']:.2f}s: {med['cpu'] / INTERVAL:.0%} of one core at a "
+                  f"{INTERVAL:g}s interval; peak RSS {peak_rss_mib():,.0f} MiB")
+            print(f"verdicts: {judged.consumers['verdict'].value_counts().to_dict()}")
+            print(f"baseline, fetching every consumer once with sequential CONSUMER.LIST paging (no parse, store "
+                  f"or judge): {floor:.2f}s")
+            print(f"ratio: the whole cycle costs {med['total'] / floor:.2f}x the sequential fetch alone")
+            print(f"targets: cycle <= 5 s median: {'met' if med['total'] <= 5 else 'NOT met'}; "
+                  f"peak RSS <= 1.5 GB: {'met' if peak_rss_mib() <= 1536 else 'NOT met'}")
+            await nc.close()
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--consumers", type=int, default=100_000)
+    p.add_argument("--streams", type=int, default=1_000)
+    p.add_argument("--cycles", type=int, default=5)
+    a = p.parse_args()
+    asyncio.run(main(a.consumers, a.streams, a.cycles))
