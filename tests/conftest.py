@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import signal
+import time
 
 import nats
 from pathlib import Path
@@ -12,6 +15,7 @@ import pytest
 
 from jetwatch.demo.server import NatsServer, ServerStartError, free_port, nats_server_binary
 from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.processes import describe, marked, new_tree_token
 from jetwatch.store.database import Store
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
 from tests.scenario import pin_story
@@ -19,11 +23,45 @@ from tests.scenario import pin_story
 _counter = itertools.count()
 
 
+# Every process the suite starts inherits this variable (tests build children's environments from
+# os.environ), so the session's end can find any that outlived their test, however detached.
+SESSION_MARK = "JW_TEST_SESSION"
+LEFTOVER_GRACE = 15.0
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
+    os.environ[SESSION_MARK] = new_tree_token()
     try:
         nats_server_binary()
     except ServerStartError as exc:
         pytest.exit(str(exc), returncode=3)
+
+
+def leftover_processes(grace: float = LEFTOVER_GRACE) -> list[int]:
+    """Processes this session started that are still alive after `grace` seconds."""
+    deadline = time.monotonic() + grace
+    while (left := marked(SESSION_MARK, os.environ[SESSION_MARK])) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if any process a test or fixture started outlives the suite (then kill it)."""
+    if SESSION_MARK not in os.environ:
+        return
+    left = leftover_processes()
+    if not left:
+        return
+    lines = "\n".join(f"  {describe(pid)}" for pid in left)
+    print(f"\nFAILED: {len(left)} process(es) started by the test suite outlived it; killing them:\n{lines}",
+          flush=True)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import subprocess
 import time
+from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 from jetwatch.collectors.runner import Collector
@@ -77,21 +79,29 @@ def collector_settings(server_url: str, db: str, streams: tuple[str, ...] = (), 
 
 
 @contextlib.asynccontextmanager
-async def collecting(settings: Settings) -> AsyncIterator[Collector]:
-    """A real collector running in the test's event loop, stopped cleanly afterwards."""
+async def running(settings: Settings) -> AsyncIterator[tuple[Collector, "asyncio.Task[None]"]]:
+    """A real collector in the test's event loop that may never complete a cycle, stopped
+    cleanly afterwards."""
     nc = await connect(settings, name="test-collector")
     collector = Collector(settings, nc, Store(settings.db, lock_timeout=settings.lock_timeout))
     stop = asyncio.Event()
     task = asyncio.create_task(collector.run(stop))
-    await eventually(lambda: collector.cycles > 0 or task.done(), message="first collector cycle")
-    if task.done():
-        task.result()
     try:
-        yield collector
+        yield collector, task
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
         await nc.drain()
+
+
+@contextlib.asynccontextmanager
+async def collecting(settings: Settings) -> AsyncIterator[Collector]:
+    """A real collector running in the test's event loop, once it has completed a cycle."""
+    async with running(settings) as (collector, task):
+        await eventually(lambda: collector.cycles > 0 or task.done(), message="first collector cycle")
+        if task.done():
+            task.result()
+        yield collector
 
 
 def rows(store: Store, sql_text: str, params: Any = ()) -> list[tuple[Any, ...]]:
@@ -123,3 +133,26 @@ class LoopThread:
         self.call(cancel_all())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
+
+
+OPERATOR_PASSWORD = "correct horse battery"
+
+
+def operators_file(directory: Any, *names: str) -> str:
+    """An operator identities file with `names`, each signing in with OPERATOR_PASSWORD."""
+    from jetwatch.dashboard import identities
+
+    path = str(Path(directory) / "operators")
+    for name in names:
+        identities.add(path, name, OPERATOR_PASSWORD)
+    return path
+
+
+def stop_process(proc: "subprocess.Popen[bytes] | subprocess.Popen[str]") -> None:
+    """SIGTERM a server the test started, SIGKILL it if it has not gone in 20 s, and reap it."""
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)

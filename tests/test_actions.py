@@ -60,7 +60,8 @@ def test_cli_unpin_records_an_admin_unpin_a_new_pin_and_an_audit_row(nats_server
         history = rows(store, pins, [stream])
         assert [(e, r) for e, r, _ in history[:3]] == [("pinned", None), ("unpinned", "admin"), ("pinned", None)]
         assert history[0][2] != history[2][2]
-        audit = rows(store, "SELECT actor, origin, action, stream, consumer, group_name, outcome FROM audit")
+        audit = rows(store, "SELECT actor, origin, action, stream, consumer, group_name, outcome FROM audit "
+                            "WHERE phase = 'outcome'")
         assert audit == [("ana", "cli", "unpin", stream, consumer, "jobs", "ok")]
         for w in workers:
             await w.stop()
@@ -202,7 +203,8 @@ def test_cli_pause_then_resume_with_audit(nats_server, db_path, uid, run):
         code, out = await cli("resume", stream, "c", "--yes", "--server", nats_server.url, db=db_path)
         assert code == 0, out
         assert not (await api.consumer_info(stream, "c")).get("paused")
-        assert [r[0] for r in rows(store, "SELECT action FROM audit ORDER BY ts")] == ["pause", "resume"]
+        assert [r[0] for r in rows(store, "SELECT action FROM audit WHERE phase = 'outcome' ORDER BY seq")] \
+            == ["pause", "resume"]
         await nc.close()
 
     run(scenario())
@@ -210,7 +212,7 @@ def test_cli_pause_then_resume_with_audit(nats_server, db_path, uid, run):
 
 def test_cli_refuses_to_act_without_a_terminal_or_yes(nats_server, uid, run):
     async def scenario() -> None:
-        code, out = await cli("resume", f"{uid}_X", "c", "--server", nats_server.url)
+        code, out = await cli("resume", f"{uid}_X", "c", "--server", nats_server.url, "--no-audit")
         assert code == 2
         assert "no terminal to ask on. Add --yes" in out
 
@@ -222,8 +224,8 @@ def test_cli_reports_server_errors_in_words(nats_server, db_path, run):
         code, out = await cli("resume", "NO_SUCH_STREAM", "c", "--yes", "--server", nats_server.url, db=db_path)
         assert code == 1
         assert "the server refused: stream not found (error 10059)" in out
-        audit = rows(Store(db_path), "SELECT action, outcome FROM audit")
-        assert audit == [("resume", "error")]
+        audit = rows(Store(db_path), "SELECT action, phase, outcome FROM audit ORDER BY seq")
+        assert audit == [("resume", "intent", "pending"), ("resume", "outcome", "error")]
 
     run(scenario())
 
@@ -243,7 +245,7 @@ def test_cli_drain_interrupted_says_what_state_it_left(nats_server, uid, run):
         await eventually(lambda: w.stats.received == 2, message="work in flight")
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "jetwatch.cli", "drain", stream, "c", "--timeout", "60s", "--yes",
-            "--server", nats_server.url, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            "--server", nats_server.url, "--no-audit", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             env=clean_env())
         seen = b""
         while b"draining: 2 of 2 in flight" not in seen:
@@ -255,7 +257,7 @@ def test_cli_drain_interrupted_says_what_state_it_left(nats_server, uid, run):
         text = (seen + rest).decode()
         assert proc.returncode == 130
         assert "interrupted: the consumer stays paused until its pause expires by itself" in text
-        assert f"jetwatch resume {stream} c" in text
+        assert f"jetwatch resume -- {stream} c" in text
         info = await api.consumer_info(stream, "c")
         assert info["paused"] is True  # as the message says, and the pause has an end
         assert info["config"]["pause_until"]

@@ -56,7 +56,7 @@ def test_credentials_from_a_nats_context(auth_server, tmp_path):
 
 def test_wrong_credentials_are_reported_in_words(auth_server, tmp_path):
     done = subprocess.run([sys.executable, "-m", "jetwatch.cli", "resume", "S", "C", "--yes", "--server",
-                           auth_server.url, "--user", "jw", "--password", "wrong", "--connect-timeout", "2s"],
+                           auth_server.url, "--user", "jw", "--password", "wrong", "--connect-timeout", "2s", "--no-audit"],
                           capture_output=True, text=True, timeout=60, env=clean_env())
     assert done.returncode == 1
     assert f"could not connect to NATS at {auth_server.url}" in done.stderr
@@ -176,6 +176,7 @@ def test_the_readme_least_privilege_permissions_are_enough_to_collect(tmp_path):
             api = JetStreamAPI(nc)
             await make_stream(api, "ORDERS", ["orders.>"])
             await make_consumer(api, "ORDERS", "worker", "pinned_client", timeout_s=30)
+            await nc.request("orders.new", b"job", timeout=5)  # a backlog: its age is read exactly
             await nc.close()
 
         asyncio.run(workload())
@@ -194,6 +195,8 @@ def test_the_readme_least_privilege_permissions_are_enough_to_collect(tmp_path):
             wait_until(lambda: rows(store, "SELECT count(*) FROM pin_events WHERE stream = 'ORDERS'") == [(1,)],
                        timeout=30, message="the admin unpin captured through the durable")
             assert rows(store, "SELECT consumer FROM consumer_latest") == [("worker",)]
+            wait_until(lambda: rows(store, "SELECT oldest_unacked_age_kind FROM consumer_latest") == [("exact",)],
+                       timeout=30, message="the backlog's age read from the stream (time lag's permissions)")
         finally:
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=30)

@@ -8,6 +8,7 @@ import pytest
 
 from jetwatch.dashboard import charts
 from jetwatch.dashboard.data import pin_summary, rates, sessions_from_events
+from jetwatch.health.rules import Thresholds
 
 T0 = pd.Timestamp("2026-11-22 03:00:00", tz="UTC")
 KEY = {"account": "$G", "stream": "S", "consumer": "C", "group_name": "jobs"}
@@ -60,10 +61,33 @@ def test_sessions_are_per_consumer():
 def test_pin_summary_puts_flapping_consumers_first():
     events = pd.DataFrame([ev(i * 10, "pinned", f"p{i}") for i in range(6)] + [ev(0, "pinned", "q", consumer="D")])
     sessions = sessions_from_events(events, UNTIL)
-    out = pin_summary(sessions, events, pd.DataFrame(), hours=1.0, flapping_per_hour=4)
+    out = pin_summary(sessions, events, pd.DataFrame(), T0, T0 + pd.Timedelta(hours=1),
+                      Thresholds(health_window=300, flapping_switches=4))
     assert list(out["consumer"]) == ["C", "D"]
     assert list(out["flapping"]) == [True, False]
     assert out.iloc[0]["median_pin_seconds"] == 10.0
+
+
+@pytest.mark.parametrize("times, flapping", [
+    ([0, 10, 20, 30, 40], True),  # five pins within one 300 s window: more than 4
+    ([0, 100, 200, 310, 420, 530], False),  # six pins in the range, never more than 3 in one window
+    ([0, 400, 800, 810, 820, 830, 840], True),  # a burst late in the range
+])
+def test_pins_flag_flapping_by_the_fleets_rule_on_any_window_of_the_range(times, flapping):
+    events = pd.DataFrame([ev(t, "pinned", f"p{i}") for i, t in enumerate(times)])
+    until = T0 + pd.Timedelta(hours=6)
+    out = pin_summary(sessions_from_events(events, until), events, pd.DataFrame(), T0, until,
+                      Thresholds(health_window=300, flapping_switches=4))
+    assert bool(out.iloc[0]["flapping"]) == flapping
+
+
+def test_switches_per_hour_divide_by_the_time_with_data_not_the_whole_range():
+    until = T0 + pd.Timedelta(hours=1)
+    events = pd.DataFrame([ev(3000 + i * 60, "pinned", f"p{i}") for i in range(6)])  # the last 10 minutes only
+    out = pin_summary(sessions_from_events(events, until), events, pd.DataFrame(), T0 - pd.Timedelta(hours=23), until,
+                      Thresholds(health_window=300, flapping_switches=4))
+    assert out.iloc[0]["hours_with_data"] == pytest.approx(600 / 3600)
+    assert out.iloc[0]["switches_per_hour"] == pytest.approx(36.0)
 
 
 def test_rates_come_from_sequence_deltas_and_skip_a_reset():
@@ -88,26 +112,102 @@ def test_a_filtered_consumer_gets_no_redelivery_rate_from_sequences():
     assert out["redelivered_per_second"].isna().all()
 
 
-def test_consumer_gauges_draw_the_limits_as_lines():
-    samples = pd.DataFrame({"ts": [T0, T0 + pd.Timedelta(seconds=5)], "num_pending": [1, 2],
-                            "num_ack_pending": [3, 4], "num_waiting": [0, 1], "num_redelivered": [0, 0]})
-    fig = charts.consumer_gauges(samples, max_ack_pending=1000, max_waiting=-1)
+def gauges(ack: list[int], max_ack: float, **extra: list[int]) -> object:
+    samples = pd.DataFrame({"ts": [T0 + pd.Timedelta(seconds=5 * i) for i in range(len(ack))], "num_pending": [1] * len(ack),
+                            "num_ack_pending": ack, "num_waiting": [0] * len(ack), "num_redelivered": [0] * len(ack),
+                            **extra})
+    return charts.consumer_gauges(samples, max_ack_pending=max_ack, max_waiting=-1)
+
+
+def test_a_limit_near_the_values_is_a_labelled_line():
+    fig = gauges([3, 4], max_ack=5)
+    line = next(t for t in fig.data if t.name == "limit: max_ack_pending")
+    assert list(line.y) == [5, 5]
+    assert "limit: max_waiting" not in [t.name for t in fig.data]  # unlimited: no line
+
+
+def test_a_limit_far_above_the_values_is_named_without_squashing_them():
+    fig = gauges([3, 4], max_ack=1000)
+    assert "limit: max_ack_pending" not in [t.name for t in fig.data]
+    assert "limit: max_ack_pending 1,000 (off the scale)" in [a.text for a in fig.layout.annotations]
+    assert list(fig.layout.yaxis3.range) == [0, pytest.approx(4 * 1.15)]  # the axis follows the values
+
+
+def test_gauge_series_and_limits_have_distinct_colours_and_legend_entries_none_red():
+    fig = gauges([3, 4], max_ack=5)
+    colours = [t.line.color for t in fig.data]
     names = [t.name for t in fig.data]
-    assert "max_ack_pending" in names
-    assert "max_waiting" not in names  # unlimited: no line
-    line = next(t for t in fig.data if t.name == "max_ack_pending")
-    assert list(line.y) == [1000, 1000]
+    assert len(set(colours)) == len(colours) and len(set(names)) == len(names)
+    assert "#d62728" not in colours  # red belongs to the verdicts
 
 
-def test_pin_timeline_has_a_bar_per_pin_coloured_by_client_and_unpins_marked_by_reason():
-    events = pd.DataFrame([ev(0, "pinned", "a"), ev(30, "unpinned", reason="timeout"), ev(40, "pinned", "b"),
-                           ev(60, "unpinned", reason="admin"), ev(61, "pinned", "a")])
+def test_consumer_gauges_draw_the_oldest_ages_beside_pending_with_estimates_marked():
+    samples = pd.DataFrame({"ts": [T0 + pd.Timedelta(seconds=5 * i) for i in range(3)], "num_pending": [4, 4, 4],
+                            "num_ack_pending": [1, 1, 1], "num_waiting": [0, 0, 0], "num_redelivered": [0, 0, 0],
+                            "oldest_unacked_age_seconds": [60.0, 120.0, 180.0],
+                            "oldest_unacked_age_kind": ["exact", "estimate", "exact"],
+                            "oldest_undelivered_age_seconds": [30.0, None, 90.0],
+                            "oldest_undelivered_age_kind": ["exact", None, "exact"]})
+    fig = charts.consumer_gauges(samples, max_ack_pending=None, max_waiting=None)
+    by_name = {t.name: t for t in fig.data}
+    unacked = by_name["oldest unacked (min)"]
+    assert list(unacked.y) == [1.0, 2.0, 3.0]
+    assert unacked.yaxis == "y2"  # the second subplot
+    assert list(by_name["oldest unacked: estimate"].y) == [2.0]  # only the estimated reading
+    assert "oldest undelivered: estimate" not in by_name
+    assert fig.layout.annotations[1].text == "age of the oldest message (minutes)"  # right under pending
+
+
+def test_gauge_axes_start_at_zero_and_time_is_a_date_axis_also_for_rollups():
+    fig = gauges([0, 0], max_ack=5)
+    assert all(fig.layout[f"yaxis{i if i > 1 else ''}"].rangemode == "nonnegative" for i in range(1, len(charts.PANELS) + 1))
+    rollups = pd.DataFrame({"ts": [T0, T0 + pd.Timedelta(hours=1)], "num_pending": [1.0, 2.0],
+                            "num_ack_pending": [0.5, 1.0], "num_waiting": [1.0, 1.0]})  # no redelivery gauge kept
+    fig = charts.consumer_gauges(rollups, 1000, 512)
+    assert all(fig.layout[f"xaxis{i if i > 1 else ''}"].type == "date" for i in range(1, len(charts.PANELS) + 1))
+    assert "not kept in rollups" in [a.text for a in fig.layout.annotations]
+
+
+def test_verdict_labels_sit_inside_the_top_panel_not_on_its_title():
+    band = pd.DataFrame({"start": [T0], "end": [T0 + pd.Timedelta(seconds=5)], "verdict": ["STALLED"], "reason": ["x"]})
+    fig = charts.consumer_gauges(pd.DataFrame({"ts": [T0], "num_pending": [1]}), 5, 5, band=band)
+    label = next(a for a in fig.layout.annotations if a.text == "STALLED")
+    assert (label.yref, label.yanchor) == ("y domain", "top")
+
+
+def test_pin_timeline_labels_bars_with_the_id_tail_and_neighbours_never_share_a_colour():
+    ids = [f"x3jkSMKG5bo5V7Sg9n1A{c}{c}" for c in "abcdefghijklm"]
+    events = pd.DataFrame([ev(i * 7, "pinned", p) for i, p in enumerate(ids)])
     fig = charts.pin_timeline(sessions_from_events(events, UNTIL), events)
-    bars = [t for t in fig.data if t.type == "bar"]
-    assert sorted(len(b.y) for b in bars) == [1, 2]  # pin id a twice, b once
-    assert {b.marker.color for b in bars} == {charts.client_colour("a"), charts.client_colour("b")}
+    [bars] = [t for t in fig.data if t.type == "bar"]
+    order = sorted(range(len(bars.base)), key=lambda i: bars.base[i])
+    colours = [bars.marker.color[i] for i in order]
+    assert all(a != b for a, b in zip(colours, colours[1:]))
+    assert list(bars.text) == [f"…9n1A{c}{c}" for c in "abcdefghijklm"]
+    assert bars.customdata[0][0] == ids[0]  # whole on hover
+    assert any("a pin id names one pin, not a client" in a.text for a in fig.layout.annotations)
+
+
+def test_pin_timeline_marks_unpins_by_reason_and_operator_actions_with_their_actor():
+    events = pd.DataFrame([ev(0, "pinned", "a"), ev(30, "unpinned", reason="timeout"), ev(40, "pinned", "b"),
+                           ev(60, "unpinned", reason="admin"), ev(61, "pinned", "c")])
+    actions = pd.DataFrame([{**KEY, "ts": T0 + pd.Timedelta(seconds=60), "actor": "ana", "action": "unpin",
+                             "outcome": "ok"}])
+    fig = charts.pin_timeline(sessions_from_events(events, UNTIL), events, actions=actions)
     markers = {t.name for t in fig.data if t.type == "scatter"}
-    assert markers == {"unpinned: timeout", "unpinned: admin"}
+    assert markers == {"unpinned: timeout", "unpinned: admin", "operator action"}
+    overlay = next(t for t in fig.data if t.name == "operator action")
+    assert list(overlay.text) == ["unpin by ana"]
+
+
+def test_a_long_range_aggregates_switches_per_bucket_on_the_busiest_lanes():
+    events = pd.DataFrame([ev(i * 20, "pinned", f"p{i}", consumer=f"C{i % 15}") for i in range(300)])
+    until = (T0 + pd.Timedelta(hours=2)).to_pydatetime()
+    fig = charts.pin_timeline(sessions_from_events(events, until), events)
+    assert not [t for t in fig.data if t.type == "bar"]  # no barcode
+    [heat] = [t for t in fig.data if t.type == "heatmap"]
+    assert len(set(heat.y)) == charts.TOP_LANES and sum(heat.z) == 300 * 12 // 15
+    assert any("3 more consumer(s) not drawn" in a.text for a in fig.layout.annotations)
 
 
 def test_names_from_the_server_are_escaped_in_every_label():
@@ -117,10 +217,36 @@ def test_names_from_the_server_are_escaped_in_every_label():
     assert fig.layout.title.text == "&lt;script&gt;"
     bar = next(t for t in fig.data if t.type == "bar")
     assert bar.customdata[0][0] == "&lt;b&gt;pin&lt;/b&gt;"
-    assert bar.name.startswith("&lt;b&gt;")
+    assert bar.text[0] == "…in&lt;/b&gt;"  # the id's tail, escaped
     assert "H&lt;b&amp;x / &lt;i_c [jobs]" in {y for t in fig.data for y in t.y}
 
 
 def test_empty_timeline_says_so():
     fig = charts.pin_timeline(pd.DataFrame(), pd.DataFrame())
     assert fig.layout.annotations[0].text == "No pin events in this range"
+    assert fig.layout.xaxis.visible is False and fig.layout.yaxis.visible is False  # no -1...5 axis
+
+
+def test_time_with_work_and_nobody_pinned_is_weighted_by_the_age_of_the_oldest_message(store):
+    """Samples every 10 s in a real store; nobody pinned with work pending in three intervals,
+    whose oldest message was 1 h, 2 h and 2 h old: 30 s of no pin, weighted 10·1 + 10·2 + 10·2."""
+    from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
+    from jetwatch.dashboard.data import pin_history
+    from jetwatch.health.rules import Thresholds
+    from jetwatch.store import writes
+
+    pins = ["p1", None, None, None, "p2", "p2"]
+    pending = [5, 5, 5, 5, 5, 0]
+    ages = [600.0, 3600.0, 7200.0, 7200.0, 9000.0, None]
+    cols = {c: [None] * len(pins) for c in SAMPLE_COLUMNS}
+    cols.update(ts=[(T0 + pd.Timedelta(seconds=10 * i)).isoformat() for i in range(len(pins))],
+                account=["A"] * 6, stream=["S"] * 6, consumer=["C"] * 6, pin_group=["jobs"] * 6,
+                pinned_id=pins, num_pending=pending, paused=[False] * 6, oldest_unacked_age_seconds=ages)
+    store.write(lambda con: writes.write_samples(con, ["A"], cols))
+    expected_weighted = sum(10 * a / 3600 for p, n, a in zip(pins[:-1], pending[:-1], ages[:-1]) if p is None and n > 0)
+    summary = pin_history(store, T0.to_pydatetime() - pd.Timedelta(minutes=1), T0.to_pydatetime() + pd.Timedelta(minutes=5),
+                          Thresholds()).summary
+    row = summary.iloc[0]
+    assert row["nopin_pending_seconds"] == pytest.approx(30.0)
+    assert row["nopin_age_weighted_seconds"] == pytest.approx(expected_weighted) == pytest.approx(50.0)
+    assert row["nopin_oldest_age_seconds"] == 7200.0

@@ -84,3 +84,55 @@ async def _try_stream(api: JetStreamAPI) -> bool:
         return True
     except Exception:
         return False
+
+
+def test_in_jsz_mode_a_server_that_stops_answering_keeps_the_consumers_it_led_and_is_named(tmp_path, run):
+    """Three nodes sampled through their /jsz ports; the node leading stream S (one replica) is
+    stopped: S's consumer keeps its last known state, cycle after cycle, and the status names
+    the server that did not answer (before, the consumer vanished from the Fleet)."""
+    from jetwatch.demo.server import free_port
+    nodes = cluster(tmp_path / "jsz")
+    for node in nodes:
+        node.monitor_port = free_port()
+        node.start()
+    db = str(tmp_path / "jetwatch.duckdb")
+    store = Store(db)
+    try:
+        async def scenario() -> None:
+            nc = await nats.connect(servers=[n.url for n in nodes], max_reconnect_attempts=-1)
+            api = JetStreamAPI(nc)
+            await eventually(lambda: _try(api, {"name": "S", "subjects": ["s.>"], "num_replicas": 1}), timeout=30,
+                             message="a meta leader to create stream S")
+            await make_consumer(api, "S", "c")
+            leader = (await api.stream_info("S"))["cluster"]["leader"]
+            doomed = next(n for n in nodes if n.name == leader)
+            others = [n for n in nodes if n is not doomed]
+            settings = collector_settings(",".join(n.url for n in others), db, ("S",),
+                                          monitor_url=tuple(n.monitor_url for n in nodes), request_timeout=1.0)
+            async with collecting(settings) as collector:
+                await eventually(lambda: rows(store, "SELECT consumer, server FROM consumer_current")
+                                 == [("c", leader)], timeout=30, message="S/c sampled from its leader")
+                doomed.stop()
+                await eventually(lambda: "did not answer" in str(rows(store, "SELECT last_error FROM collector_status")),
+                                 timeout=30, message="the status names the server")
+                assert leader in str(rows(store, "SELECT last_error FROM collector_status"))
+                cycles = collector.cycles
+                await eventually(lambda: collector.cycles >= cycles + 3, timeout=30, message="three more cycles")
+                assert rows(store, "SELECT consumer, server FROM consumer_current") == [("c", leader)]
+            await nc.close()
+
+        run(scenario())
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+async def _try(api: JetStreamAPI, config: dict) -> bool:
+    """Create the stream, or find it created by an earlier try whose reply was lost."""
+    for attempt in (api.add_stream, lambda c: api.stream_info(c["name"])):
+        try:
+            await attempt(config)
+            return True
+        except (JetStreamAPIError, NoReply):
+            continue
+    return False

@@ -11,6 +11,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from jetwatch.collectors.judging import judge_cycle
+from jetwatch.dashboard.tables import link_target
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store
@@ -56,6 +57,11 @@ def frame(at: AppTest, column: str, index: int = 0) -> pd.DataFrame:
     return found[index]
 
 
+def consumers(table: pd.DataFrame) -> pd.Series:
+    """The consumer names of a table whose Consumer column links to each consumer's page."""
+    return pd.Series([link_target(u)["consumer"] for u in table["Consumer"]], index=table.index, dtype=object)
+
+
 def texts(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [w.value for w in at.warning]
     parts += [i.value for i in at.info] + [h.value for h in at.subheader] + [t.value for t in at.title]
@@ -65,26 +71,41 @@ def texts(at: AppTest) -> str:
 def test_fleet_lists_every_consumer_worst_first_with_verdict_and_reason(filled_db, app_env):
     app_env(filled_db)
     at = run_app()
-    table = frame(at, "verdict")
-    assert set(table["consumer"]) == {CONSUMER, "idle"}
-    assert list(table["verdict"])[0] == "NO_PULLERS"
-    idle = table[table["consumer"] == "idle"].iloc[0]
-    assert idle["reason"].startswith("5 messages pending and no client has pulled")
-    assert idle["stream"] == IDLE_STREAM
+    table = frame(at, "Verdict")
+    assert set(consumers(table)) == {CONSUMER, "idle"}
+    assert list(table["Verdict"])[0] == "NO_PULLERS"
+    idle = table[consumers(table) == "idle"].iloc[0]
+    assert idle["Why"].startswith("5 messages pending and no client has pulled")
+    assert idle["Stream"] == IDLE_STREAM
     assert "Data as of" in texts(at)
     assert "NO_PULLERS" in texts(at)
+
+
+def test_fleet_shows_how_old_the_oldest_work_is_and_when_it_drains(filled_db, app_env):
+    """`idle` holds five messages nobody pulled: its oldest unacked age is the one the collector
+    stored (read from the stream), and its ETA is infinite, said in words as "no pullers"."""
+    app_env(filled_db)
+    at = run_app()
+    table = frame(at, "Oldest unacked (s)")
+    idle = table[consumers(table) == "idle"].iloc[0]
+    stored = Store(filled_db).read(lambda con: con.execute(
+        "SELECT oldest_unacked_age_seconds, oldest_unacked_age_kind FROM consumer_latest WHERE consumer = 'idle'"
+    ).fetchone())
+    assert idle["Oldest unacked (s)"] == pytest.approx(stored[0]) and stored[0] > 0
+    assert idle["Age is"] == stored[1] == "exact"
+    assert idle["ETA (s)"] == float("inf") and idle["Drain"] == "no pullers"
 
 
 def test_fleet_filters_by_verdict_and_search(filled_db, app_env):
     app_env(filled_db)
     at = run_app()
     at.multiselect(key="fleet_verdict").set_value(["NO_PULLERS"]).run()
-    table = frame(at, "verdict")
-    assert list(table["consumer"]) == ["idle"]
+    table = frame(at, "Verdict")
+    assert list(consumers(table)) == ["idle"]
     at.multiselect(key="fleet_verdict").set_value([]).run()
     at.text_input(key="fleet_search").input("<i_").run()
-    table = frame(at, "verdict")
-    assert list(table["consumer"]) == [CONSUMER]
+    table = frame(at, "Verdict")
+    assert list(consumers(table)) == [CONSUMER]
 
 
 def test_fleet_warns_when_the_collector_data_is_stale(filled_db, app_env):
@@ -99,23 +120,27 @@ def test_consumer_deep_link_opens_its_page_with_pin_history(filled_db, app_env):
     assert at.selectbox(key="consumer_pick").value[1:] == (STREAM, CONSUMER)
     shown = texts(at)
     assert "H\\<b\\&x\\_weird\\-name\\_1 / \\<i\\_c\\-1" in shown  # literal text, never markup
-    advisories = frame(at, "kind")
-    assert {"consumer_group_pinned", "consumer_group_unpinned"} <= set(advisories["kind"])
-    assert set(advisories["reason"].dropna()) == {"timeout", "admin"}
+    advisories = frame(at, "Advisory")
+    assert {"consumer_group_pinned", "consumer_group_unpinned"} <= set(advisories["Advisory"])
+    assert set(advisories["Reason"]) - {""} == {"timeout", "admin"}
+    config = frame(at, "Ack wait")
+    assert config["Priority policy"].iloc[0] == "pinned_client" and config["Priority groups"].iloc[0] == "jobs"
 
 
 def test_pins_page_shows_each_switch_with_its_reason(filled_db, app_env):
     app_env(filled_db)
     at = run_app("views/pins.py")
-    events = frame(at, "event")
-    mine = events[events["consumer"] == CONSUMER]
-    assert list(mine.sort_values("ts")["event"]) == ["pinned", "unpinned", "pinned", "unpinned", "pinned"]
-    assert set(mine["reason"].dropna()) == {"timeout", "admin"}
-    summary = frame(at, "switches_per_hour")
-    row = summary[summary["consumer"] == CONSUMER].iloc[0]
-    assert row["switches"] == 3
+    events = frame(at, "Event")
+    mine = events[consumers(events) == CONSUMER]
+    assert list(mine["Event"])[::-1] == ["pinned", "unpinned", "pinned", "unpinned", "pinned"]  # newest first
+    assert set(mine["Reason"]) - {""} == {"timeout", "admin"}
+    summary = frame(at, "Switches per hour")
+    row = summary[consumers(summary) == CONSUMER].iloc[0]
+    assert row["Switches"] == 3
+    sessions = frame(at, "End reason")
+    assert list(sessions[consumers(sessions) == CONSUMER]["End reason"])[::-1] == ["timeout", "admin", ""]
     at.multiselect(key="pins_reason").set_value(["admin"]).run()
-    assert set(frame(at, "event")["consumer"]) == {CONSUMER}
+    assert set(consumers(frame(at, "Event"))) == {CONSUMER}
 
 
 def test_every_page_is_sensible_with_no_store(tmp_path, app_env):
@@ -169,21 +194,22 @@ def test_fleet_with_ten_thousand_consumers_renders(tmp_path, app_env):
     _synthetic_fleet(db, 10_000, 8)
     app_env(db)
     at = run_app()
-    table = frame(at, "verdict")
+    table = frame(at, "Verdict")
     assert len(table) == 10_000
-    assert set(table["verdict"]) <= {"OK", "LAGGING", "COLLECTING"}
-    assert "LAGGING" in set(table["verdict"])
+    assert set(table["Verdict"]) <= {"OK", "LAGGING", "COLLECTING"}
+    assert "LAGGING" in set(table["Verdict"])
 
 
 def test_audit_page_lists_actions(tmp_path, app_env):
     db = str(tmp_path / "audit.duckdb")
     Store(db).write(lambda con: con.execute(
-        "INSERT INTO audit VALUES (now(), 'ana', 'cli', 'unpin', '$G', 'S', 'C', 'jobs', '{}', 'ok', '{}')"))
+        "INSERT INTO audit (ts, actor, origin, action, account, stream, consumer, group_name, parameters, outcome, "
+        "reply) VALUES (now(), 'ana', 'cli', 'unpin', '$G', 'S', 'C', 'jobs', '{}', 'ok', '{}')"))
     app_env(db)
     at = run_app("views/audit.py")
-    log = frame(at, "actor")
-    assert list(log["actor"]) == ["ana"]
-    assert isinstance(log, pd.DataFrame)
+    log = frame(at, "Actor")
+    assert list(log["Actor"]) == ["ana"]
+    assert list(log["Summary"]) == ["ana unpinned S / C: ok"]
 
 
 def test_a_store_held_too_long_is_an_error_in_words_not_a_traceback(filled_db, app_env, tmp_path):
@@ -210,13 +236,13 @@ def test_a_store_held_too_long_is_an_error_in_words_not_a_traceback(filled_db, a
 def test_fleet_shows_since_for_each_verdict_and_the_recent_changes(filled_db, app_env):
     app_env(filled_db)
     at = run_app()
-    table = frame(at, "verdict")
-    idle = table[table["consumer"] == "idle"].iloc[0]
-    assert idle["since"].endswith("ago")
-    changes = frame(at, "to")
-    mine = changes[changes["consumer"] == "idle"]
-    assert list(mine["to"])[:2] == ["NO_PULLERS", "COLLECTING"]  # newest first
-    assert list(mine["from"])[-1] == "(new)"
+    table = frame(at, "Verdict")
+    idle = table[consumers(table) == "idle"].iloc[0]
+    assert idle["Since (UTC)"].endswith("ago)")
+    changes = frame(at, "To")
+    mine = changes[consumers(changes) == "idle"]
+    assert list(mine["To"])[:2] == ["NO_PULLERS", "COLLECTING"]  # newest first
+    assert list(mine["From"])[-1] == "(new)"
 
 
 def test_consumer_page_draws_its_verdict_history_as_a_band_over_the_charts(filled_db, app_env):
@@ -232,3 +258,6 @@ def test_consumer_page_draws_its_verdict_history_as_a_band_over_the_charts(fille
     assert bands, "verdict spans drawn behind the charts"
     assert "NO_PULLERS" in labels and "COLLECTING" in labels
     assert "Behind the charts: the verdicts the collector judged" in texts(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Drain ETA"] == "no pullers"
+    assert metrics["Oldest unacked"] != "none" and metrics["Oldest unacked"] == metrics["Oldest undelivered"]

@@ -16,10 +16,11 @@ from jetwatch.actions.operations import Target
 from jetwatch.demo.workers import PullWorker
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.store.database import Store
-from tests.helpers import LoopThread, make_consumer, make_stream, publish, rows, wait_until
+from tests.helpers import (OPERATOR_PASSWORD, LoopThread, make_consumer, make_stream, operators_file, publish, rows,
+                           wait_until)
 from tests.test_dashboard import APP
 
-SECRET = "correct horse"
+SECRET = OPERATOR_PASSWORD
 
 
 @pytest.fixture
@@ -54,7 +55,7 @@ def live(nats_server, db_path, uid, monkeypatch):
     monkeypatch.setenv("JETWATCH_DATA_DIR", os.path.dirname(db_path))
     st.cache_data.clear()
     yield {"stream": stream, "consumer": consumer, "store": store, "loop": loop, "nc": nc, "api": api,
-           "workers": workers, "uid": uid}
+           "workers": workers, "uid": uid, "operators": operators_file(os.path.dirname(db_path), "ana")}
     collector.send_signal(signal.SIGTERM)
     collector.wait(30)
     loop.close()
@@ -81,15 +82,15 @@ def button_keys(at: AppTest) -> set[str]:
     return {b.key for b in at.button if b.key}
 
 
-def test_without_the_operator_secret_no_action_can_be_triggered(live, monkeypatch):
+def test_without_a_signed_in_operator_no_action_can_be_triggered(live, monkeypatch):
     at = consumer_page(live)
     assert not {k for k in button_keys(at) if k.startswith("action_")}
     assert any("Read-only" in c.value for c in at.sidebar.caption)
 
-    monkeypatch.setenv("JETWATCH_OPERATOR_SECRET", SECRET)
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", live["operators"])
     at = login(consumer_page(live), secret="wrong")
     assert not {k for k in button_keys(at) if k.startswith("action_")}
-    assert any("Wrong secret" in e.value for e in at.sidebar.error)
+    assert any("wrong password" in e.value for e in at.sidebar.error)
 
     # Even a forged request in session state is refused at the action path.
     at.session_state["pending_action"] = {"action": "unpin", "target": Target(None, live["stream"], live["consumer"]),
@@ -101,7 +102,7 @@ def test_without_the_operator_secret_no_action_can_be_triggered(live, monkeypatc
 
 
 def test_unpin_from_the_dashboard_is_confirmed_audited_and_the_new_pin_shows(live, monkeypatch):
-    monkeypatch.setenv("JETWATCH_OPERATOR_SECRET", SECRET)
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", live["operators"])
     at = login(consumer_page(live))
     assert {"action_unpin", "action_pause", "action_resume", "action_drain"} <= button_keys(at)
     at.button(key="action_unpin").click().run()
@@ -109,20 +110,21 @@ def test_unpin_from_the_dashboard_is_confirmed_audited_and_the_new_pin_shows(liv
     assert f"stream {live['stream']}, consumer {live['consumer']}, group jobs".replace("_", "\\_") in dialog_text
     at.button(key="action_confirm").click().run()
     assert not at.exception
-    assert any(s.value.startswith("unpin: unpinned ") for s in at.success)
+    assert any(s.value.replace("\\", "").startswith(f"unpin {live['stream']} / {live['consumer']} (account ")
+               and "unpinned " in s.value for s in at.success)  # the banner names its consumer
     store = live["store"]
     live["loop"].call(publish(live["nc"], f"{live['uid']}.act", 2))
     pins = "SELECT event, reason FROM pin_events WHERE stream = ? ORDER BY ts, event DESC"
     wait_until(lambda: len(rows(store, pins, [live["stream"]])) >= 3, timeout=30, message="admin unpin and new pin")
     assert rows(store, pins, [live["stream"]])[:3] == [("pinned", None), ("unpinned", "admin"), ("pinned", None)]
-    audit = rows(store, "SELECT actor, origin, action, stream, group_name, outcome FROM audit")
+    audit = rows(store, "SELECT actor, origin, action, stream, group_name, outcome FROM audit WHERE phase = 'outcome'")
     assert audit == [("ana", "dashboard", "unpin", live["stream"], "jobs", "ok")]
     at.run()
     assert any(c.value.startswith("new pin: ") for c in at.caption)
 
 
 def test_a_dashboard_drain_survives_its_page_being_closed(live, monkeypatch):
-    monkeypatch.setenv("JETWATCH_OPERATOR_SECRET", SECRET)
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", live["operators"])
     loop, nc = live["loop"], live["nc"]
     holder = next(w for w in live["workers"] if w.pin_id)
     holder.acking = False
@@ -141,7 +143,7 @@ def test_a_dashboard_drain_survives_its_page_being_closed(live, monkeypatch):
     assert rows(store, drains)[0][1] == 3
     loop.call(holder.ack_held())
     wait_until(lambda: rows(store, drains)[0][0] == "done", timeout=30, message="the drain finished")
-    audit = rows(store, "SELECT actor, origin, action, outcome FROM audit")
+    audit = rows(store, "SELECT actor, origin, action, outcome FROM audit WHERE phase = 'outcome'")
     assert audit == [("ana", "dashboard", "drain", "ok")]
     reopened = consumer_page(live)
     assert any("drain" in s.value and "done" in s.value for s in reopened.success)

@@ -42,8 +42,10 @@ def test_retention_removes_raw_samples_only_once_an_hourly_rollup_covers_them(tm
             con.execute("INSERT INTO samples (ts, account, stream, consumer) VALUES (?, '$G', 'S', 'C')", [ts])
         con.execute("INSERT INTO advisories VALUES ('a1', ?, ?, 'nak', 's', '$G', 'S', 'C', NULL, NULL, NULL, '{}')",
                     [now - dt.timedelta(days=100), now])
-        con.execute("INSERT INTO audit VALUES (?, 'ana', 'cli', 'unpin', '$G', 'S', 'C', 'jobs', '{}', 'ok', '{}')",
+        con.execute("INSERT INTO audit (ts, actor, origin, action, account, stream, consumer, group_name, parameters, outcome, reply) VALUES (?, 'ana', 'cli', 'unpin', '$G', 'S', 'C', 'jobs', '{}', 'ok', '{}')",
                     [now - dt.timedelta(days=400)])
+        for aid, days in (("a1", 100), ("a2", 1)):  # a pin's confirmation ages out with its advisory
+            con.execute("INSERT INTO pin_confirmations VALUES (?, 'confirmed', ?)", [aid, now - dt.timedelta(days=days)])
         for days in (100, 1):  # verdict transitions age out with the events
             con.execute("INSERT INTO verdict_changes VALUES (?, '$G', 'S', 'C', 'OK', 'STALLED', 'r')",
                         [now - dt.timedelta(days=days)])
@@ -54,11 +56,14 @@ def test_retention_removes_raw_samples_only_once_an_hourly_rollup_covers_them(tm
     load(store, empty, now - dt.timedelta(hours=1), now, retention)
     assert rows(store, "SELECT count(*) FROM samples") == [(3,)], "no rollup yet: nothing may go"
     assert rows(store, "SELECT count(*) FROM advisories") == [(0,)]
+    assert rows(store, "SELECT advisory_id FROM pin_confirmations") == [("a2",)]
     assert rows(store, "SELECT count(*) FROM verdict_changes") == [(1,)]
 
-    store.write(lambda con: con.execute(
-        "INSERT INTO rollups (granularity, bucket, account, stream, consumer) VALUES ('1h', ?, '$G', 'S', 'C')",
-        [old[1] + dt.timedelta(hours=1)]))
+    # Coverage, not the newest bucket: the hours of old[0] and old[1] are rolled up (one sample
+    # each, as many as the store holds); old[2]'s hour is not, so its sample stays.
+    store.write(lambda con: con.executemany(
+        "INSERT INTO rollups (granularity, bucket, account, stream, consumer, samples) VALUES ('1h', ?, '$G', 'S', 'C', 1)",
+        [[old[0]], [old[1]]]))
     load(store, empty, now - dt.timedelta(hours=1), now, retention)
     assert [r[0] for r in rows(store, "SELECT ts FROM samples ORDER BY ts")] == [old[2]]
     assert rows(store, "SELECT count(*) FROM audit") == [(1,)], "audit rows are kept longest"

@@ -67,6 +67,12 @@ CASES = [
     ("filtered consumer: deltas not trusted", seq(delivered_consumer_seq=[20 * i for i in range(6)]),
      limits(filtered=True), None, ["OK"]),
     ("lagging", seq(num_pending=[10, 20, 35, 50, 70, 90]), limits(), None, ["LAGGING"]),
+    ("an old unacked message lags whatever the trend",
+     seq(num_pending=[50] * 6, oldest_unacked_age_seconds=[590, 600, 610, 620, 630, 640]), limits(), None, ["LAGGING"]),
+    ("a young oldest message and a flat backlog is fine",
+     seq(num_pending=[50] * 6, oldest_unacked_age_seconds=[10, 12, 9, 11, 10, 12]), limits(), None, ["OK"]),
+    ("the latest age counts: an old message since acked is not lagging",
+     seq(num_pending=[50] * 6, oldest_unacked_age_seconds=[900, 900, 900, 900, 900, 5]), limits(), None, ["OK"]),
     ("a single jump is not a trend", seq(num_pending=[10, 10, 10, 10, 10, 90]), limits(), None, ["OK"]),
     ("growing backlog with no acks is not lagging", seq(num_pending=[10, 20, 35, 50, 70, 90], num_waiting=0,
                                                         **STUCK), limits(), None, ["NO_PULLERS"]),
@@ -110,6 +116,16 @@ def test_every_finding_carries_its_numbers():
     out = evaluate(seq(num_pending=40, num_waiting=0, **STUCK), limits(), TH).iloc[0]
     assert out["findings"][0]["numbers"] == {"pending": 40, "waiting": 0, "seconds": 100}
     assert out["reason"] == "40 messages pending and no client has pulled for 100s"
+
+
+def test_a_stalled_consumer_says_how_long_its_oldest_message_has_waited():
+    out = evaluate(seq(num_ack_pending=7, ack_floor_stream_seq=5, oldest_unacked_age_seconds=[80, 100, 120, 140, 160, 4000]),
+                   limits(), TH).iloc[0]
+    assert out["reason"] == "7 messages handed out and none acknowledged for 100s; the oldest has waited 1.1h"
+    assert out["findings"][0]["numbers"]["oldest_unacked_age_seconds"] == 4000
+    lagging = out["findings"][1]
+    assert lagging["verdict"] == "LAGGING"
+    assert lagging["reason"] == "the oldest unacknowledged message has waited 1.1h (more than 10m)"
 
 
 def test_consumers_are_judged_independently():

@@ -7,6 +7,7 @@ import datetime as dt
 import json
 
 import nats
+import pytest
 
 from jetwatch.collectors.judging import judge_cycle
 from jetwatch.core.jsapi import JetStreamAPI
@@ -140,6 +141,8 @@ def test_status_prints_the_fleets_verdicts_and_json_for_scripts(db_path, capsys)
     got = json.loads(capsys.readouterr().out)
     assert [(r["consumer"], r["verdict"], r["level"]) for r in got] == [("C", "NO_PULLERS", "critical")]
     assert got[0]["findings"][0]["numbers"]["pending"] == 5 and got[0]["since"]
+    assert got[0]["eta"]["state"] == "no pullers" and got[0]["eta"]["seconds"] is None
+    assert got[0]["oldest_unacked"] == {"age_seconds": None, "kind": None}  # these samples carry no ages
 
 
 def test_check_exits_with_the_monitoring_plugin_status_of_the_worst_verdict(db_path, tmp_path, capsys):
@@ -167,3 +170,26 @@ def test_check_warns_on_a_warning_level_verdict(db_path, capsys):
                                         "WHERE consumer = 'C'"))
     assert main(["check", "--db", db_path]) == 1
     assert capsys.readouterr().out.startswith("JETWATCH WARNING")
+
+
+def test_the_kept_verdict_carries_the_drain_eta_of_the_backlogs_trend(db_path):
+    """A backlog draining unevenly (acks moving, pullers waiting) over six cycles: the ETA kept
+    with the verdict is the latest backlog over minus the least-squares slope, and its range the
+    slope ± 2 standard errors, as numpy's own fit gives them."""
+    import numpy as np
+
+    store = Store(db_path)
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    backlog = [600, 540, 500, 420, 390, 320]
+    for i, pending in enumerate(backlog):
+        _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=pending, waiting=2)
+    t = np.arange(len(backlog)) * 10.0
+    fit = np.polyfit(t, backlog, 1)
+    slope = fit[0]
+    residuals = np.array(backlog) - np.polyval(fit, t)
+    se = np.sqrt((residuals ** 2).sum() / (len(t) - 2) / ((t - t.mean()) ** 2).sum())
+    row = data.fleet(store).consumers.iloc[0]
+    assert row["eta_state"] == "draining"
+    assert row["eta_seconds"] == pytest.approx(backlog[-1] / -slope)
+    assert row["eta_low_seconds"] == pytest.approx(backlog[-1] / (-slope + 2 * se))
+    assert row["eta_high_seconds"] == pytest.approx(backlog[-1] / (-slope - 2 * se))

@@ -18,7 +18,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from jetwatch.collectors import metrics
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import free_port
-from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, wait_until
+from tests.helpers import (collecting, collector_settings, eventually, make_consumer, make_stream, publish,
+                           stop_process, wait_until)
 
 PROMETHEUS = "/usr/bin/prometheus"
 FAST = {"health_window": 4.0, "health_min_samples": 3, "health_min_span": 1.0}
@@ -51,7 +52,7 @@ def test_metrics_serve_the_cycles_verdicts_with_bounded_cardinality_and_fleet_to
         async with collecting(settings) as collector:
             def stalled() -> dict | None:
                 got = scrape(collector.metrics_bound)
-                hit = [s for s in got["jetwatch_consumer_verdict"] if s.labels["verdict"] == "NO_PULLERS"]
+                hit = [s for s in got.get("jetwatch_consumer_verdict", []) if s.labels["verdict"] == "NO_PULLERS"]
                 return got if hit else None
 
             got = await eventually(stalled, message="NO_PULLERS on /metrics")
@@ -68,6 +69,39 @@ def test_metrics_serve_the_cycles_verdicts_with_bounded_cardinality_and_fleet_to
             # The parser names families as declared; an info family keeps its _info suffix.
             declared = {m.exposed if m.type == "info" else m.name for m in metrics.METRICS}
             assert set(got) <= declared, set(got) - declared
+        await nc.close()
+
+    run(scenario())
+
+
+def test_time_lag_is_exported_per_consumer_and_no_eta_where_nothing_drains(nats_server, db_path, uid, run):
+    """`idle` holds three messages nobody pulled: both its ages are exported, equal (nothing was
+    delivered), and no older than the first message published; it gets no drain ETA."""
+    import time
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        published = time.time()
+        stream = await _idle_and_ok(nc, uid)
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3,
+                                      metrics_address=f"127.0.0.1:{free_port()}", **FAST)
+        async with collecting(settings) as collector:
+            def aged() -> dict | None:
+                got = scrape(collector.metrics_bound)
+                verdicts = [s for s in got.get("jetwatch_consumer_verdict", []) if s.labels["verdict"] == "NO_PULLERS"]
+                return got if verdicts and got.get("jetwatch_consumer_oldest_unacked_age_seconds") else None
+
+            got = await eventually(aged, message="NO_PULLERS and its age on /metrics")
+            scraped = time.time()
+
+            def value(name: str) -> list[float]:
+                return [s.value for s in got.get(name, []) if s.labels["stream"] == stream and s.labels["consumer"] == "idle"]
+
+            [unacked] = value("jetwatch_consumer_oldest_unacked_age_seconds")
+            [undelivered] = value("jetwatch_consumer_oldest_undelivered_age_seconds")
+            assert 0 < unacked <= scraped - published
+            assert undelivered == pytest.approx(unacked)
+            assert value("jetwatch_consumer_drain_eta_seconds") == []
         await nc.close()
 
     run(scenario())
@@ -113,12 +147,7 @@ def prometheus(tmp_path: Path, target: str, rule_files: list[str] = ()) -> Itera
     try:
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc)
 
 
 def prom_query(url: str, expr: str) -> list[dict]:
@@ -206,7 +235,7 @@ def test_pin_state_and_pin_switch_and_unpin_counters_follow_a_real_pin_story(nat
 
             def counted() -> dict | None:
                 got = scrape(collector.metrics_bound)
-                reasons = {s.labels["reason"]: s.value for s in got["jetwatch_unpins"] if s.name.endswith("_total")}
+                reasons = {s.labels["reason"]: s.value for s in got.get("jetwatch_unpins", []) if s.name.endswith("_total")}
                 pinned = {s.labels["pinned_id"] for s in got.get("jetwatch_consumer_pin_info", [])
                           if s.labels["stream"] == stream}
                 ok = reasons.get("admin", 0) >= 1 and reasons.get("timeout", 0) >= 1 and pinned == {holder}

@@ -25,7 +25,8 @@ def test_dockerfile_runs_up_as_non_root_with_a_volume_and_healthcheck():
     assert "openjdk-17-jre-headless" in text
     assert re.search(r"^USER 10001$", text, re.M)
     assert 'VOLUME ["/data"]' in text and "HEALTHCHECK" in text
-    assert 'jetwatch up --server \\"$NATS_URL\\"' in text
+    # The server URL (maybe with credentials) reaches `up` through the environment, never argv.
+    assert 'export JETWATCH_SERVER=\\"${JETWATCH_SERVER:-$NATS_URL}\\"; exec jetwatch up"]' in text
     assert "pip install --no-cache-dir /app" in text
 
 

@@ -64,7 +64,7 @@ def test_bad_flags_exit_2_with_a_clear_message(argv, message):
 
 def test_an_unreachable_server_is_a_clear_error_for_an_action():
     done = subprocess.run([sys.executable, "-m", "jetwatch.cli", "resume", "S", "C", "--yes", "--server",
-                           "nats://127.0.0.1:1", "--connect-timeout", "1s"], capture_output=True, text=True, timeout=60)
+                           "nats://127.0.0.1:1", "--connect-timeout", "1s", "--no-audit"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "could not connect to NATS at nats://127.0.0.1:1" in done.stderr
     assert "Traceback" not in done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -12,11 +13,15 @@ import streamlit as st
 from playwright.sync_api import sync_playwright
 from streamlit.testing.v1 import AppTest
 
+from jetwatch.actions.drains import spawn_detached
+from jetwatch.actions.operations import DrainPlan, Target
+from jetwatch.core.processes import marked, new_tree_token
+from jetwatch.core.settings import Settings
 from jetwatch.demo.server import free_port
 from jetwatch.store.database import Store
 from tests.helpers import clean_env, rows, wait_until
 from tests.test_browser import CHROMIUM_ARGS, SHOTS, _http_ok
-from tests.test_dashboard import APP, frame
+from tests.test_dashboard import APP, consumers, frame
 
 pytestmark = pytest.mark.browser
 
@@ -58,7 +63,7 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
         assert len(children) >= 4, children  # nats-server, collector, demo, dashboard (and the pipeline's runs)
         store = Store(data / "jetwatch.duckdb")
         wait_until(lambda: store.exists() and set(store.query("pin_events_range", {
-            "since": "2000-01-01", "until": "2100-01-01"}).query("event == 'unpinned'")["reason"]) >= {"timeout", "admin"},
+            "since": "2000-01-01", "until": "2100-01-01", "account": None, "stream": None, "consumer": None}).query("event == 'unpinned'")["reason"]) >= {"timeout", "admin"},
             timeout=120, message="the demo's timeout unpin and admin unpin")
 
         monkeypatch.setenv("JETWATCH_DB", str(data / "jetwatch.duckdb"))
@@ -66,12 +71,12 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
         st.cache_data.clear()
         at = AppTest.from_file(APP, default_timeout=60).run()
         assert not at.exception
-        fleet = frame(at, "verdict")
-        assert DEMO_CONSUMERS <= set(fleet["consumer"])
-        assert fleet["verdict"].notna().all()
+        fleet = frame(at, "Verdict")
+        assert DEMO_CONSUMERS <= set(consumers(fleet))
+        assert (fleet["Verdict"] != "").all()
         at.switch_page("views/pins.py").run()
-        events = frame(at, "event")
-        assert set(events.query("event == 'unpinned'")["reason"].dropna()) >= {"timeout", "admin"}
+        events = frame(at, "Event")
+        assert set(events[events["Event"] == "unpinned"]["Reason"]) >= {"timeout", "admin"}
 
         # The scheduled pipeline (first run 30 s in) loads sessions and verdicts for the pages.
         wait_until(lambda: not (run := store.query("pipeline_last_run")).empty and run["outcome"][0] == "ok",
@@ -137,3 +142,69 @@ def test_up_says_what_is_missing_and_runs_the_parts_that_can_run(tmp_path):
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
     assert "stopped" in out
+
+
+def _started_by(mark: str) -> list[str]:
+    """Live processes carrying this test's own mark in their environment: their command lines."""
+    found = []
+    for pid in marked("JW_THIS_TEST", mark):
+        try:
+            found.append(f"{pid}: " + Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            pass  # ended meanwhile
+    return found
+
+
+def test_ctrl_c_during_a_pipeline_run_stops_spark_and_every_child_and_records_the_run_interrupted(tmp_path):
+    mark = new_tree_token()
+    data = tmp_path / "data"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "up", "--data-dir", str(data), "--port", str(free_port()),
+         "--pipeline-every", "2s"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=clean_env(JW_THIS_TEST=mark))
+    try:
+        # Spark's JVM and the job's Python driver both running: the middle of a pipeline run.
+        wait_until(lambda: all(any(part in p for p in _started_by(mark)) for part in ("SparkSubmit", "job.py")),
+                   timeout=120, interval=0.2, message="a scheduled pipeline run with Spark's JVM and job.py")
+        store = Store(data / "jetwatch.duckdb")
+        wait_until(lambda: rows(store, "SELECT count(*) FROM pipeline_runs WHERE outcome = 'running'")[0][0] == 1,
+                   timeout=30, message="the run recorded as running")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    text = out.decode()
+    assert proc.returncode == 0, text
+    assert "stopped" in text
+    assert _started_by(mark) == [], text  # nothing outlives `up`: no JVM, no Python worker, no server
+    assert rows(store, "SELECT count(*) FROM pipeline_runs WHERE finished_at IS NULL")[0][0] == 0
+    last = store.query("pipeline_last_run").iloc[0]
+    assert last["outcome"] == "interrupted", last
+    assert "stopped by SIGTERM" in last["message"]
+
+
+def test_sigterm_to_jetwatch_dashboard_stops_the_streamlit_server_it_runs(tmp_path):
+    mark = new_tree_token()
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", str(tmp_path / "j.duckdb"), "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=clean_env(JW_THIS_TEST=mark))
+    try:
+        wait_until(lambda: _http_ok(f"http://127.0.0.1:{port}/_stcore/health"), timeout=60, message="the dashboard")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    wait_until(lambda: not _started_by(mark), timeout=10, message="the Streamlit server to end with its command")
+    assert not _http_ok(f"http://127.0.0.1:{port}/_stcore/health")
+
+
+def test_a_detached_drain_that_ended_is_reaped_not_left_a_zombie(tmp_path, nats_server):
+    settings = Settings({"server": nats_server.url, "db": str(tmp_path / "j.duckdb"), "lock_timeout": 30.0})
+    before = set(_children(os.getpid()))
+    # No such stream: the drain process says so and exits at once.
+    spawn_detached(settings, Store(settings.db, lock_timeout=30), Target(None, "NO_SUCH_STREAM", "c"),
+                   DrainPlan("resume", 5.0), "tester", tmp_path)
+    drain = wait_until(lambda: set(_children(os.getpid())) - before, timeout=10, message="the drain process")
+    (pid,) = drain
+    wait_until(lambda: not _alive(pid), timeout=60, message="the drain to end")
+    wait_until(lambda: not Path(f"/proc/{pid}").exists(), timeout=5,
+               message=f"the ended drain {pid} to be reaped (not a zombie)")

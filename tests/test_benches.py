@@ -1,0 +1,58 @@
+"""Every benchmark runs end to end at a small size, so none of them rots between the runs that
+produce the README's figures: each prints its machine header and compares its own path with a
+baseline that did the same work (and says whether the outputs agree where it checks them)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import clean_env
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = {
+    "collect": ["--consumers", "200", "--streams", "4", "--rounds", "2"],
+    "lag": ["--consumers", "200", "--streams", "4", "--busy-streams", "2", "--rounds", "2"],
+    "store_writes": ["--rows", "20000", "--batch-rows", "10000", "--baseline-rows", "200"],
+    "fleet": ["--rows", "20000", "--consumers", "200", "--runs", "3"],
+    "verdicts": ["--rows", "20000", "--consumers", "200", "--runs", "3"],
+    "pipeline": ["--rows", "20000", "--consumers", "50"],
+    "scale": ["--consumers", "300", "--streams", "10", "--cycles", "2"],
+    "consumer_page": ["--rows", "20000", "--consumers", "500", "--runs", "3"],
+}
+
+
+def run_bench(name: str) -> str:
+    out = subprocess.run([sys.executable, "-m", f"bench.{name}", *SMALL[name]], cwd=ROOT, env=clean_env(),
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    return out.stdout
+
+
+@pytest.mark.parametrize("name", [n for n in SMALL if n != "pipeline"])
+def test_each_bench_runs_small_and_prints_its_machine_and_a_ratio(name):
+    text = run_bench(name)
+    assert text.startswith("machine: ") and "nats-server" in text.splitlines()[0]
+    assert "ratio" in text
+
+
+def test_the_scale_bench_reports_every_part_of_a_cycle_cpu_and_peak_rss():
+    text = run_bench("scale")
+    cycle = next(line for line in text.splitlines() if line.startswith("per cycle"))
+    assert all(f"{part} " in cycle for part in ("fetch", "parse", "store", "judge", "total"))
+    assert "of one core at a 10s interval; peak RSS" in text
+
+
+def test_the_fleet_bench_baseline_recomputes_the_same_verdicts():
+    text = run_bench("fleet")
+    line = next(line for line in text.splitlines() if line.startswith("baseline"))
+    assert "the same verdict for 200 of 200 consumers" in line
+
+
+@pytest.mark.spark
+def test_the_pipeline_bench_duckdb_side_does_the_same_rollup_as_spark():
+    text = run_bench("pipeline")
+    assert next(line for line in text.splitlines() if line.startswith("same output")).endswith(": equal")

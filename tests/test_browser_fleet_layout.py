@@ -1,0 +1,100 @@
+"""The on-call pages on a 1280x800 laptop screen in headless Chromium, against a real collector,
+workers and dashboard: every Fleet row's verdict, stream and consumer are visible without
+scrolling; the Consumer page refreshes itself; screenshots of every page for the README.
+
+Streamlit's grid paints its cells on a canvas, but keeps an accessibility table in the DOM with
+the header and the cells of the columns and rows it has drawn in view: that is what is read here,
+and compared with the verdicts the store holds (read with plain SQL)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from playwright.sync_api import Page
+
+from jetwatch.dashboard.tables import link_target
+from tests.helpers import rows, wait_until
+from tests.test_browser import CONSUMER, SHOTS, STREAM, _no_errors, live_dashboard  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.browser
+
+LAPTOP = {"width": 1280, "height": 800}
+IDENTITY = ("Verdict", "Stream", "Consumer")
+
+
+def laptop(browser, url: str) -> Page:
+    page = browser.new_page(viewport=LAPTOP)
+    page.goto(url)
+    return page
+
+
+def drawn_grid(page: Page) -> tuple[list[str], list[list[str]]]:
+    """The first grid's drawn headers and rows, from its accessibility table."""
+    grid = page.locator('[data-testid="stDataFrame"] table[role="grid"]').first
+    headers = [h.strip() for h in grid.locator('th[role="columnheader"]').all_inner_texts()]
+    body = [[c.strip() for c in r.locator('td[role="gridcell"]').all_inner_texts()]
+            for r in grid.locator('tbody tr[role="row"]').all()]
+    return headers, body
+
+
+def test_fleet_at_1280_shows_verdict_stream_and_consumer_of_every_row_without_scrolling(live_dashboard):
+    base, browser, store = live_dashboard
+    page = laptop(browser, base + "/")
+    page.get_by_text("Data as of").filter(visible=True).first.wait_for(timeout=30_000)
+    page.get_by_text("consumers shown").filter(visible=True).first.wait_for(timeout=30_000)
+    wait_until(lambda: all(h in drawn_grid(page)[0] for h in IDENTITY) and drawn_grid(page)[1], timeout=30,
+               message="the grid drew its identity columns")
+    headers, body = drawn_grid(page)
+    where = {h: headers.index(h) for h in IDENTITY}
+    stored = dict(rows(store, "SELECT stream || ' / ' || consumer, verdict FROM verdicts_current WHERE stream LIKE 'BROWSER_%'"))
+    assert len(body) == len(stored)  # every row drawn in view
+    seen = {}
+    for cells in body:
+        verdict, stream, link = (cells[where[h]] for h in IDENTITY)
+        consumer = link_target(link)["consumer"]  # the link's text is the consumer's name (CONSUMER_IN_LINK)
+        assert verdict and stream and consumer, cells
+        seen[f"{stream} / {consumer}"] = verdict
+    assert set(seen) == set(stored)
+    # The page itself never scrolls sideways, and the grid ends inside the window.
+    assert page.evaluate("document.documentElement.scrollWidth") <= LAPTOP["width"]
+    box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= LAPTOP["width"]
+    _no_errors(page)
+    page.close()
+
+
+def test_consumer_page_refreshes_itself_at_1280(live_dashboard):
+    base, browser, _ = live_dashboard
+    page = laptop(browser, f"{base}/consumer?stream={STREAM}&consumer={CONSUMER}")
+    caption = page.get_by_text("Data as of")
+    caption.wait_for(timeout=30_000)
+    first = caption.inner_text()
+    wait_until(lambda: page.get_by_text("Data as of").inner_text() != first, timeout=30,
+               message="the Consumer page refreshed without a click")
+    page.get_by_text("Next step:").first.wait_for(timeout=30_000)
+    _no_errors(page)
+    page.close()
+
+
+def test_screenshots_of_every_page_at_1280(live_dashboard, nats_server):
+    base, browser, store = live_dashboard
+    # One real operator action, so the Audit page and the timeline's overlay have something to show.
+    done = subprocess.run([sys.executable, "-m", "jetwatch.cli", "unpin", STREAM, CONSUMER, "--group", "jobs", "--yes",
+                           "--actor", "oncall", "--db", str(store.path), "--server", nats_server.url],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for name, path, ready in (("fleet", "/", ("consumers shown",)),
+                              ("consumer", f"/consumer?stream={STREAM}&consumer={CONSUMER}",
+                               ("Next step:", "pending (not yet delivered)")),
+                              ("pins", "/pins", ("Sessions", "unpinned: timeout", "operator action")),
+                              ("audit", "/audit", ("actions shown",))):
+        page = laptop(browser, base + path)
+        for text in ready:  # charts draw after the page's text
+            page.get_by_text(text).first.wait_for(timeout=30_000)
+        page.wait_for_timeout(1500)  # the grid paints on a canvas a moment after the data arrives
+        _no_errors(page)
+        page.screenshot(path=str(SHOTS / f"1280-{name}.png"))
+        page.close()

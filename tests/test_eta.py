@@ -1,0 +1,45 @@
+"""The drain ETA rule (health/eta.py) as a table: backlog and its trend in, state and times out."""
+
+from __future__ import annotations
+
+import pytest
+
+from jetwatch.health.eta import Eta, eta, words
+
+INF = None  # no upper end: the slowest rate the trend allows does not drain
+
+
+@pytest.mark.parametrize("case, backlog, slope, se, flags, expected", [
+    # backlog 1000 falling 10/s, exact trend: 100 s, no spread
+    ("draining, exact trend", 1000, -10.0, 0.0, {}, Eta("draining", 100.0, 100.0, 100.0)),
+    # 10/s ± 2·2.5: between 1000/15 and 1000/5
+    ("draining, uncertain trend", 1000, -10.0, 2.5, {}, Eta("draining", 100.0, 1000 / 15, 200.0)),
+    # the slow end does not drain (10 - 2·6 < 0): no upper end
+    ("draining, maybe not at all", 1000, -10.0, 6.0, {}, Eta("draining", 100.0, 1000 / 22, INF)),
+    ("holding", 500, 0.0, 0.0, {}, Eta("not draining")),
+    ("growing", 500, 3.0, 0.5, {}, Eta("not draining")),
+    ("paused wins over the trend", 500, -10.0, 0.0, {"paused": True}, Eta("paused")),
+    ("nobody pulls", 500, 0.0, 0.0, {"no_pullers": True}, Eta("no pullers")),
+    ("paused and nobody pulls: paused explains it", 500, 0.0, 0.0, {"paused": True, "no_pullers": True},
+     Eta("paused")),
+    ("no backlog: nothing to drain", 0, -10.0, 0.0, {}, Eta(None)),
+    ("a push consumer has no ETA", 500, -10.0, 0.0, {"is_pull": False}, Eta(None)),
+    ("no trend yet (one sample)", 500, None, None, {}, Eta(None)),
+])
+def test_drain_eta(case, backlog, slope, se, flags, expected):
+    got = eta(backlog, slope, se, **flags)
+    assert got.state == expected.state, case
+    for field in ("seconds", "low", "high"):
+        want = getattr(expected, field)
+        assert getattr(got, field) == (None if want is None else pytest.approx(want)), (case, field)
+
+
+@pytest.mark.parametrize("state, seconds, low, high, text", [
+    ("draining", 240.0, 180.0, 360.0, "~4m (3m–6m)"),
+    ("draining", 30.0, 20.0, None, "~30s (20s–∞)"),
+    ("draining", 7200.0, 7200.0, 7200.0, "~2.0h (2.0h–2.0h)"),
+    ("not draining", None, None, None, "not draining"),
+    (None, None, None, None, ""),
+])
+def test_eta_in_words(state, seconds, low, high, text):
+    assert words(state, seconds, low, high) == text

@@ -1,0 +1,514 @@
+"""The collector off the happy path, against real servers and real store files: every fault is
+said in words where the on-call engineer looks, and never costs what was already collected."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import nats
+import pytest
+
+from jetwatch.collectors.advisories import ensure_capture_stream
+from jetwatch.collectors.jsz import HttpJsz
+from jetwatch.core.clock import utcnow
+from jetwatch.core.settings import Settings
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.server import NatsServer
+from jetwatch.store.database import Store
+from tests.helpers import (clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, publish,
+                           rows, running)
+
+ADMIN = {"user": "admin", "password": "admin-pw"}
+
+
+def _perms_server(directory: Path) -> NatsServer:
+    """A server where `watcher` may not list the consumers of stream SECRET, `blind` may not
+    list streams at all, and `limited` may not update streams; `admin` may do anything."""
+    conf = directory / "perms.conf"
+    conf.write_text(
+        "authorization { users: [\n"
+        "  { user: admin, password: admin-pw }\n"
+        "  { user: watcher, password: watcher-pw, permissions: { publish: { deny: [\"$JS.API.CONSUMER.LIST.SECRET\"] } } }\n"
+        "  { user: blind, password: blind-pw, permissions: { publish: { deny: [\"$JS.API.STREAM.NAMES\"] } } }\n"
+        "  { user: limited, password: limited-pw, permissions: { publish: { deny: [\"$JS.API.STREAM.UPDATE.>\"] } } }\n"
+        "]}\n")
+    return NatsServer(store_dir=directory / "js", extra_args=["-c", str(conf)]).start()
+
+
+@pytest.fixture(scope="module")
+def perms_server(tmp_path_factory):
+    server = _perms_server(tmp_path_factory.mktemp("perms"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def own_perms_server(tmp_path):
+    """The same, of the test's own (no capture stream made by other tests)."""
+    server = _perms_server(tmp_path)
+    yield server
+    server.stop()
+
+
+def _status(store: Store) -> tuple:
+    return rows(store, "SELECT last_cycle_at, last_error FROM collector_status")[0]
+
+
+# -- one stream, one consumer, one cycle ---------------------------------------------------------
+
+def test_a_stream_the_collector_may_not_list_never_blocks_the_others_and_its_error_clears(
+        perms_server, db_path, run):
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        nc = await nats.connect(perms_server.url, **ADMIN)
+        api = JetStreamAPI(nc)
+        await make_stream(api, "OPEN", ["open.>"])
+        await make_consumer(api, "OPEN", "worker")
+        await publish(nc, "open.x", 3)
+        await make_stream(api, "SECRET", ["secret.>"])
+        await make_consumer(api, "SECRET", "hidden")
+        settings = collector_settings(perms_server.url, db_path, ("OPEN", "SECRET"), user="watcher",
+                                      password="watcher-pw", request_timeout=0.5)
+        async with collecting(settings):
+            await eventually(lambda: rows(store, "SELECT consumer, num_pending FROM consumer_latest"),
+                             message="the open stream sampled")
+            assert rows(store, "SELECT stream, consumer, num_pending FROM consumer_latest") == [("OPEN", "worker", 3)]
+            error = (await eventually(lambda: _status(store)[1], message="the denied stream said"))
+            assert "'SECRET'" in error and "$JS.API.CONSUMER.LIST.SECRET" in error, error
+            await api.request("STREAM.DELETE.SECRET")
+            await eventually(lambda: _status(store)[1] is None, message="the error cleared by a clean cycle")
+            assert rows(store, "SELECT stream, consumer, num_pending FROM consumer_latest") == [("OPEN", "worker", 3)]
+        await nc.close()
+
+    run(scenario())
+
+
+def test_a_cycle_that_fails_whole_still_writes_the_collectors_status_with_the_error(perms_server, db_path, run):
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        settings = collector_settings(perms_server.url, db_path, ("OPEN",), user="blind", password="blind-pw",
+                                      request_timeout=0.5)
+        async with running(settings) as (collector, _):
+            status = await eventually(lambda: store.exists() and rows(store, "SELECT last_cycle_at, last_error FROM collector_status"),
+                                      message="a status row for the failed cycles")
+            assert collector.cycles == 0
+            last_cycle_at, error = status[0]
+            assert last_cycle_at is None
+            assert error.startswith("sampling failed: no reply to $JS.API.STREAM.NAMES"), error
+
+    run(scenario())
+
+
+def test_in_jsz_mode_a_cycle_with_no_report_still_writes_the_status_with_the_error(nats_server, db_path, run):
+    from jetwatch.demo.server import free_port
+
+    store = Store(db_path)
+    nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+
+    async def scenario() -> None:
+        settings = collector_settings(nats_server.url, db_path, ("NONE",), monitor_url=(nowhere,), request_timeout=0.5)
+        async with running(settings) as (collector, _):
+            status = await eventually(lambda: store.exists() and rows(store, "SELECT last_cycle_at, sample_mode, last_error "
+                                                                             "FROM collector_status"),
+                                      message="a status row for the failed cycles")
+            assert collector.cycles == 0
+            assert status == [(None, "jsz", f"sampling failed: no JSZ report came back from {nowhere}")]
+
+    run(scenario())
+
+
+def _corrupt(entry: dict, **fields: object) -> dict:
+    return {**entry, **fields}
+
+
+def test_a_consumer_with_a_field_of_the_wrong_type_is_rejected_alone_in_list_mode(nats_server, db_path, uid, run):
+    """The real server never sends `"num_pending": "5"`; a real page from it, with that one field
+    changed, goes through the parsing and storing the collector really does."""
+    stream = f"{uid}_MAL"
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.mal"])
+        for name in ("good", "bad"):
+            await make_consumer(api, stream, name)
+        await publish(nc, f"{uid}.mal", 5)
+        # One real cycle at start, then the test drives the cycles.
+        async with collecting(collector_settings(nats_server.url, db_path, (stream,), interval=3600)) as collector:
+            page = sorted(await api.consumer_list(stream), key=lambda c: c["name"])
+            page[0] = _corrupt(page[0], num_pending="5")  # "bad"
+            page[1] = _corrupt(page[1], num_pending=7)  # "good", told apart from the sampled 5
+            batch = collector.sampler.batch_from_pages([(stream, page)])
+            await collector.store_cycle(batch)
+            # `bad` keeps its last known state (from the first real cycle); `good` is this cycle's.
+            assert rows(store, "SELECT consumer, num_pending FROM consumer_current WHERE stream = ? ORDER BY consumer",
+                        [stream]) == [("bad", 5), ("good", 7)]
+            rejected = rows(store, "SELECT origin, subject, error, raw FROM rejects WHERE subject = ?",
+                            [f"CONSUMER.LIST.{stream}"])
+            assert [r[:3] for r in rejected] == [
+                ("consumer_state", f"CONSUMER.LIST.{stream}", "num_pending is str '5', expected an integer")]
+            assert json.loads(rejected[0][3])["name"] == "bad"
+            # The next real cycle carries on with both.
+            await collector.sample_once()
+            assert rows(store, "SELECT consumer, num_pending FROM consumer_current WHERE stream = ? ORDER BY consumer",
+                        [stream]) == [("bad", 5), ("good", 5)]
+        await nc.close()
+
+    run(scenario())
+
+
+def test_a_consumer_with_a_bad_timestamp_is_rejected_alone_in_jsz_mode(nats_server, db_path, uid, run):
+    stream = f"{uid}_JMAL"
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.jmal"])
+        for name in ("good", "bad"):
+            await make_consumer(api, stream, name)
+        settings = collector_settings(nats_server.url, db_path, (stream,), monitor_url=(nats_server.monitor_url,),
+                                      interval=3600)
+        async with collecting(settings) as collector:
+            reports = await HttpJsz((nats_server.monitor_url,)).reports()
+            details = [s for a in reports[0].jsz["account_details"] for s in a["stream_detail"] if s["name"] == stream]
+            for entry in details[0]["consumer_detail"]:
+                if entry["name"] == "bad":
+                    entry["delivered"] = {**entry["delivered"], "last_active": "yesterday"}
+            batch = collector.sampler.batch_from_reports(reports)
+            assert batch.consumers >= 1
+            assert abs((batch.server_now - utcnow()).total_seconds()) < 5  # JSZ `now`: the server's clock
+            before = rows(store, "SELECT ts FROM consumer_current WHERE stream = ? AND consumer = 'bad'", [stream])
+            await collector.store_cycle(batch)
+            assert rows(store, "SELECT consumer FROM consumer_current WHERE stream = ? ORDER BY consumer",
+                        [stream]) == [("bad",), ("good",)]
+            # `bad` keeps the state of the first real cycle: nothing of the rejected entry was stored.
+            assert rows(store, "SELECT ts FROM consumer_current WHERE stream = ? AND consumer = 'bad'", [stream]) == before
+            # (origin: the session's shared capture stream may hold other tests' junk advisories)
+            assert rows(store, "SELECT origin, subject, error FROM rejects WHERE origin = 'consumer_state'") == [
+                ("consumer_state", "jsz", "delivered.last_active: not an RFC 3339 time: 'yesterday'")]
+        await nc.close()
+
+    run(scenario())
+
+
+# -- advisories ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def own_server(tmp_path):
+    """A server of the test's own: its capture stream holds only what the test publishes."""
+    server = NatsServer(store_dir=tmp_path / "js").start()
+    yield server
+    server.stop()
+
+
+def _advisory(kind: str, id_: str, stream: str, consumer: str, **fields: object) -> bytes:
+    return json.dumps({"type": f"io.nats.jetstream.advisory.v1.{kind}", "id": id_,
+                       "timestamp": "2026-11-22T10:00:00.123456789Z", "account": "$G",
+                       "stream": stream, "consumer": consumer, "group": "jobs", **fields}).encode()
+
+
+def test_a_poison_or_forged_advisory_is_rejected_alone_and_capture_catches_up(own_server, db_path, run):
+    """One advisory whose timestamp does not parse, one pin event on the other pin subject: each
+    goes to `rejects` alone and is acknowledged; the good ones of the same batch are stored."""
+    store = Store(db_path)
+    pinned, unpinned = (f"$JS.EVENT.ADVISORY.CONSUMER.{k}.S.w" for k in ("PINNED", "UNPINNED"))
+
+    async def scenario() -> None:
+        nc = await nats.connect(own_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, "S", ["s.>"])
+        await make_consumer(api, "S", "w", "pinned_client", timeout_s=30)
+        settings = collector_settings(own_server.url, db_path, ("S",))
+        assert await ensure_capture_stream(api, settings.capture_stream, 3600, 1 << 20)
+        # Published before the collector starts: they reach it in one batch.
+        await nc.publish(pinned, _advisory("consumer_group_pinned", "good-1", "S", "w", pinned_id="P1"))
+        await nc.publish(pinned, _advisory("consumer_group_pinned", "poison", "S", "w", pinned_id="P2",
+                                           timestamp="not-a-time"))
+        await nc.publish(unpinned, _advisory("consumer_group_pinned", "forged", "S", "w", pinned_id="P3"))
+        await nc.publish(unpinned, _advisory("consumer_group_unpinned", "good-2", "S", "w", reason="admin"))
+        await nc.flush()
+        async with collecting(settings) as collector:
+            await eventually(lambda: rows(store, "SELECT capture_caught_up FROM collector_status") == [(True,)],
+                             message="capture caught up")
+            assert collector.caught_up
+        assert rows(store, "SELECT id FROM advisories WHERE stream = 'S' ORDER BY id") == [("good-1",), ("good-2",)]
+        rejected = rows(store, "SELECT subject, error, raw FROM rejects WHERE origin = 'advisory' ORDER BY subject")
+        assert [r[:2] for r in rejected] == [
+            (pinned, "timestamp: not an RFC 3339 time: 'not-a-time'"),
+            (unpinned, f"consumer_group_pinned advisory for S/w arrived on '{unpinned}'")]
+        assert [json.loads(r[2])["id"] for r in rejected] == ["poison", "forged"]
+        info = await api.consumer_info(settings.capture_stream, collector.capture.durable)
+        assert (info["num_pending"], info["num_ack_pending"]) == (0, 0)  # every one acknowledged
+        await nc.close()
+
+    run(scenario())
+
+
+def test_a_burst_of_junk_advisories_keeps_a_bounded_number_of_rejects_and_counts_the_rest(own_server, db_path, run):
+    store = Store(db_path)
+    subject = "$JS.EVENT.ADVISORY.CONSUMER.PINNED.S.w"
+    burst = 3000
+
+    async def scenario() -> None:
+        nc = await nats.connect(own_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, "S", ["s.>"])
+        async with collecting(collector_settings(own_server.url, db_path, ("S",))) as collector:
+            for i in range(burst):
+                await nc.publish(subject, b"junk %d " % i + b"x" * 2000)
+            await nc.publish(subject, _advisory("consumer_group_pinned", "after-the-burst", "S", "w", pinned_id="P1"))
+            await nc.flush()
+            await eventually(lambda: rows(store, "SELECT count(*) FROM advisories WHERE id = 'after-the-burst'") == [(1,)],
+                             timeout=60, message="the advisory after the burst stored")
+            await eventually(lambda: collector.caught_up, message="capture caught up")
+        kept = rows(store, "SELECT count(*), max(length(raw)) FROM rejects WHERE origin = 'advisory' AND subject IS NOT NULL")[0]
+        dropped = [json.loads(r[0])["dropped"] for r in
+                   rows(store, "SELECT raw FROM rejects WHERE origin = 'advisory' AND subject IS NULL")]
+        minutes = len(dropped)
+        assert 1 <= minutes <= 2  # the burst may straddle a minute
+        assert kept[0] <= 50 * minutes and kept[1] <= 4096
+        assert kept[0] + sum(dropped) == burst
+        assert rows(store, "SELECT error FROM rejects WHERE subject IS NULL")[0][0].startswith(
+            f"dropped {dropped[0]} more rejects in this minute (over the limit of 50 a minute); most common: not JSON")
+        await nc.close()
+
+    run(scenario())
+
+
+# -- gaps in the advisory record -----------------------------------------------------------------
+
+NAKED = "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.S.w"
+
+
+async def _naks(nc, prefix: str, count: int) -> None:
+    for i in range(count):
+        await nc.publish(NAKED, _advisory("nak", f"{prefix}-{i}", "S", "w", stream_seq=i + 1, consumer_seq=i + 1,
+                                          deliveries=2))
+    await nc.flush()
+
+
+def _gaps(store: Store) -> list[tuple]:
+    return rows(store, "SELECT from_seq, to_seq, missed, from_ts IS NOT NULL AND to_ts > from_ts, reason "
+                       "FROM capture_gaps ORDER BY from_seq")
+
+
+def _dashboard_warnings(db: str, page: str | None, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The warnings a page shows (sidebar included), under Streamlit's AppTest."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("JETWATCH_DB", db)
+    monkeypatch.setenv("JETWATCH_STALE_AFTER", "1h")
+    st.cache_data.clear()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py"), default_timeout=60)
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, [e.message for e in at.exception]
+    st.cache_data.clear()
+    return [w.value.replace("\\", "") for w in at.warning]
+
+
+def _exposed(collector) -> dict[str, float]:
+    """The collector's own series as /metrics renders them for this cycle (prometheus-client's parser)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from jetwatch.collectors.metrics import MetricsExporter
+    text = MetricsExporter("non_ok").render(collector.snapshot(collector.judged)).decode()
+    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
+
+
+@pytest.mark.parametrize("durable", ["kept", "gone"])
+def test_advisories_the_capture_stream_dropped_while_the_collector_was_stopped_become_a_gap(
+        own_server, db_path, run, durable, monkeypatch):
+    """More advisories than the capture stream's size cap arrive while the collector is stopped
+    (and its durable outlived its inactive threshold, or not): the lost range is a gap row."""
+    from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE
+    store = Store(db_path)
+    settings = collector_settings(own_server.url, db_path, ("S",), capture_max_bytes=16384)
+
+    async def scenario() -> None:
+        nc = await nats.connect(own_server.url)
+        api = JetStreamAPI(nc)
+        async with collecting(settings) as collector:
+            await _naks(nc, "before", 2)
+            await eventually(lambda: rows(store, "SELECT count(*) FROM advisories") == [(2,)], message="two stored")
+            name = collector.capture.durable
+        assert _gaps(store) == []
+        last = rows(store, "SELECT last_seq FROM capture_cursor")[0][0]
+        if durable == "gone":
+            await api.delete_consumer(settings.capture_stream, name)
+        await _naks(nc, "while-stopped", 200)
+        async with collecting(settings) as collector:
+            await eventually(lambda: collector.caught_up, message="caught up after the restart")
+            await eventually(lambda: _gaps(store), message="the gap recorded")
+            [(from_seq, to_seq, missed, ordered, reason)] = _gaps(store)
+            assert (from_seq, to_seq, ordered) == (last + 1, last + missed, True)
+            assert reason == (DURABLE_GONE if durable == "gone" else DROPPED)
+            kept = sorted(int(r[0].rsplit("-", 1)[1]) for r in
+                          rows(store, "SELECT id FROM advisories WHERE id LIKE 'while-stopped-%'"))
+            assert kept == list(range(kept[0], 200)) and kept[0] > 100  # the cap kept the newest only
+            assert kept[0] <= missed <= kept[0] + 5  # the lost ones (and the odd other advisory)
+            await eventually(lambda: collector.judged is not None, message="a judged cycle")
+            exposed = _exposed(collector)
+            assert exposed["jetwatch_collector_capture_gaps_total"] == 1.0
+            found = rows(store, "SELECT epoch(detected_at) FROM capture_gaps")[0][0]
+            assert exposed["jetwatch_collector_last_capture_gap_timestamp_seconds"] == pytest.approx(found)
+        async with collecting(settings) as collector:  # a restart still exports when the gap was found
+            await eventually(lambda: collector.judged is not None, message="a judged cycle")
+            exposed = _exposed(collector)
+            assert exposed["jetwatch_collector_capture_gaps_total"] == 0.0
+            assert exposed["jetwatch_collector_last_capture_gap_timestamp_seconds"] == pytest.approx(found)
+        if durable == "kept":  # the pages say so
+            for page in (None, "views/pins.py"):
+                shown = [w for w in _dashboard_warnings(db_path, page, monkeypatch) if "Pin history incomplete" in w]
+                assert len(shown) == 1 and f"({missed} advisories lost from the capture stream JETWATCH_ADVISORIES: " \
+                    "the capture stream's size or age limit dropped these" in shown[0], shown
+        await nc.close()
+
+    run(scenario())
+
+
+def test_a_capture_stream_deleted_while_the_collector_runs_is_recreated_and_the_gap_said(own_server, db_path, run):
+    from jetwatch.collectors.capture_gaps import RECREATED
+    store = Store(db_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "collect", "--server", own_server.url, "--db", db_path,
+         "--interval", "0.5s", "--include-streams", "S"],
+        env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    async def scenario() -> None:
+        nc = await nats.connect(own_server.url)
+        api = JetStreamAPI(nc)
+        await eventually(lambda: store.exists() and rows(store, "SELECT capture_mode FROM collector_status") == [("durable",)],
+                         timeout=30, message="durable capture")
+        await _naks(nc, "before", 3)
+        await eventually(lambda: rows(store, "SELECT count(*) FROM advisories") == [(3,)], message="three stored")
+        last = rows(store, "SELECT last_seq FROM capture_cursor")[0][0]
+        await api.request("STREAM.DELETE.JETWATCH_ADVISORIES")
+        await eventually(lambda: _gaps(store), timeout=30, message="the gap recorded")
+        assert _gaps(store) == [(last + 1, None, None, True, RECREATED)]
+        info = await api.stream_info("JETWATCH_ADVISORIES")
+        assert info["config"]["max_bytes"] == 256 << 20
+        await _naks(nc, "after", 2)
+        await eventually(lambda: rows(store, "SELECT count(*) FROM advisories WHERE id LIKE 'after-%'") == [(2,)],
+                         timeout=30, message="capture goes on in the new stream")
+        await eventually(lambda: rows(store, "SELECT capture_mode, capture_caught_up FROM collector_status")
+                         == [("durable", True)], message="durable capture caught up again")
+        await nc.close()
+
+    try:
+        run(scenario())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    text = out.decode()
+    assert proc.returncode == 0, text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    assert "disappeared while the collector ran" in text
+
+
+def test_capture_stream_limits_that_differ_are_corrected_or_reported(own_perms_server, tmp_path, run):
+    """An existing capture stream with other limits than the settings: a user allowed to update
+    streams corrects them; one who is not gets the difference in the collector's status."""
+
+    async def scenario() -> None:
+        nc = await nats.connect(own_perms_server.url, **ADMIN)
+        api = JetStreamAPI(nc)
+        await api.add_stream({"name": "CAPTURE_LIMITS", "subjects": ["$JS.EVENT.ADVISORY.CONSUMER.PINNED.>"],
+                              "storage": "file", "max_age": 3600 * 10**9, "max_bytes": 1 << 20})
+        limited = collector_settings(own_perms_server.url, str(tmp_path / "l.duckdb"), ("OPEN",), user="limited",
+                                     password="limited-pw", capture_stream="CAPTURE_LIMITS")
+        async with collecting(limited):
+            warning = rows(Store(limited.db), "SELECT capture_warning FROM collector_status")[0][0]
+        assert warning.startswith("the capture stream CAPTURE_LIMITS has other limits than the settings (max_age "
+                                  "3600000000000 instead of 604800000000000, max_bytes 1048576 instead of 268435456, subjects")
+        assert "Run `jetwatch setup`" in warning
+        allowed = collector_settings(own_perms_server.url, str(tmp_path / "a.duckdb"), ("OPEN",), user="watcher",
+                                     password="watcher-pw", capture_stream="CAPTURE_LIMITS")
+        async with collecting(allowed):
+            assert rows(Store(allowed.db), "SELECT capture_warning FROM collector_status") == [(None,)]
+        config = (await api.stream_info("CAPTURE_LIMITS"))["config"]
+        assert (config["max_age"], config["max_bytes"], len(config["subjects"])) == (604800 * 10**9, 256 << 20, 10)
+        await api.request("STREAM.DELETE.CAPTURE_LIMITS")
+        await nc.close()
+
+    run(scenario())
+
+
+# -- clock skew ----------------------------------------------------------------------------------
+
+# Debian's faketime library, preloaded straight into the collector (the `faketime` wrapper
+# would stand between the test's SIGTERM and the collector).
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+@pytest.mark.skipif(not Path(LIBFAKETIME).exists(), reason="Debian's faketime is not installed (make system-deps)")
+def test_a_collector_host_five_minutes_off_still_judges_and_invents_no_pin_events(own_server, db_path, run, monkeypatch):
+    """The collector process runs under faketime, its clock 5 minutes ahead of the server's:
+    windows and inference cutoffs follow the server's clock, so a consumer with work and no
+    pullers is judged (not COLLECTING), pin switches are stored once each, from their advisories,
+    and the offset is in the status."""
+    from jetwatch.demo.workers import PullWorker
+
+    store = Store(db_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "collect", "--server", own_server.url,
+         "--db", db_path, "--interval", "0.3s", "--health-window", "30s", "--health-min-span", "1s",
+         "--inference-grace", "1.5s", "--include-streams", "IDLE,PINS"],
+        env=clean_env(LD_PRELOAD=LIBFAKETIME, FAKETIME="+5m"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    async def scenario() -> None:
+        nc = await nats.connect(own_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, "IDLE", ["idle.>"])
+        await make_consumer(api, "IDLE", "idle")
+        await publish(nc, "idle.x", 5)
+        await make_stream(api, "PINS", ["pins.>"])
+        await make_consumer(api, "PINS", "w", "pinned_client", timeout_s=30)
+        workers = [PullWorker(nc, "PINS", "w", "jobs", name=n).start() for n in ("a", "b")]
+        try:
+            await eventually(lambda: store.exists() and rows(store, "SELECT capture_caught_up FROM collector_status")
+                             == [(True,)], timeout=30, message="the collector running")
+            for round_ in range(6):
+                await publish(nc, "pins.x", 2)
+                await eventually(lambda: any(w.pin_id for w in workers), message="a pin")
+                await asyncio.sleep(0.4)  # a sample or two sees this pin before the next switch
+                await api.unpin("PINS", "w", "jobs")
+            await publish(nc, "pins.x", 2)
+            pinned = "SELECT count(*) FROM advisories WHERE stream = 'PINS' AND kind = 'consumer_group_pinned'"
+            await eventually(lambda: rows(store, pinned)[0][0] >= 7, message="the pins captured")
+            # Past the inference grace on either clock, with every advisory stored: nothing inferred.
+            await eventually(lambda: rows(store, "SELECT count(*) FROM samples WHERE stream = 'PINS' AND ts > "
+                                                 "(SELECT max(ts) FROM advisories) + INTERVAL 3 SECOND")[0][0] > 0,
+                             message="samples past the grace")
+            assert rows(store, "SELECT event, why FROM inferred_pin_events") == []
+            await eventually(lambda: rows(store, "SELECT verdict FROM verdicts_current WHERE stream = 'IDLE'")
+                             == [("NO_PULLERS",)], timeout=30, message="the idle consumer judged")
+            offset = rows(store, "SELECT clock_offset_seconds FROM collector_status")[0][0]
+            assert -302 < offset < -298
+        finally:
+            for w in workers:
+                await w.stop()
+            await nc.close()
+
+    try:
+        run(scenario())
+    except BaseException:
+        proc.send_signal(signal.SIGTERM)
+        print(proc.communicate(timeout=30)[0].decode()[-5000:])  # what the collector said
+        raise
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out.decode()[-3000:]
+    shown = [w for w in _dashboard_warnings(db_path, None, monkeypatch) if "clock" in w]
+    assert len(shown) == 1 and shown[0].startswith("The server's clock is 300") and "s behind the collector's" in shown[0]

@@ -1,0 +1,507 @@
+"""The store and the processes off the happy path: bad settings and bad store files are said in
+words at startup, a reader never costs the collector a cycle, retention keeps what rollups do not
+cover. Every case runs the real command or the real store."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import nats
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
+from jetwatch.core.clock import rfc3339, utcnow
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.settings import parse_instant
+from jetwatch.dashboard.data import RAW_RANGE_LIMIT, consumer_detail, fleet, staleness
+from jetwatch.pipeline.export import export, prune_archive
+from jetwatch.pipeline.cli import default_since
+from jetwatch.pipeline.load import load
+from jetwatch.store import writes
+from jetwatch.store.database import QueryTimeout, Store
+from tests.helpers import (clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, publish,
+                           rows, wait_until)
+
+REAL_STORE_ROWS = 100_000
+
+
+def _jetwatch(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    # An unreachable server: had a check passed, the command would wait for it and time out.
+    return subprocess.run([sys.executable, "-m", "jetwatch.cli", *argv], capture_output=True, text=True, timeout=60,
+                          env=clean_env(**(env or {})), cwd=cwd)
+
+
+@pytest.mark.parametrize("argv,env,message", [
+    (["collect", "--interval", "0"], {}, "flag --interval: 0s is out of range: allowed from 100ms to 1h"),
+    (["collect", "--lock-timeout", "0"], {}, "flag --lock-timeout: 0s is out of range: allowed from 100ms to 1d"),
+    (["dashboard", "--health-window", "0"], {}, "flag --health-window: 0s is out of range: allowed from 1s to 30d"),
+    (["collect", "--capture-max-bytes", "0"], {}, "flag --capture-max-bytes: 0B is out of range: allowed at least 1MB"),
+    (["collect", "--health-min-samples", "-1"], {}, "flag --health-min-samples: -1 is out of range: allowed at least 1"),
+    (["collect", "--flapping-switches", "-3"], {}, "flag --flapping-switches: -3 is out of range: allowed at least 0"),
+    (["collect", "--saturation-ratio", "1.5"], {}, "flag --saturation-ratio: 1.5 is out of range: allowed from 0.01 to 1"),
+    (["dashboard", "--port", "70000"], {}, "flag --port: 70000 is out of range: allowed from 1 to 65535"),
+    (["up", "--pipeline-every", "0"], {}, "flag --pipeline-every: 0s is out of range: allowed at least 1s"),
+    (["collect"], {"JETWATCH_INTERVAL": "0"}, "environment variable JETWATCH_INTERVAL: 0s is out of range"),
+    (["collect"], {"JETWATCH_REQUEST_TIMEOUT": "0"}, "JETWATCH_REQUEST_TIMEOUT: 0s is out of range: allowed from 100ms to 1h"),
+])
+def test_a_setting_out_of_range_is_refused_at_startup_with_the_allowed_range(argv, env, message, tmp_path):
+    done = _jetwatch([*argv, "--server", "nats://127.0.0.1:1", "--db", str(tmp_path / "j.duckdb")], env)
+    assert done.returncode == 2, done
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _directory(tmp: Path) -> Path:
+    (tmp / "a-directory").mkdir()
+    return tmp / "a-directory"
+
+
+def _garbage(tmp: Path) -> Path:
+    (tmp / "garbage.duckdb").write_bytes(bytes(range(256)) * 40)
+    return tmp / "garbage.duckdb"
+
+
+def _truncated(tmp: Path) -> Path:
+    import duckdb
+
+    full = tmp / "full.duckdb"
+    con = duckdb.connect(str(full))
+    con.execute(f"CREATE TABLE t AS SELECT range AS i FROM range({REAL_STORE_ROWS})")
+    con.close()
+    cut = tmp / "truncated.duckdb"
+    cut.write_bytes(full.read_bytes()[:4096])
+    return cut
+
+
+def _under_a_file(tmp: Path) -> Path:
+    (tmp / "plain-file").write_text("x")
+    return tmp / "plain-file" / "jetwatch.duckdb"
+
+
+def _unwritable(tmp: Path) -> Path:
+    return Path("/sys/jetwatch-test.duckdb")  # sysfs refuses new files, even to root
+
+
+@pytest.mark.parametrize("command,make,message", [
+    ("collect", _directory, "is a directory, not a store file: point --db at a file, such as"),
+    ("collect", _garbage, "is not a readable DuckDB database: it is another kind of file, or truncated or damaged"),
+    ("collect", _truncated, "is not a readable DuckDB database: it is another kind of file, or truncated or damaged"),
+    ("collect", _under_a_file, "plain-file is a file, not a directory"),
+    ("collect", _unwritable, "Cannot open the store /sys/jetwatch-test.duckdb: permission denied"),
+    ("status", _directory, "is a directory, not a store file"),
+    ("status", _truncated, "is not a readable DuckDB database"),
+    ("dashboard", _directory, "is a directory, not a store file"),
+    ("dashboard", _garbage, "is not a readable DuckDB database"),
+], ids=["collect-directory", "collect-garbage", "collect-truncated", "collect-under-a-file", "collect-unwritable",
+        "status-directory", "status-truncated", "dashboard-directory", "dashboard-garbage"])
+def test_a_db_jetwatch_cannot_use_is_said_in_words_never_a_traceback(command, make, message, tmp_path):
+    db = make(tmp_path)
+    done = _jetwatch([command, "--db", str(db), *(["--server", "nats://127.0.0.1:1"] if command != "status" else [])])
+    assert done.returncode == 1, done
+    assert message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# -- Writers first -------------------------------------------------------------------------------
+
+HOLD = ("import duckdb, sys; c = duckdb.connect(sys.argv[1], read_only=True); print('held', flush=True); "
+        "sys.stdin.read(); c.close()")
+
+
+def _note_stamps(collector: Any, stamps: list[dt.datetime]) -> None:
+    """Wrap the collector's real sampler so that the sample times of every cycle are noted."""
+    sample = collector.sampler.collect
+
+    async def recording() -> Any:
+        batch = await sample()
+        stamps.extend(parse_instant(t, utcnow()) for t in set(batch.samples["ts"]))
+        return batch
+
+    collector.sampler.collect = recording
+
+
+def test_a_reader_holding_the_file_past_the_writer_timeout_costs_the_collector_no_cycle(nats_server, db_path, uid, run):
+    """A viewer's read (here a process holding the file read-only) outlasts the collector's lock
+    timeout several times over; once it lets go, every cycle sampled meanwhile is in the store."""
+    stream = f"{uid}_HELD"
+    store = Store(db_path, lock_timeout=30)
+
+    async def main() -> list[dt.datetime]:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}held.>"])
+        await make_consumer(api, stream, "c")
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, lock_timeout=1.0)
+        stamps: list[dt.datetime] = []
+        async with collecting(settings) as collector:
+            _note_stamps(collector, stamps)
+            holder = subprocess.Popen([sys.executable, "-c", HOLD, db_path], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE)
+            try:
+                assert holder.stdout.readline() == b"held\n"
+                held_from = len(stamps)
+                await eventually(lambda: len(stamps) >= held_from + 3, timeout=60,
+                                 message="three cycles sampled while the file is held")
+                assert collector.last_error and "locked" in collector.last_error[0]
+            finally:
+                holder.stdin.close()
+                holder.wait(10)
+            done = collector.cycles
+            await eventually(lambda: collector.cycles >= done + 2, timeout=30, message="two cycles after the release")
+        await nc.close()
+        return stamps
+
+    stamps = run(main())
+    stored = {r[0] for r in rows(store, "SELECT DISTINCT ts FROM samples WHERE stream = ?", [stream])}
+    missing = [t for t in stamps if t not in stored]
+    assert missing == [], f"{len(missing)} of {len(stamps)} cycles never reached the store"
+
+
+HEAVY = "SELECT count(*) FROM range(200000) a, range(200000) b WHERE (a.range * 7 + b.range) % 1000003 = 5"
+
+
+def test_a_long_read_gives_way_before_a_writer_gives_up(tmp_path):
+    db = tmp_path / "j.duckdb"
+    Store(db).migrate()
+    reader, writer = Store(db, lock_timeout=3.0), Store(db, lock_timeout=3.0)
+    started, outcome = threading.Event(), []
+
+    def read() -> None:
+        try:
+            reader.read(lambda con: (started.set(), con.execute(HEAVY).fetchall()))
+            outcome.append("finished")
+        except QueryTimeout as exc:
+            outcome.append(str(exc))
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    assert started.wait(10)
+    writer.write(lambda con: con.execute("INSERT INTO store_meta VALUES ('writer', 'first')"))
+    thread.join(30)
+    assert outcome and "took longer than 1s and was stopped" in outcome[0]
+    assert rows(writer, "SELECT value FROM store_meta WHERE key = 'writer'") == [("first",)]
+
+
+def _old_raw_samples(store: Store, stream: str, start: dt.datetime, hours: int, every_s: int = 600) -> int:
+    """Real sample rows, as the collector writes them, `hours` long from `start`."""
+    times = [start + dt.timedelta(seconds=i) for i in range(0, hours * 3600, every_s)]
+    cols: dict[str, list[Any]] = {c: [None] * len(times) for c in SAMPLE_COLUMNS}
+    cols.update(ts=[rfc3339(t) for t in times], account=["$G"] * len(times), stream=[stream] * len(times),
+                consumer=["c"] * len(times), num_pending=list(range(len(times))), paused=[False] * len(times))
+    store.write(lambda con: writes.write_samples(con, ["$G"], cols))
+    return len(times)
+
+
+def test_a_30_day_consumer_view_never_reads_more_than_the_newest_hours_of_raw_samples(tmp_path):
+    store = Store(tmp_path / "j.duckdb")
+    now = utcnow().replace(microsecond=0)
+    _old_raw_samples(store, "LONG", now - dt.timedelta(days=10), hours=10 * 24)
+    detail = consumer_detail(store, "$G", "LONG", "c", now - dt.timedelta(days=30), now)
+    oldest = pd.to_datetime(detail.samples["ts"]).min()
+    assert oldest >= pd.Timestamp(now - RAW_RANGE_LIMIT), oldest
+    assert len(detail.samples) == RAW_RANGE_LIMIT // dt.timedelta(minutes=10)
+    assert detail.source == "raw samples of the last 6 h only: the pipeline has not rolled up this range yet"
+
+
+# -- Retention: in the collector, on a schedule, never past what rollups cover --------------------
+
+SAMPLES_PER_HOUR = 6  # _old_raw_samples writes one every 10 minutes
+
+
+def _hourly_rollups(store: Store, stream: str, hours: dict[dt.datetime, int]) -> None:
+    """Hourly rollup rows as the pipeline's load writes them: bucket -> samples it counted."""
+    store.write(lambda con: con.executemany(
+        "INSERT INTO rollups (granularity, bucket, account, stream, consumer, samples) VALUES ('1h', ?, '$G', ?, 'c', ?)",
+        [[bucket, stream, n] for bucket, n in hours.items()]))
+
+
+def _per_hour(store: Store, stream: str) -> dict[dt.datetime, int]:
+    found = rows(store, "SELECT timezone('UTC', date_trunc('hour', timezone('UTC', ts))), count(*) FROM samples "
+                        "WHERE stream = ? GROUP BY ALL", [stream])
+    return {hour.replace(tzinfo=dt.timezone.utc): n for hour, n in found}
+
+
+def _outage_story(store: Store, stream: str) -> tuple[list[dt.datetime], list[dt.datetime]]:
+    """Eight hours of raw samples. The pipeline rolled up hours -8 and -7, rolled up hour -6
+    before its last samples arrived, was down for 3 hours (-5, -4, -3), then came back with its
+    2-hour window (-2, -1). Returns (hours rollups cover, hours they do not)."""
+    top = utcnow().replace(minute=0, second=0, microsecond=0)
+    hour = [top - dt.timedelta(hours=h) for h in range(9)]  # hour[h] = start of hour -h
+    _old_raw_samples(store, stream, hour[8], hours=8)
+    _hourly_rollups(store, stream, {hour[8]: SAMPLES_PER_HOUR, hour[7]: SAMPLES_PER_HOUR, hour[6]: 4,
+                                    hour[2]: SAMPLES_PER_HOUR, hour[1]: SAMPLES_PER_HOUR})
+    return [hour[8], hour[7]], [hour[6], hour[5], hour[4], hour[3]]
+
+
+def test_the_collector_retains_on_a_schedule_and_a_3_hour_pipeline_outage_loses_no_unrolled_sample(
+        nats_server, db_path, uid, run):
+    store = Store(db_path, lock_timeout=30)
+    stream = f"{uid}_RETAIN"
+    covered, uncovered = _outage_story(store, stream)
+    settings = collector_settings(nats_server.url, db_path, (f"{uid}_none",), raw_retention=2 * 3600.0,
+                                  retention_every=1.0)
+
+    async def main() -> None:
+        async with collecting(settings):
+            await eventually(lambda: all(_per_hour(store, stream).get(h, 0) == 0 for h in covered), timeout=30,
+                             message="the collector's retention deleting the covered hours")
+
+    run(main())
+    kept = _per_hour(store, stream)
+    assert {h: kept.get(h, 0) for h in uncovered} == {h: SAMPLES_PER_HOUR for h in uncovered}
+
+
+def test_the_pipelines_load_deletes_raw_samples_only_where_rollups_cover_them(tmp_path):
+    store = Store(tmp_path / "j.duckdb")
+    covered, uncovered = _outage_story(store, "LOADED")
+    now = utcnow()
+    empty = tmp_path / "no-output"
+    load(store, empty, now - dt.timedelta(hours=1), now,
+         {"samples": now - dt.timedelta(hours=2), "events": now - dt.timedelta(days=90)})
+    kept = _per_hour(store, "LOADED")
+    assert {h: kept.get(h, 0) for h in covered} == {h: 0 for h in covered}
+    assert {h: kept.get(h, 0) for h in uncovered} == {h: SAMPLES_PER_HOUR for h in uncovered}
+
+
+def _old_and_new_everything(store: Store, old: dt.datetime, new: dt.datetime) -> None:
+    """A row past event retention and one within it in every table that grows."""
+    def tx(con: Any) -> None:
+        for ts in (old, new):
+            con.execute("INSERT INTO rejects VALUES (?, 'advisory', 's', 'bad', '{}')", [ts])
+            con.execute("INSERT INTO advisories (id, ts, received_at, kind, subject, raw) "
+                        "VALUES (?, ?, ?, 'pinned', 's', '{}')", [f"adv-{ts}", ts, ts])
+            con.execute("INSERT INTO verdict_changes VALUES (?, '$G', 'S', 'c', NULL, 'OK', 'fine')", [ts])
+            con.execute("INSERT INTO pipeline_runs (run_id, started_at, finished_at, outcome) VALUES (?, ?, ?, 'ok')",
+                        [f"run-{ts}", ts, ts])
+            con.execute("INSERT INTO drains (drain_id, started_at, updated_at, actor, stream, consumer, then_action, state) "
+                        "VALUES (?, ?, ?, 'ana', 'S', 'c', 'resume', 'done')", [f"drain-{ts}", ts, ts])
+        # Two old config changes of one consumer: the latest stays however old, the one before goes.
+        for ts in (old - dt.timedelta(days=1), old):
+            con.execute("INSERT INTO consumer_configs (ts, account, stream, consumer, config_hash, is_pull, filtered) "
+                        "VALUES (?, '$G', 'S', 'c', ?, true, false)", [ts, f"h-{ts}"])
+        con.execute("INSERT INTO drains (drain_id, started_at, updated_at, actor, stream, consumer, then_action, state) "
+                    "VALUES ('still-draining', ?, ?, 'ana', 'S', 'c', 'resume', 'draining')", [old, old])
+        con.execute("INSERT INTO collector_status (collector, started_at, last_cycle_at) VALUES ('gone:1', ?, ?)",
+                    [old, old])
+
+    store.write(tx)
+
+
+def test_collector_retention_covers_everything_that_grows_and_its_own_config_hash_map(
+        nats_server, db_path, uid, run):
+    store = Store(db_path, lock_timeout=30)
+    now = utcnow()
+    old, new = now - dt.timedelta(days=2), now - dt.timedelta(minutes=10)
+    _old_and_new_everything(store, old, new)
+    settings = collector_settings(nats_server.url, db_path, (f"{uid}_none",), event_retention=86400.0,
+                                  retention_every=1.0)
+
+    def counts() -> dict[str, int]:
+        # Only the rows this test wrote: the shared server's capture stream may carry other tests' junk.
+        mine = {"rejects": " WHERE subject = 's'", "advisories": " WHERE subject = 's'"}
+        return {t: rows(store, f"SELECT count(*) FROM {t}{mine.get(t, '')}")[0][0] for t in
+                ("rejects", "advisories", "verdict_changes", "pipeline_runs", "drains", "consumer_configs")}
+
+    async def main() -> None:
+        async with collecting(settings) as collector:
+            collector.sampler.known_hashes[("$G", "GONE", "long-deleted")] = "digest"
+            await eventually(lambda: counts()["rejects"] == 1, timeout=30, message="a retention pass")
+            await eventually(lambda: ("$G", "GONE", "long-deleted") not in collector.sampler.known_hashes,
+                             timeout=30, message="the config hash of a consumer no longer sampled forgotten")
+            statuses = [r[0] for r in rows(store, "SELECT collector FROM collector_status")]
+            assert statuses == [collector.name]
+
+    run(main())
+    assert counts() == {"rejects": 1, "advisories": 1, "verdict_changes": 1, "pipeline_runs": 1,
+                        "drains": 2, "consumer_configs": 1}
+    assert rows(store, "SELECT drain_id FROM drains WHERE state = 'draining'") == [("still-draining",)]
+    assert rows(store, "SELECT ts FROM consumer_configs")[0][0] == old
+
+
+def test_the_pipelines_parquet_archive_keeps_only_raw_retentions_worth_of_hours(tmp_path):
+    store = Store(tmp_path / "j.duckdb")
+    top = utcnow().replace(minute=0, second=0, microsecond=0)
+    _old_raw_samples(store, "ARCH", top - dt.timedelta(hours=30), hours=30)
+    archive = tmp_path / "archive"
+    assert export(store, archive, tmp_path / "input", top - dt.timedelta(hours=30), top) == 30 * SAMPLES_PER_HOUR
+    assert len(list((archive / "samples").glob("date=*/hour=*"))) == 30
+
+    assert prune_archive(archive, top - dt.timedelta(hours=24)) == 6
+    left = sorted(pq.read_table(archive / "samples").column("ts").to_pylist())
+    assert len(left) == 24 * SAMPLES_PER_HOUR
+    assert left[0] == top - dt.timedelta(hours=24)
+
+
+# -- Last known state ---------------------------------------------------------------------------
+
+def test_a_consumer_keeps_its_last_verdict_when_the_collector_returns_after_its_window_emptied(
+        nats_server, db_path, uid, run):
+    stream = f"{uid}_LAST"
+    store = Store(db_path, lock_timeout=30)
+    settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=3.0,
+                                  health_min_span=1.0)
+
+    def current() -> tuple[str, str] | None:
+        found = rows(store, "SELECT verdict, reason FROM verdicts_current WHERE stream = ?", [stream])
+        return found[0] if found else None
+
+    def window_empty() -> bool:
+        newest = rows(store, "SELECT max(ts) FROM samples WHERE stream = ?", [stream])[0][0]
+        return (utcnow() - newest).total_seconds() > settings.health_window + 0.5
+
+    async def main() -> tuple[str, str] | None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}last.>"])
+        await make_consumer(api, stream, "idle")
+        await publish(nc, f"{uid}last.x", 3)  # work pending, nobody pulling
+        async with collecting(settings):
+            await eventually(lambda: (current() or ("",))[0] == "NO_PULLERS", timeout=30, message="NO_PULLERS")
+        await eventually(window_empty, timeout=30, interval=0.2, message="the collector away past its window")
+        async with collecting(settings):  # returns once its first cycle is judged
+            after = current()
+        await nc.close()
+        return after
+
+    verdict, reason = run(main())
+    assert verdict == "NO_PULLERS", reason
+    assert reason.startswith("last known, judged ") and "too few fresh samples to judge again" in reason
+
+
+def test_the_fleet_says_the_collector_stopped_and_that_verdicts_are_last_known(filled_db):
+    """The store a real collector filled, read twelve minutes after its last cycle."""
+    view = fleet(Store(filled_db))
+    last = pd.to_datetime(view.collector["last_cycle_at"]).max().to_pydatetime()
+    warning = staleness(view, last + dt.timedelta(minutes=12, seconds=5), stale_after_s=30)
+    assert warning is not None and "collector stopped 12 min 5 s ago" in warning
+    assert "Every verdict below is the last known one" in warning
+    assert not view.consumers.empty and view.consumers["verdict"].notna().all()
+
+
+def test_after_a_3_hour_outage_the_next_pipeline_run_starts_where_the_last_good_one_ended(tmp_path):
+    store = Store(tmp_path / "j.duckdb")
+    now = utcnow()
+    runs = [("old-ok", now - dt.timedelta(hours=5), "ok"), ("last-ok", now - dt.timedelta(hours=3), "ok"),
+            ("failed", now - dt.timedelta(hours=1), "failed")]
+    store.write(lambda con: con.executemany(
+        "INSERT INTO pipeline_runs (run_id, started_at, finished_at, until_ts, outcome) VALUES (?, ?, ?, ?, ?)",
+        [[run_id, until, until, until, outcome] for run_id, until, outcome in runs]))
+    assert default_since(store, now, raw_retention_s=7 * 86400) == now - dt.timedelta(hours=3)
+    assert default_since(store, now, raw_retention_s=7200) == now - dt.timedelta(hours=2), "never past raw retention"
+    fresh = Store(tmp_path / "fresh.duckdb")
+    fresh.migrate()
+    assert default_since(fresh, now, raw_retention_s=7 * 86400) == now - dt.timedelta(hours=2)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 16 MiB tmpfs: the store lives on it, and the test fills it."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(f"this test needs root to mount a tmpfs (as `make test` runs on CI): {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(directory: Path) -> Path:
+    filler = directory / "filler"
+    with open(filler, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * (1 << 20))
+                f.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_full_disk_costs_the_collector_no_cycle_and_is_said(nats_server, small_disk, uid, run):
+    """The disk under the store fills up: the collector keeps running, says so, keeps its cycles
+    in memory, and once space is back every cycle sampled meanwhile is in the store."""
+    stream = f"{uid}_FULL"
+    db = str(small_disk / "jetwatch.duckdb")
+
+    async def main() -> list[dt.datetime]:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}full.>"])
+        await make_consumer(api, stream, "c")
+        settings = collector_settings(nats_server.url, db, (stream,), interval=0.3, lock_timeout=2.0)
+        stamps: list[dt.datetime] = []
+        async with collecting(settings) as collector:
+            _note_stamps(collector, stamps)
+            filler = _fill(small_disk)
+            try:
+                def sampling_error() -> str | None:
+                    said = collector.last_error[0] if collector.last_error else ""
+                    return said if said.startswith("sampling failed") else None
+
+                said = await eventually(sampling_error, timeout=60,
+                                        message="the full disk said in the collector's sampling error")
+                assert "disk under the store" in said and "is full" in said and "wait in memory" in said
+                full_from = len(stamps)
+                await eventually(lambda: len(stamps) >= full_from + 3, timeout=60,
+                                 message="three cycles sampled while the disk is full")
+                assert len(collector.backlog) > 0, "cycles kept in memory while the store cannot take them"
+            finally:
+                filler.unlink()
+            done = collector.cycles
+            await eventually(lambda: collector.cycles >= done + 2 and len(collector.backlog) == 0, timeout=60,
+                             message="the kept cycles written once space is back")
+        await nc.close()
+        return stamps
+
+    stamps = run(main())
+    stored = {r[0] for r in rows(Store(db), "SELECT DISTINCT ts FROM samples WHERE stream = ?", [stream])}
+    missing = [t for t in stamps if t not in stored]
+    assert missing == [], f"{len(missing)} of {len(stamps)} cycles never reached the store"
+
+
+def test_a_collector_killed_mid_write_loses_nothing_it_committed_and_the_store_opens(nats_server, db_path, uid, run):
+    """SIGKILL, three times, while the collector writes every 0.2 s: each time the store opens
+    (DuckDB replays its write-ahead log), holds at least every sample seen committed before the
+    kill, and the next collector carries on in the same file."""
+    stream = f"{uid}_KILL"
+
+    async def setup() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}kill.>"])
+        await make_consumer(api, stream, "c")
+        await nc.close()
+
+    run(setup())
+    store = Store(db_path, lock_timeout=30)
+    committed = 0
+    for _ in range(3):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url, "--db", db_path,
+             "--interval", "0.2s", "--include-streams", stream],
+            env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            seen = committed
+            wait_until(lambda: store.exists() and _samples(store, stream) >= seen + 5, timeout=60,
+                       message="five more cycles committed")
+            committed = _samples(store, stream)
+        finally:
+            proc.kill()
+            proc.wait(10)
+        after = _samples(store, stream)
+        assert after >= committed, f"{committed - after} committed samples lost to SIGKILL"
+        committed = after
+    assert rows(store, "SELECT count(*) FROM samples WHERE stream = ? AND num_pending IS NULL", [stream]) == [(0,)]
+
+
+def _samples(store: Store, stream: str) -> int:
+    return rows(store, "SELECT count(*) FROM samples WHERE stream = ?", [stream])[0][0]

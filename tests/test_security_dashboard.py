@@ -1,0 +1,656 @@
+"""The dashboard as an attacker and a tired operator meet it: the target of an action is a
+consumer (never a row), a pin confirmed is the pin dropped, hostile names stay literal text,
+operators are people with firm sessions, and foreign hosts are refused."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import nats
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from jetwatch.dashboard.tables import link_target
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.workers import PullWorker
+from jetwatch.store.database import Store
+from tests.helpers import (OPERATOR_PASSWORD, LoopThread, make_consumer, make_stream, operators_file, publish, rows,
+                           wait_until)
+from tests.test_dashboard import APP
+
+SECRET = OPERATOR_PASSWORD
+
+
+@pytest.fixture(autouse=True)
+def fresh_throttle():
+    """Sign-in limits are per dashboard process: each test starts with none spent."""
+    from jetwatch.dashboard import identities
+    identities.THROTTLE = identities.Throttle()
+    yield
+    identities.THROTTLE = identities.Throttle()
+
+
+@pytest.fixture
+def two_streams(nats_server, db_path, uid, monkeypatch):
+    """ORDERS/fulfilment (pinned_client, two real pulling workers) and EVENTS/notify, sampled by a
+    real collector process. Unfiltered, EVENTS sorts first: row 0 is notify, not fulfilment."""
+    orders, events = f"{uid}_ORDERS", f"{uid}_EVENTS"
+    loop = LoopThread()
+
+    async def setup():
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, orders, [f"{uid}.orders"])
+        await make_consumer(api, orders, "fulfilment", "pinned_client", timeout_s=30, ack_wait=30 * 10**9)
+        await make_stream(api, events, [f"{uid}.events"])
+        await make_consumer(api, events, "notify")
+        workers = [PullWorker(nc, orders, "fulfilment", "jobs", name=n).start() for n in "ab"]
+        await publish(nc, f"{uid}.orders", 2)
+        return nc, api, workers
+
+    nc, api, workers = loop.call(setup())
+    env = {**os.environ, "JETWATCH_INCLUDE_STREAMS": f"{uid}_*", "JETWATCH_INFERENCE_GRACE": "1.5s"}
+    collector = subprocess.Popen([sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url,
+                                  "--db", db_path, "--interval", "0.3s"], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    store = Store(db_path)
+    latest = "SELECT stream, consumer, pinned_id FROM consumer_latest WHERE stream LIKE ?"
+    wait_until(lambda: store.exists() and len(rows(store, latest, [f"{uid}_%"])) == 2
+               and any(r[2] for r in rows(store, latest, [f"{uid}_%"])), timeout=30,
+               message="both consumers sampled, fulfilment with a pin")
+    for k in list(os.environ):
+        if k.startswith("JETWATCH_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("JETWATCH_DB", db_path)
+    monkeypatch.setenv("JETWATCH_SERVER", nats_server.url)
+    monkeypatch.setenv("JETWATCH_DATA_DIR", os.path.dirname(db_path))
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", operators_file(os.path.dirname(db_path), "ana"))
+    st.cache_data.clear()
+    yield {"orders": orders, "events": events, "store": store, "loop": loop, "nc": nc, "api": api,
+           "workers": workers, "uid": uid}
+    collector.send_signal(signal.SIGTERM)
+    collector.wait(30)
+    loop.close()
+    st.cache_data.clear()
+
+
+def login(at: AppTest, name: str = "ana", secret: str = SECRET) -> AppTest:
+    at.text_input(key="op_name").input(name)
+    at.text_input(key="op_secret").input(secret)
+    at.button(key="op_enable").click().run()
+    return at
+
+
+def fleet_table(at: AppTest):
+    """The Fleet's table element (its key changes with the consumers it shows)."""
+    found = [d for d in at.dataframe if d.key and d.key.startswith("fleet_table")]
+    assert len(found) == 1, [d.key for d in at.dataframe]
+    return found[0]
+
+
+def shown(at: AppTest):
+    """The Fleet table as shown, with the consumer's name beside its link."""
+    value = fleet_table(at).value
+    table = value.data if hasattr(value, "data") else value  # a pandas Styler, or the frame
+    return table.assign(consumer=[link_target(u)["consumer"] for u in table["Consumer"]])
+
+
+def click_row(at: AppTest, consumer: str) -> AppTest:
+    """Tick the row of `consumer` in the table as shown, as the browser would."""
+    table = fleet_table(at)
+    position = list(shown(at)["consumer"]).index(consumer)
+    at.session_state[table.key] = {"selection": {"rows": [position], "columns": []}}
+    return at.run()
+
+
+def selected_heading(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**") and " / " in m.value)
+
+
+def test_fleet_selection_is_the_consumer_and_survives_clearing_the_search(two_streams):
+    orders, events = two_streams["orders"], two_streams["events"]
+    at = login(AppTest.from_file(APP, default_timeout=60).run())
+    assert not at.exception, [e.message for e in at.exception]
+    unfiltered = shown(at)
+    assert list(unfiltered["consumer"])[0] == "notify"  # row 0 of the unfiltered table is EVENTS/notify
+
+    at.text_input(key="fleet_search").input("orders").run()
+    assert list(shown(at)["consumer"]) == ["fulfilment"]
+    click_row(at, "fulfilment")
+    assert selected_heading(at).startswith(f"**{orders.replace('_', chr(92) + '_')} / fulfilment**")
+
+    at.text_input(key="fleet_search").input("").run()
+    assert len(shown(at)) == 2
+    assert selected_heading(at).startswith(f"**{orders.replace('_', chr(92) + '_')} / fulfilment**")
+    assert events.replace("_", "\\_") not in selected_heading(at)
+    marked = shown(at)
+    assert list(marked[marked[" "] == "▶"]["consumer"]) == ["fulfilment"]  # the table marks the consumer
+
+    at.button(key="fleet_unpin").click().run()
+    question = " ".join(m.value for m in at.markdown)
+    assert f"stream {orders}, consumer fulfilment".replace("_", "\\_") in question
+    assert "notify" not in question
+
+
+def test_unpin_sends_only_if_the_confirmed_pin_is_still_the_pin(two_streams):
+    loop, api, orders = two_streams["loop"], two_streams["api"], two_streams["orders"]
+
+    def pin_now() -> str | None:
+        info = loop.call(api.consumer_info(orders, "fulfilment"))
+        groups = info.get("priority_groups") or []
+        return (groups[0].get("pinned_client_id") or None) if groups else None
+
+    at = login(AppTest.from_file(APP, default_timeout=60).run())
+    at.text_input(key="fleet_search").input("orders").run()
+    click_row(at, "fulfilment")
+    first = pin_now()
+    wait_until(lambda: rows(two_streams["store"], "SELECT pinned_id FROM consumer_latest WHERE stream = ?",
+                            [orders])[0][0] == first, message="the sampled pin is the server's")
+    st.cache_data.clear()
+    at.run()
+    at.button(key="fleet_unpin").click().run()
+    question = " ".join(m.value for m in at.markdown)
+    assert f"drops pin {first}" in question
+
+    # Between the operator's look and Confirm, the pin moves (an admin unpin elsewhere, and the
+    # other waiting client is pinned at its next pull).
+    loop.call(api.unpin(orders, "fulfilment", "jobs"))
+    loop.call(publish(two_streams["nc"], f"{two_streams['uid']}.orders", 2))
+    wait_until(lambda: pin_now() not in (None, first), timeout=30, message="a new pin")
+    second = pin_now()
+
+    at.button(key="action_confirm").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert pin_now() == second  # nothing was sent: the new pin still holds
+    warning = " ".join(w.value for w in at.warning)
+    assert "pin moved" in warning and first in warning and second in warning
+    assert f"drops pin {second}" in " ".join(m.value for m in at.markdown)  # asked again, naming the new pin
+    assert rows(two_streams["store"], "SELECT actor, action, outcome FROM audit WHERE phase = 'outcome'") == [
+        ("ana", "unpin", "refused")]  # audited as what it was: refused, nothing sent
+
+    at.button(key="action_confirm").click().run()
+    assert any(s.value.replace("\\", "").startswith(f"unpin {orders} / fulfilment (account ") and f": unpinned {second}" in s.value
+               for s in at.success)  # the banner names its consumer
+    assert pin_now() != second
+    audit = rows(two_streams["store"], "SELECT actor, action, stream, outcome FROM audit WHERE phase = 'outcome' "
+                                       "ORDER BY seq")
+    assert audit == [("ana", "unpin", orders, "refused"), ("ana", "unpin", orders, "ok")]
+
+
+HTML = "<img src=x onerror=alert(1)>"
+LINK = "[click](javascript:alert(1))"
+RLO = "\u202eorders"
+BIDI_CHARS = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+UNESCAPED = re.compile(r"(?<!\\)<img|(?<!\\)\]\(javascript")  # markup Markdown would act on
+HOSTILE = f"{HTML} {LINK} {RLO}"  # for fields the server or a form fills freely: pin ids, actors, errors
+
+
+def page_texts(at: AppTest) -> list[str]:
+    """Every text element's source as Streamlit got it (Markdown, captions, alerts, metrics...)."""
+    out: list[str] = []
+    for kind in ("markdown", "caption", "title", "header", "subheader", "success", "error", "warning", "info",
+                 "exception", "code", "latex"):
+        out += [str(e.value) for e in getattr(at, kind)]
+    out += [str(m.value) + " " + str(m.label) for m in at.metric]
+    out += [p.proto.text for p in at.get("progress")]
+    return out
+
+
+def chart_text(chart) -> str:
+    """A plotly chart's figure as the browser gets it, decoded (its JSON escapes <, > and non-ASCII)."""
+    import json
+    return json.dumps(json.loads(chart.proto.spec), ensure_ascii=False)
+
+
+def literal_in_markdown(text: str) -> str:
+    """How ui.md writes `text` into Markdown: every special character escaped, bidi made visible."""
+    from jetwatch.dashboard.ui import md
+    return md(text)
+
+
+def assert_all_literal(at: AppTest, hostile: list[str]) -> str:
+    texts = page_texts(at)
+    for t in texts:
+        assert not any(c in t for c in BIDI_CHARS), f"raw bidi control in {t!r}"
+        assert not UNESCAPED.search(t), f"unescaped markup in {t!r}"
+    for frame in at.dataframe:
+        value = frame.value.data if hasattr(frame.value, "data") else frame.value
+        cells = " ".join(str(v) for v in value.astype(str).to_numpy().ravel())
+        assert not any(c in cells for c in BIDI_CHARS), f"raw bidi control in table {frame.key}"
+    for chart in at.get("plotly_chart"):
+        spec = chart_text(chart)
+        assert "<img" not in spec and not any(c in spec for c in BIDI_CHARS), "raw markup or bidi in a chart"
+    joined = "\n".join(texts)
+    for h in hostile:
+        assert literal_in_markdown(h) in joined, f"{h!r} not shown as literal text"
+    return joined
+
+
+@pytest.fixture
+def hostile_store(nats_server, db_path, uid, monkeypatch):
+    """A real collector's store whose names, pin ids, drain and error texts are an attacker's:
+    the longest name the server accepts (255), an RTL override and a Markdown link in a stream
+    name, and a forged PINNED advisory whose pin id is HTML, a link and an RTL override."""
+    import json
+    import uuid
+
+    from jetwatch.actions.drains import DrainTracker
+    from jetwatch.actions.operations import ActionResult, Target
+    from jetwatch.core.clock import rfc3339, utcnow
+    from jetwatch.store import writes
+
+    stream, consumer = f"{uid}{RLO}{LINK}<b", "c_" + "B" * 253
+    assert len(consumer) == 255
+    loop = LoopThread()
+
+    async def setup():
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.hostile"])
+        await make_consumer(api, stream, consumer, "pinned_client", timeout_s=30)
+        worker = PullWorker(nc, stream, consumer, "jobs", name="a").start()
+        await publish(nc, f"{uid}.hostile", 2)
+        return nc, worker
+
+    nc, worker = loop.call(setup())
+    env = {**os.environ, "JETWATCH_INCLUDE_STREAMS": f"{uid}*", "JETWATCH_INFERENCE_GRACE": "1.5s"}
+    collector = subprocess.Popen([sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url,
+                                  "--db", db_path, "--interval", "0.3s"], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    store = Store(db_path)
+    try:
+        wait_until(lambda: store.exists() and rows(store, "SELECT * FROM pin_events WHERE stream = ?", [stream]),
+                   timeout=30, message="the real pin stored")
+        forged = {"type": "io.nats.jetstream.advisory.v1.consumer_group_pinned", "id": uuid.uuid4().hex,
+                  "timestamp": rfc3339(utcnow()), "account": "$G", "stream": stream, "consumer": consumer,
+                  "domain": "", "group": "jobs", "pinned_id": HOSTILE}
+        before = utcnow()
+        loop.call(nc.publish(f"$JS.EVENT.ADVISORY.CONSUMER.PINNED.{stream}.{consumer}", json.dumps(forged).encode()))
+        wait_until(lambda: rows(store, "SELECT * FROM pin_events WHERE pinned_id = ?", [HOSTILE]), timeout=30,
+                   message="the forged pin stored")
+    finally:
+        collector.send_signal(signal.SIGTERM)
+        collector.wait(30)
+        loop.call(worker.stop())
+        loop.call(nc.close())
+        loop.close()
+    target = Target("$G", stream, consumer, "jobs")
+    tracker = DrainTracker(store, "d1", HOSTILE, target, "resume")
+    tracker.finish(ActionResult("drain", target, True, HOSTILE))
+    status = store.read(lambda con: con.execute("SELECT * FROM collector_status").fetch_df()).iloc[0].to_dict()
+    status.update(last_error=HOSTILE, last_error_at=utcnow())
+    store.write(lambda con: writes.write_status(con, status))
+    for k in list(os.environ):
+        if k.startswith("JETWATCH_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("JETWATCH_DB", db_path)
+    monkeypatch.setenv("JETWATCH_STALE_AFTER", "1h")
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", operators_file(os.path.dirname(db_path), "ana"))
+    st.cache_data.clear()
+    yield {"stream": stream, "consumer": consumer, "target": target, "before": before,
+           "result": ActionResult("unpin", target, True, HOSTILE, None, {"at": before})}
+    st.cache_data.clear()
+
+
+def test_every_page_shows_hostile_names_pin_ids_actors_and_errors_as_literal_text(hostile_store):
+    stream, consumer = hostile_store["stream"], hostile_store["consumer"]
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = login(at)
+    assert not at.exception, [e.message for e in at.exception]
+    at.session_state["action_result"] = hostile_store["result"]  # a result whose message the server wrote
+    at.session_state["action_results"] = {(stream, consumer): hostile_store["result"]}  # its banner
+    at.run()
+    fleet = assert_all_literal(at, [HOSTILE])  # the result message, last_error
+    assert "⟨U\\+202E⟩orders" in fleet  # the override shown, not obeyed
+    click_row(at, consumer)
+    assert_all_literal(at, [stream, consumer])
+
+    at.query_params.update({"stream": stream, "consumer": consumer})
+    at.switch_page("views/consumer.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    consumer_page = assert_all_literal(at, [stream, consumer, HOSTILE])
+    assert f"(pin id {literal_in_markdown(HOSTILE)})" in consumer_page  # the forged pin id, whole
+    assert f"by {literal_in_markdown(HOSTILE)}" in consumer_page  # the drain's actor
+
+    at.switch_page("views/pins.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert_all_literal(at, [])
+    pins = chart_text(at.get("plotly_chart")[0])
+    assert "&lt;img src=x onerror=alert(1)&gt;" in pins and "⟨U+202E⟩" in pins
+
+    at.switch_page("views/audit.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert_all_literal(at, [])
+
+
+# --- operators are people, sessions are firm ------------------------------------------------
+
+
+@pytest.fixture
+def operator_env(tmp_path, monkeypatch):
+    """A dashboard environment with two operators in an identities file and an empty store."""
+    for k in list(os.environ):
+        if k.startswith("JETWATCH_"):
+            monkeypatch.delenv(k)
+    path = operators_file(tmp_path, "ana", "bob")
+    db = str(tmp_path / "jetwatch.duckdb")
+    monkeypatch.setenv("JETWATCH_DB", db)
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", path)
+    st.cache_data.clear()
+    return {"file": path, "store": Store(db), "monkeypatch": monkeypatch}
+
+
+def sidebar_text(at: AppTest) -> str:
+    parts = [c.value for c in at.sidebar.caption] + [e.value for e in at.sidebar.error] + [i.value for i in at.sidebar.info]
+    return "\n".join(parts)
+
+
+def signed_in(at: AppTest) -> bool:
+    return any(b.key == "op_lock" for b in at.sidebar.button)
+
+
+def fresh_page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def test_only_a_listed_operator_with_their_password_signs_in_and_the_name_is_the_signed_in_one(operator_env):
+    at = login(fresh_page(), name="mallory")  # free text is no identity
+    assert not signed_in(at) and "wrong password" in sidebar_text(at)
+    at = login(at, name="ana", secret="not the password at all")
+    assert not signed_in(at)
+    at = login(at, name="ana")
+    assert signed_in(at) and "signed in as ana" in sidebar_text(at)
+    assert not any(t.key == "op_name" for t in at.sidebar.text_input)  # nothing to type a name into
+
+
+def test_failed_sign_ins_are_throttled_per_session_then_for_everyone_and_the_throttle_is_audited(operator_env):
+    from jetwatch.dashboard import identities
+
+    identities.THROTTLE = identities.Throttle(per_session=3, overall=5)  # the defaults are 5 and 20
+    at = fresh_page()
+    for _ in range(identities.THROTTLE.per_session):
+        login(at, name="ana", secret="guess guess guess")
+    assert "too many failed sign-ins in this session" in sidebar_text(at)
+    login(at, name="ana")  # the right password, while throttled: not even checked
+    assert not signed_in(at)
+    audit = rows(operator_env["store"], "SELECT actor, action, outcome FROM audit")
+    assert audit == [("unauthenticated:ana", "sign-in", "refused")]
+
+    # New sessions (a reload each) do not reset the dashboard-wide limit.
+    while len(identities.THROTTLE._all) < identities.THROTTLE.overall:
+        login(fresh_page(), name="bob", secret="guess guess guess")
+    other = login(fresh_page(), name="bob")
+    assert not signed_in(other) and "too many failed sign-ins on this dashboard" in sidebar_text(other)
+    assert ("unauthenticated:bob", "sign-in", "refused") in rows(operator_env["store"],
+                                                                  "SELECT actor, action, outcome FROM audit")
+
+
+def test_a_session_ends_when_it_expires(operator_env):
+    operator_env["monkeypatch"].setenv("JETWATCH_SESSION_TTL", "1s")
+    at = login(fresh_page())
+    assert signed_in(at)
+    wait_until(lambda: not signed_in(at.run()), timeout=10, message="the session expired")
+    assert "session expired" in sidebar_text(at)
+
+
+def test_changing_the_identities_file_ends_every_session(operator_env):
+    from jetwatch.dashboard import identities
+
+    at = login(fresh_page())
+    assert signed_in(at)
+    identities.add(operator_env["file"], "bob", "a brand new password")  # bob's password rotated
+    at.run()
+    assert not signed_in(at) and "identities changed" in sidebar_text(at)
+
+
+def test_sign_out_ends_the_session(operator_env):
+    at = login(fresh_page())
+    at.button(key="op_lock").click().run()
+    assert not signed_in(at)
+    assert any(b.key == "op_enable" for b in at.sidebar.button)
+
+
+def test_a_non_loopback_address_without_identities_is_read_only_and_says_so(operator_env):
+    from jetwatch.core.settings import Settings
+    from jetwatch.dashboard.gate import read_only_reason
+
+    operator_env["monkeypatch"].delenv("JETWATCH_OPERATORS_FILE")
+    operator_env["monkeypatch"].setenv("JETWATCH_ADDRESS", "0.0.0.0")
+    at = fresh_page()
+    assert "Read-only (listening on 0.0.0.0" in sidebar_text(at)
+    assert not any(b.key == "op_enable" for b in at.sidebar.button)
+    assert read_only_reason(Settings({"address": "0.0.0.0"})).startswith("Read-only (listening on 0.0.0.0")
+
+
+# --- the real server: sessions in a browser, foreign hosts refused ---------------------------
+
+
+def serve(tmp, **settings: str):
+    """`jetwatch dashboard` on a free loopback port with no store yet; yields its port, then stops it."""
+    import contextlib
+    import urllib.request
+
+    from jetwatch.demo.server import free_port
+
+    @contextlib.contextmanager
+    def running():
+        port = free_port()
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")},
+               "JETWATCH_DB": str(tmp / "jetwatch.duckdb"), **{f"JETWATCH_{k.upper()}": v for k, v in settings.items()}}
+        proc = subprocess.Popen([sys.executable, "-m", "jetwatch.cli", "dashboard", "--port", str(port)], env=env,
+                                stdout=open(tmp / "dashboard.log", "wb"), stderr=subprocess.STDOUT)
+
+        def healthy() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+
+        try:
+            wait_until(healthy, timeout=60, message="dashboard health endpoint")
+            yield port
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+
+    return running()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The dashboard with one operator (ana) in an identities file."""
+    tmp = tmp_path_factory.mktemp("served")
+    path = operators_file(tmp, "ana")
+    with serve(tmp, operators_file=path) as port:
+        yield {"port": port, "base": f"http://127.0.0.1:{port}", "file": path}
+
+
+def ws_handshake(port: int, host: str, origin: str | None) -> str:
+    """The status line a raw WebSocket upgrade to Streamlit's session stream gets."""
+    import base64
+    import socket
+
+    lines = ["GET /_stcore/stream HTTP/1.1", f"Host: {host}", "Upgrade: websocket", "Connection: Upgrade",
+             f"Sec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}", "Sec-WebSocket-Version: 13",
+             "Sec-WebSocket-Protocol: streamlit"] + ([f"Origin: {origin}"] if origin else [])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        return sock.recv(4096).decode("latin-1").split("\r\n")[0]
+
+
+def http_status(port: int, host: str, origin: str | None = None) -> int:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/", headers={"Host": host, **({"Origin": origin} if origin else {})})
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def test_dns_rebinding_a_foreign_host_or_origin_gets_no_session_and_no_page(served):
+    port = served["port"]
+    assert ws_handshake(port, f"127.0.0.1:{port}", f"http://127.0.0.1:{port}").startswith("HTTP/1.1 101")
+    assert ws_handshake(port, f"localhost:{port}", None).startswith("HTTP/1.1 101")
+    assert ws_handshake(port, f"evil.example:{port}", f"http://evil.example:{port}").startswith("HTTP/1.1 403")
+    assert ws_handshake(port, f"127.0.0.1:{port}", "http://evil.example").startswith("HTTP/1.1 403")
+    assert http_status(port, f"127.0.0.1:{port}") == 200
+    assert http_status(port, f"evil.example:{port}") == 403
+    assert http_status(port, f"127.0.0.1:{port}", "http://evil.example") == 403
+
+
+@pytest.mark.browser
+def test_a_session_survives_a_reload_and_a_deep_link_in_a_new_tab_and_ends_on_sign_out(served):
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_browser import CHROMIUM_ARGS
+
+    base = served["base"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context()
+            page = context.new_page()
+            page.goto(base + "/")
+            page.get_by_label("Operator name").fill("ana")
+            page.get_by_label("Password", exact=True).fill(OPERATOR_PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            page.get_by_text("signed in as ana").wait_for(timeout=30_000)
+
+            def session_cookie() -> dict | None:
+                return next((c for c in context.cookies() if c["name"] == "jetwatch_session" and c["value"]), None)
+
+            wait_until(session_cookie, timeout=20, message="the session cookie")
+            cookie = session_cookie()
+            assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+
+            page.reload()
+            page.get_by_text("signed in as ana").wait_for(timeout=30_000)
+            tab = context.new_page()
+            tab.goto(base + "/consumer?stream=ORDERS&consumer=fulfilment")
+            tab.get_by_text("signed in as ana").wait_for(timeout=30_000)
+
+            tab.get_by_role("button", name="Sign out").click()
+            tab.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
+            wait_until(lambda: session_cookie() is None, timeout=20, message="the cookie cleared")
+            page.reload()
+            page.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
+            assert page.get_by_text("signed in as ana").count() == 0
+
+            # A copy of the signed-out cookie (say, from a shared machine) opens no session either.
+            replay = browser.new_context()
+            replay.add_cookies([{k: cookie[k] for k in ("name", "value", "domain", "path")}])
+            again = replay.new_page()
+            again.goto(base + "/")
+            again.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
+            assert again.get_by_text("signed in as ana").count() == 0
+        finally:
+            browser.close()
+
+
+def test_operator_add_writes_a_salted_scrypt_line_from_stdin_and_refuses_short_passwords(tmp_path):
+    from jetwatch.dashboard import identities
+
+    path = tmp_path / "operators"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")}, "JETWATCH_OPERATORS_FILE": str(path)}
+    cmd = [sys.executable, "-m", "jetwatch.cli", "operator", "add"]
+    done = subprocess.run(cmd + ["ana"], input="a long enough password\n", env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    line = [ln for ln in path.read_text().splitlines() if ln.startswith("ana:")]
+    assert len(line) == 1 and line[0].startswith("ana:scrypt:16384:8:1:")
+    assert "a long enough password" not in path.read_text()
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert identities.verify(path, "ana", "a long enough password")
+    assert not identities.verify(path, "ana", "a long enough passwort")
+
+    again = subprocess.run(cmd + ["ana"], input="a long enough password\n", env=env, capture_output=True, text=True,
+                           timeout=60)
+    assert again.returncode == 0
+    assert path.read_text().count("ana:") == 1
+    assert line[0] not in path.read_text()  # a fresh salt: the same password hashes anew
+
+    short = subprocess.run(cmd + ["bob"], input="short\n", env=env, capture_output=True, text=True, timeout=60)
+    assert short.returncode != 0 and "too short" in short.stderr
+    bad = subprocess.run(cmd + ["\u202emallory"], input="a long enough password\n", env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode != 0 and "not usable" in bad.stderr
+    assert "bob" not in path.read_text() and "mallory" not in path.read_text()
+
+
+def test_the_selection_follows_the_consumer_through_reorders_refreshes_and_a_click_on_a_table_just_replaced():
+    from jetwatch.dashboard import selection
+
+    a, b, c = (None, "ORDERS", "fulfilment"), (None, "EVENTS", "notify"), ("APP", "EVENTS", "notify")
+    state: dict = {}
+    first = [b, a]
+    w1 = selection.widget_key(first)
+    selection.follow(state, w1, first)
+    state[w1] = {"selection": {"rows": [1], "columns": []}}
+    assert selection.follow(state, w1, first) and state[selection.SELECTED] == a
+
+    resorted = [a, b, c]  # a verdict changed: new order, new table, no ticked row in it
+    w2 = selection.widget_key(resorted)
+    assert w2 != w1
+    assert not selection.follow(state, w2, resorted) and state[selection.SELECTED] == a
+
+    # A click in the table on screen, while a refresh replaced it before the rerun: the row is
+    # looked up in the list that table showed, not in the new one.
+    state[w2] = {"selection": {"rows": [2], "columns": []}}
+    refreshed = [c, b, a]
+    w3 = selection.widget_key(refreshed)
+    assert selection.follow(state, w3, refreshed) and state[selection.SELECTED] == c
+
+    state[w3] = {"selection": {"rows": [0], "columns": []}}  # ticks c in the table on screen
+    selection.follow(state, w3, refreshed)
+    state[w3] = {"selection": {"rows": [], "columns": []}}  # and un-ticks it there
+    assert selection.follow(state, w3, refreshed) and state[selection.SELECTED] is None
+
+
+def test_the_host_check_reads_host_and_origin_strictly():
+    from jetwatch.core.settings import Settings
+    from jetwatch.dashboard.gate import allowed_hosts, foreign
+
+    allowed = allowed_hosts(Settings({"address": "127.0.0.1", "allowed_hosts": ("jetwatch.example.com",)}))
+    ok = [{b"host": b"127.0.0.1:8501"}, {b"host": b"[::1]:8501"}, {b"host": b"localhost"},
+          {b"host": b"JetWatch.Example.com.", b"origin": b"https://jetwatch.example.com"}]
+    refused = [{}, {b"host": b"evil.example"}, {b"host": b"127.0.0.1.evil.example"},
+               {b"host": b"evil.example@127.0.0.1"}, {b"host": b"127.0.0.1:notaport"},
+               {b"host": b"127.0.0.1", b"origin": b"null"}, {b"host": b"127.0.0.1", b"origin": b"http://evil.example"}]
+    assert [foreign(h, allowed) for h in ok] == [None] * len(ok)
+    assert all(foreign(h, allowed) for h in refused)
+    assert "jetwatch.example.com" not in allowed_hosts(Settings({"address": "10.1.2.3"}))
+    assert "10.1.2.3" in allowed_hosts(Settings({"address": "10.1.2.3"}))
+
+
+@pytest.mark.browser
+def test_behind_a_trusted_proxy_the_operator_is_the_name_its_header_carries_and_nothing_else(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_browser import CHROMIUM_ARGS
+
+    with serve(tmp_path, trusted_user_header="X-Forwarded-User") as port, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            def page_with(headers: dict[str, str]):
+                page = browser.new_context(extra_http_headers=headers).new_page()
+                page.goto(f"http://127.0.0.1:{port}/")
+                page.get_by_text("Operator actions").wait_for(timeout=30_000)
+                return page
+
+            page_with({"X-Forwarded-User": "carol"}).get_by_text("signed in by your proxy as carol").wait_for(
+                timeout=30_000)
+            for headers in ({}, {"X-Forwarded-User": "carol<img src=x>"}, {"X-Forwarded-User": ""}):
+                page = page_with(headers)
+                page.get_by_text("Sign in through the proxy").wait_for(timeout=30_000)
+                assert page.get_by_text("signed in by your proxy").count() == 0
+        finally:
+            browser.close()

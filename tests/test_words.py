@@ -1,0 +1,139 @@
+"""The words the pages use for durations, instants, pin ids and empty cells: table-driven, pure."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import pytest
+
+from jetwatch.dashboard import tables
+from jetwatch.dashboard.text import cell, duration, pin_tail, since, utc
+
+NOW = dt.datetime(2026, 11, 23, 7, 30, 0, tzinfo=dt.timezone.utc)
+
+
+@pytest.mark.parametrize("seconds, words", [
+    (0, "0 s"), (42.4, "42 s"), (59.6, "1 min"), (60, "1 min"), (252, "4 min 12 s"), (3600, "1 h"),
+    (3725, "1 h 2 min"), (86400, "1 d"), (2 * 86400 + 4 * 3600 + 59, "2 d 4 h"), (-3, "0 s"),
+    (None, ""), (float("nan"), ""),
+])
+def test_a_duration_reads_as_people_say_it(seconds, words):
+    assert duration(seconds) == words
+
+
+@pytest.mark.parametrize("pin_id, shown", [
+    ("x3jkSMKG5bo5V7Sg9n1AbC", "…9n1AbC"),  # the tail: the part consecutive pins differ in
+    ("short", "short"), ("1234567", "1234567"), (None, ""), (float("nan"), ""), ("", ""),
+])
+def test_a_pin_id_shows_its_distinguishing_tail(pin_id, shown):
+    assert pin_tail(pin_id) == shown
+
+
+def test_pins_of_one_server_are_told_apart_by_their_tails_not_their_prefixes():
+    # NUIDs of one server: a shared 12-character prefix and a sequence that moves in the last places.
+    ids = ["x3jkSMKG5bo5V7Sg9n1AbC", "x3jkSMKG5bo5V7Sg9n1AeQ", "x3jkSMKG5bo5V7Sg9n1Ah2"]
+    assert len({i[:10] for i in ids}) == 1
+    assert len({pin_tail(i) for i in ids}) == 3
+
+
+@pytest.mark.parametrize("ts, words", [
+    (NOW - dt.timedelta(minutes=12), "2026-11-23 07:18:00 UTC (12 min ago)"),
+    (pd.Timestamp("2026-11-22 05:30:00"), "2026-11-22 05:30:00 UTC (1 d 2 h ago)"),  # naive: UTC
+    (None, ""), (pd.NaT, ""),
+])
+def test_since_is_absolute_utc_and_an_age(ts, words):
+    assert since(ts, NOW) == words
+
+
+@pytest.mark.parametrize("ts, words", [
+    (NOW - dt.timedelta(seconds=295), "07:25:05 (4 min 55 s ago)"),
+    (NOW - dt.timedelta(hours=26), "11-22 05:30 (1 d 2 h ago)"),
+    (None, ""),
+])
+def test_a_since_cell_is_short_and_still_absolute(ts, words):
+    assert tables.since_cell(ts, NOW) == words
+
+
+def test_utc_converts_from_any_zone():
+    assert utc(pd.Timestamp("2026-11-23 09:00:00+02:00")) == "2026-11-23 07:00:00 UTC"
+
+
+@pytest.mark.parametrize("value, shown", [(None, ""), (float("nan"), ""), (pd.NaT, ""), ("x", "x"), (0, 0)])
+def test_an_empty_cell_is_empty_not_the_word_none(value, shown):
+    assert cell(value) == shown
+
+
+def test_every_fleet_header_is_words_with_no_code_names():
+    for column in tables.FLEET:
+        assert "_" not in column.header and column.header[0].isupper(), column.header
+
+
+def test_the_consumer_link_names_its_consumer_for_the_grid_and_round_trips_odd_names():
+    import re
+    from urllib.parse import unquote
+
+    url = tables.consumer_link("$G", "H<b&x_weird-name_1", "<i c-1")
+    assert tables.link_target(url) == {"account": "$G", "stream": "H<b&x_weird-name_1", "consumer": "<i c-1"}
+    shown = unquote(re.search(tables.CONSUMER_IN_LINK, url).group(1))  # what the grid shows as the link text
+    assert shown == "<i c-1"
+
+
+# -- Next steps (health/advice.py) ------------------------------------------------------------
+
+from jetwatch.health import advice  # noqa: E402
+from jetwatch.health.rules import VERDICT_NAMES  # noqa: E402
+
+GROUPED = advice.Context(pinned_id="x3jkSMKG5bo5V7Sg9n1AbC", priority_policy="pinned_client", group="jobs")
+
+
+def test_every_declared_verdict_has_a_next_step_and_nothing_else_does():
+    assert set(advice.NEXT_STEP) == set(VERDICT_NAMES)
+    for verdict in VERDICT_NAMES:
+        assert advice.next_step(verdict, {}, advice.Context())
+
+
+@pytest.mark.parametrize("unpins, says", [
+    ({"timeout": 12, "admin": 6}, "12 timeouts and 6 admin unpins: the pinned client stops pulling for longer than "
+                                  "priority_timeout"),
+    ({"admin": 4, "timeout": 1}, "4 admin unpins and 1 timeout: operators keep unpinning: see the Audit page"),
+    ({"timeout": 1}, "1 timeout: the pinned client stops pulling"),
+    ({}, "no unpin recorded in the window"),
+])
+def test_flapping_says_its_unpin_reasons_and_what_to_do(unpins, says):
+    context = advice.Context(pinned_id="p", priority_policy="pinned_client", unpins=unpins)
+    assert advice.next_step("FLAPPING", {"switches": 18, "limit": 6}, context).startswith(says)
+
+
+@pytest.mark.parametrize("context, offered", [
+    (GROUPED, ("handoff", "resume", "stay-paused")),  # a pin to hand off: hand-off is the default
+    (advice.Context(priority_policy="pinned_client"), ("resume", "stay-paused")),  # a group, nobody pinned
+    (advice.Context(), ("resume", "stay-paused")),  # no priority group
+])
+def test_a_drain_offers_hand_off_only_with_a_pin(context, offered):
+    assert advice.drain_choices(("handoff", "resume", "stay-paused"), context) == offered
+
+
+@pytest.mark.parametrize("verdict, warns", [("STALLED", True), ("OK", False), ("LAGGING", False),
+                                            ("NO_PULLERS", False)])
+def test_a_drain_warns_first_where_in_flight_work_is_not_falling(verdict, warns):
+    assert (advice.drain_warning(verdict) is not None) == warns
+
+
+@pytest.mark.parametrize("context, offered", [(GROUPED, True), (advice.Context(priority_policy="pinned_client"), False),
+                                              (advice.Context(pinned_id="p"), False)])
+def test_unpin_is_offered_only_where_a_group_holds_a_pin(context, offered):
+    assert advice.unpin_offered(context) == offered
+
+
+def test_quiet_verdicts_say_since_when_and_others_keep_their_reason():
+    last = NOW - dt.timedelta(minutes=12, seconds=4)
+    ctx = advice.Context(last_pull=last, last_ack=last)
+    assert advice.reason_since("NO_PULLERS", "x for 295s", {"pending": 7}, ctx, NOW) == \
+        "7 messages pending and no client has pulled since 07:17:56 UTC (12 min 4 s ago)"
+    assert advice.reason_since("STALLED", "x for 295s", {"ack_pending": 20}, ctx, NOW) == \
+        "20 messages handed out and none acknowledged since 07:17:56 UTC (12 min 4 s ago)"
+    assert advice.reason_since("NO_PULLERS", "as judged", {"pending": 7}, advice.Context(first_seen=last), NOW) == \
+        "7 messages pending and no client has pulled since at least 07:17:56 UTC (12 min 4 s ago)"
+    assert advice.reason_since("LAGGING", "as judged", {}, ctx, NOW) == "as judged"
+    assert advice.reason_since("NO_PULLERS", "as judged", {}, advice.Context(), NOW) == "as judged"
