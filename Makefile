@@ -18,9 +18,10 @@ up: $(STAMP)
 # Prometheus (with promtool) and Alertmanager for the metrics and alerting tests.
 system-deps:
 	@command -v chromium >/dev/null && command -v java >/dev/null && command -v prometheus >/dev/null \
-	  && command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null || { \
+	  && command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null \
+	  && command -v faketime >/dev/null || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openjdk-17-jre-headless \
-	  prometheus prometheus-alertmanager >/dev/null; }
+	  prometheus prometheus-alertmanager faketime >/dev/null; }
 
 test: $(STAMP) system-deps
 	$(PY) -m pytest
