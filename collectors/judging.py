@@ -1,19 +1,20 @@
 """Judging every consumer after each cycle, right after the cycle's samples are committed.
 
-The verdict is computed where the data is: the window-features SQL (health/features.py's one
-definition, sql/queries/window_features.sql) runs inside the store over the health window, on a
-read-only connection (so the dashboard's readers are not kept out while it runs), and
-`health.rules.evaluate_features` judges the result with the file released. The
-verdicts replace `verdicts_current`; each transition is appended to `verdict_changes`. Pages,
-`jetwatch status`, /metrics and alerts read what this wrote instead of recomputing windows.
+The collector keeps what judging needs in memory (collectors/live_state.py: the health window's
+samples, the live state with its limits, the verdicts it kept and each consumer's last activity),
+seeded from the store once when it starts. A cycle is judged without reading the store back: the
+window features come from the in-memory window (held equal to window_features.sql by
+tests/test_window_state.py), `health.rules.evaluate_features` (the one health definition) judges
+them, and only the verdicts that changed (verdict, reason, findings, numbers; a quiet consumer's
+activity) are written to `verdicts_current`, with each transition appended to `verdict_changes`.
+Pages, `jetwatch status`, /metrics and alerts read what this wrote instead of recomputing windows.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 import numpy as np
@@ -21,23 +22,52 @@ import pandas as pd
 import pyarrow as pa
 
 from jetwatch import sql
-from jetwatch.collectors.window_state import WindowState
+from jetwatch.collectors.live_state import (ACTIVITY, KEPT_NUMBERS, STATE, TIMES, LiveState, epoch, stamps)
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta
-from jetwatch.health.rules import BY_NAME, LIMIT_COLUMNS, Thresholds, evaluate_features
+from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, evaluate_features
 from jetwatch.store.database import Store
 
 KEY = ["account", "stream", "consumer"]
 NO_SAMPLES = "no samples in the window yet"
+NO_SAMPLES_FINDINGS = [{"verdict": "COLLECTING", "reason": NO_SAMPLES, "numbers": {"samples": 0}}]
+LAST_KNOWN = "last known, judged "
+QUIET = ("NO_PULLERS", "STALLED")  # verdicts whose reason says since when: their activity is kept fresh
+LIMITS = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy")
+RATES = ("delivered_per_second", "acked_per_second", "redelivered_per_second")
+CHANGE_COLUMNS = ["ts", *KEY, "from_verdict", "to_verdict", "reason", "from_since"]
 
 
-@dataclass
 class JudgedCycle:
     """What one cycle judged: every consumer of the live state with its state, limits, verdict,
-    level, findings and since when; and the transitions of this cycle."""
+    level, findings and since when (`consumers`, built when first asked for: the exporters need it,
+    judging does not); this cycle's transitions; and what it writes."""
 
-    at: dt.datetime
-    consumers: pd.DataFrame
-    changes: pd.DataFrame
+    def __init__(self, at: dt.datetime, consumers: pd.DataFrame | Callable[[], pd.DataFrame],
+                 changes: pd.DataFrame, written: pa.Table | None = None, gone: pa.Table | None = None) -> None:
+        self.at = at
+        self._consumers = consumers
+        self.changes = changes
+        self.written = written  # the rows of verdicts_current this cycle replaced
+        self.gone = gone  # consumers that left the live state
+        self.commit: Callable[[], None] = lambda: None
+
+    @property
+    def consumers(self) -> pd.DataFrame:
+        if callable(self._consumers):
+            self._consumers = self._consumers()
+        return self._consumers
+
+
+def _findings_json(findings: list[Any]) -> np.ndarray:
+    """JSON text per consumer; a findings list shared by many (every OK) is encoded once."""
+    cache: dict[int, str] = {}
+    out = np.empty(len(findings), dtype=object)
+    for i, f in enumerate(findings):
+        key = id(f)
+        if key not in cache:
+            cache[key] = f if isinstance(f, str) else json.dumps(f, default=_jsonable)
+        out[i] = cache[key]
+    return out
 
 
 def _jsonable(value: Any) -> Any:
@@ -48,190 +78,186 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _findings_json(findings: list[Any]) -> list[str]:
-    """JSON text per consumer; the shared OK list is encoded once."""
-    cache: dict[int, str] = {}
-    out = []
-    for f in findings:
-        key = id(f)
-        if key not in cache:
-            cache[key] = json.dumps(f, default=_jsonable)
-        out.append(cache[key])
-    return out
+def _differ(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """Element-wise "not the same number", NaN equal to NaN."""
+    return ~((new == old) | (np.isnan(new) & np.isnan(old)))
 
 
-@dataclass
-class WindowInputs:
-    """What judging reads from the store, fetched inside the cycle's write transaction."""
-
-    at: dt.datetime
-    features: pd.DataFrame
-    counts: pd.DataFrame
-    latest: pd.DataFrame
-    previous: pd.DataFrame
+def _numbers(values: np.ndarray) -> np.ndarray:
+    return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
 
 
-def read_window(con: duckdb.DuckDBPyConnection, now: dt.datetime, thresholds: Thresholds,
-                window: WindowState | None = None) -> WindowInputs:
-    """The health window's features, event counts, the live state with limits and the previous
-    verdicts. The features come from the collector's in-memory `window` when it keeps one (no
-    scan of the samples), else from window_features.sql over the store; the rules run after."""
-    since = now - dt.timedelta(seconds=thresholds.health_window)
-    latest = con.execute(sql.query("fleet_latest")).df()
-    if window is None:
-        con.execute(sql.query("set_window_since"), {"since": since})
-        con.execute(sql.query("stage_window_samples"))
-        features = con.execute(sql.query("window_features")).df()
-    else:
-        features = window.features(since, list(zip(latest["account"], latest["stream"], latest["consumer"])))
-    return WindowInputs(
-        at=now,
-        features=features,
-        counts=con.execute(sql.query("window_event_counts"), {"since": since}).df(),
-        latest=latest,
-        previous=con.execute(sql.query("verdicts_previous")).df(),
-    )
+def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd.DataFrame) -> JudgedCycle:
+    """Judge every live consumer from the in-memory state and find what changed against the
+    verdicts kept: pure, nothing is written and `state` is unchanged until `commit`."""
+    n = len(state.keys)
+    live = np.flatnonzero(state.live[:n])
+    m = len(live)
+    now_s = now.timestamp()
+    now_ts = pd.Timestamp(now_s * 1e6, unit="us", tz="UTC")
+    feats = state.features(now, live)
+    at_row = feats["row"].to_numpy(np.int64)
+    position = np.full(n, -1, dtype=np.int64)
+    position[live] = np.arange(m)
+    pos = position[at_row]
 
+    # The rules over the consumers with samples in the window, limits and event counts beside.
+    for c in LIMITS:
+        feats[c] = state.state[c][at_row]
+    event = {c: np.zeros(n) for c in COUNT_COLUMNS}
+    if not counts.empty:
+        rows = np.fromiter((state.window.rows.get(k, -1) for k in zip(counts["account"], counts["stream"],
+                                                                        counts["consumer"])), np.int64, len(counts))
+        for c in COUNT_COLUMNS:
+            event[c][rows[rows >= 0]] = pd.to_numeric(counts[c], errors="coerce").fillna(0).to_numpy()[rows >= 0]
+    for c in COUNT_COLUMNS:
+        feats[c] = event[c][at_row]
+    verdicts = evaluate_features(feats.drop(columns=["row"]), None, thresholds, None)
 
-def load_window(store: Store, now: dt.datetime, thresholds: Thresholds) -> WindowState:
-    """A collector's window at start: the samples of the health window already stored."""
-    window = WindowState(thresholds.health_window)
-    since = now - dt.timedelta(seconds=thresholds.health_window)
+    verdict = np.full(m, "COLLECTING", dtype=object)
+    reason = np.full(m, NO_SAMPLES, dtype=object)
+    findings: list[Any] = [NO_SAMPLES_FINDINGS] * m
+    samples = np.zeros(m)
+    rates = {c: np.full(m, np.nan) for c in RATES}
+    if len(pos):
+        verdict[pos] = verdicts["verdict"].to_numpy(object)
+        reason[pos] = verdicts["reason"].to_numpy(object)
+        for p, f in zip(pos.tolist(), verdicts["findings"]):
+            findings[p] = f
+        samples[pos] = verdicts["samples"].to_numpy(np.float64)
+        for c in RATES:
+            rates[c][pos] = pd.to_numeric(verdicts[c], errors="coerce").to_numpy(np.float64)
 
-    def stored(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-        con.execute(sql.query("set_window_since"), {"since": since})
-        con.execute(sql.query("stage_window_samples"))
-        return con.execute("SELECT * FROM window_samples").df()
+    # The drain ETA (health/eta.py): the backlog now, its trend over the window.
+    slope, slope_se = np.full(m, np.nan), np.full(m, np.nan)
+    slope[pos], slope_se[pos] = feats["backlog_slope"].to_numpy(np.float64), feats["backlog_slope_se"].to_numpy(np.float64)
+    pending = np.nan_to_num(_numbers(state.state["num_pending"][live]))
+    in_flight = np.nan_to_num(_numbers(state.state["num_ack_pending"][live]))
+    eta = drain_eta(pd.DataFrame({
+        "backlog": pending + in_flight, "backlog_slope": slope, "backlog_slope_se": slope_se,
+        "paused": pd.Series(state.state["paused"][live], dtype=object).where(
+            pd.notna(pd.Series(state.state["paused"][live], dtype=object)), False),
+        "no_pullers": verdict == "NO_PULLERS",
+        "is_pull": pd.Series(state.state["is_pull"][live], dtype=object).where(
+            pd.notna(pd.Series(state.state["is_pull"][live], dtype=object)), True)}))
 
-    if store.exists():
-        window.seed(store.read(stored))
-    return window
+    # Hold the last known verdict of a consumer that is COLLECTING only for lack of fresh samples
+    # (the collector was stopped longer than the health window, or a server did not answer): a
+    # STALLED consumer never turns grey because the collector died with it. Its reason says when
+    # it was last judged; a consumer never judged before stays COLLECTING.
+    kept = state.kept_text["verdict"][live]
+    kept_findings = state.kept_text["findings"][live]
+    judged_at = np.full(m, now_s)
+    hold = (verdict == "COLLECTING") & pd.notna(kept) & (kept != "COLLECTING")
+    for i in np.flatnonzero(hold):
+        text = str(state.kept_text["reason"][live[i]])
+        if not text.startswith(LAST_KNOWN):
+            when = pd.Timestamp(state.kept_judged_at[live[i]] * 1e6, unit="us", tz="UTC")
+            text = (f"{LAST_KNOWN}{when:%Y-%m-%d %H:%M:%S} UTC (too few fresh samples to judge again, "
+                    f"the collector or the server was away): {text}")
+        verdict[i], reason[i], findings[i] = kept[i], text, kept_findings[i]
+        judged_at[i] = state.kept_judged_at[live[i]]
+    findings_json = _findings_json(findings)
+    same = kept == verdict
+    since = np.where(same, state.kept_since[live], now_s)
+    level = np.array([BY_NAME[v].level for v in verdict], dtype=object)
+    activity = state.recent_activity(now, live)
 
-
-def judge(inputs: WindowInputs, thresholds: Thresholds) -> pd.DataFrame:
-    """The verdict of every consumer in the live state, with its state and limits."""
-    latest = inputs.latest
-    if latest.empty:
-        return latest.assign(verdict=pd.Series(dtype=object), reason=pd.Series(dtype=object))
-    verdicts = evaluate_features(inputs.features, latest[KEY + LIMIT_COLUMNS], thresholds, inputs.counts)
-    out = latest.merge(verdicts.drop(columns=["last_ts"]), on=KEY, how="left")
-    missing = out["verdict"].isna()
-    if missing.any():
-        out.loc[missing, "verdict"] = "COLLECTING"
-        out.loc[missing, "reason"] = NO_SAMPLES
-        out.loc[missing, "findings"] = pd.Series(
-            [[{"verdict": "COLLECTING", "reason": NO_SAMPLES, "numbers": {"samples": 0}}]] * int(missing.sum()),
-            index=out.index[missing])
-    out["level"] = out["verdict"].map(lambda v: BY_NAME[v].level)
-    return with_eta(out, inputs.features)
-
-
-def with_eta(judged: pd.DataFrame, features: pd.DataFrame) -> pd.DataFrame:
-    """The drain ETA of every judged consumer (health/eta.py): its backlog now, the backlog's
-    trend over the window, paused or nobody pulling."""
-    trend = [c for c in ("backlog_slope", "backlog_slope_se") if c in features]
-    out = judged.merge(features[KEY + trend], on=KEY, how="left") if trend else judged.copy()
-    for c in ("backlog_slope", "backlog_slope_se"):
-        if c not in out:
-            out[c] = np.nan
-    frame = pd.DataFrame({
-        "backlog": pd.to_numeric(out["num_pending"], errors="coerce").fillna(0)
-        + pd.to_numeric(out["num_ack_pending"], errors="coerce").fillna(0),
-        "backlog_slope": out["backlog_slope"], "backlog_slope_se": out["backlog_slope_se"],
-        "paused": out["paused"].astype(object).where(out["paused"].notna(), False),
-        "no_pullers": out["verdict"] == "NO_PULLERS",
-        "is_pull": out["is_pull"].astype(object).where(out["is_pull"].notna(), True),
-    }, index=out.index)
-    out[ETA_COLUMNS] = drain_eta(frame)
-    return out.drop(columns=["backlog_slope", "backlog_slope_se"])
-
-
-def decide(inputs: WindowInputs, thresholds: Thresholds) -> JudgedCycle:
-    """Judge every consumer and find this cycle's transitions against the previous verdicts;
-    a verdict that holds keeps its `since`. Pure: nothing is written."""
-    now = inputs.at
-    judged = judge(inputs, thresholds)
-    now_ts = pd.Timestamp(now).tz_convert("UTC") if pd.Timestamp(now).tzinfo else pd.Timestamp(now, tz="UTC")
-    if judged.empty:
-        return JudgedCycle(now, judged.assign(since=pd.Series(dtype="datetime64[ns, UTC]")),
-                           pd.DataFrame(columns=["ts", *KEY, "from_verdict", "to_verdict", "reason"]))
-    previous = inputs.previous.rename(columns={"verdict": "from_verdict", "since": "prev_since",
-                                               "reason": "prev_reason", "findings": "prev_findings",
-                                               "judged_at": "prev_judged_at"})
-    merged = hold_last_known(judged.merge(previous, on=KEY, how="left"), now_ts)
-    same = merged["from_verdict"] == merged["verdict"]
-    merged["since"] = pd.to_datetime(merged["prev_since"], utc=True).where(same, now_ts)
-    changed = merged[~same]
-    changes = pd.DataFrame({
-        "ts": [now_ts] * len(changed), "account": changed["account"].to_numpy(),
-        "stream": changed["stream"].to_numpy(), "consumer": changed["consumer"].to_numpy(),
-        "from_verdict": changed["from_verdict"].astype(object).where(changed["from_verdict"].notna(), None).to_numpy(),
-        "to_verdict": changed["verdict"].to_numpy(), "reason": changed["reason"].astype(str).to_numpy(),
-        # Since when the old verdict had held: what alerting needs to resolve what it fired.
-        "from_since": pd.to_datetime(changed["prev_since"], utc=True).to_numpy(),
+    # What changed against the row kept: only those rows are written.
+    numbers = {"samples": samples, **rates, **{c: eta[c].to_numpy(np.float64) for c in ETA_COLUMNS[1:]}}
+    changed = ~state.written[live] | ~same | (reason != state.kept_text["reason"][live])
+    changed |= findings_json != kept_findings
+    changed |= eta["eta_state"].to_numpy(object) != state.kept_text["eta_state"][live]
+    for c in KEPT_NUMBERS:
+        changed |= _differ(numbers[c], state.kept_numbers[c][live])
+    quiet = np.isin(verdict, QUIET)
+    for c in ACTIVITY:
+        changed |= quiet & _differ(activity[c], state.activity[c][live])
+    at = np.flatnonzero(changed)
+    keys = [state.keys[r] for r in live[at]]
+    written = pa.table({
+        "account": pa.array([k[0] for k in keys], pa.string()), "stream": pa.array([k[1] for k in keys], pa.string()),
+        "consumer": pa.array([k[2] for k in keys], pa.string()),
+        "verdict": pa.array(verdict[at], pa.string()), "level": pa.array(level[at], pa.string()),
+        "reason": pa.array(reason[at].astype(str), pa.string()), "findings": pa.array(findings_json[at], pa.string()),
+        "since": pa.array(stamps(since[at]), pa.timestamp("us", tz="UTC")),
+        "judged_at": pa.array(stamps(judged_at[at]), pa.timestamp("us", tz="UTC")),
+        "samples": pa.array(samples[at].astype(np.int64), pa.int64()),
+        **{c: pa.array(numbers[c][at], pa.float64(), from_pandas=True) for c in (*RATES, *ETA_COLUMNS[1:])},
+        "eta_state": pa.array(eta["eta_state"].to_numpy(object)[at], pa.string()),
+        **{c: pa.array(stamps(activity[c][at]), pa.timestamp("us", tz="UTC")) for c in ACTIVITY},
     })
-    return JudgedCycle(now, merged.drop(columns=["prev_since", "prev_reason", "prev_findings", "prev_judged_at"],
-                                        errors="ignore"), changes)
+    gone_rows = np.flatnonzero(state.written[:n] & ~state.live[:n])
+    gone_keys = [state.keys[r] for r in gone_rows]
+    gone = pa.table({c: pa.array([k[i] for k in gone_keys], pa.string()) for i, c in enumerate(KEY)})
 
+    moved = np.flatnonzero(~same)
+    moved_keys = [state.keys[r] for r in live[moved]]
+    changes = pd.DataFrame({
+        "ts": [now_ts] * len(moved), "account": [k[0] for k in moved_keys], "stream": [k[1] for k in moved_keys],
+        "consumer": [k[2] for k in moved_keys], "from_verdict": kept[moved], "to_verdict": verdict[moved],
+        "reason": reason[moved].astype(str),
+        # Since when the old verdict had held: what alerting needs to resolve what it fired.
+        "from_since": stamps(state.kept_since[live[moved]]).to_numpy(),
+    }, columns=CHANGE_COLUMNS)
 
-LAST_KNOWN = "last known, judged "
+    def consumers() -> pd.DataFrame:
+        keys = [state.keys[r] for r in live]
+        out = pd.DataFrame({"account": [k[0] for k in keys], "stream": [k[1] for k in keys],
+                            "consumer": [k[2] for k in keys]})
+        for c in STATE:
+            out[c] = snapshot[c]
+        for c in TIMES:
+            out[c] = pd.to_datetime(out[c], utc=True, format="ISO8601")
+        out["verdict"], out["reason"], out["level"] = verdict, reason, level
+        out["findings"] = [json.loads(f) if isinstance(f, str) else f for f in findings]
+        out["samples"] = samples.astype(np.int64)
+        for c in RATES:
+            out[c] = rates[c]
+        out[ETA_COLUMNS] = eta[ETA_COLUMNS].to_numpy(object)
+        for c in ETA_COLUMNS[1:]:
+            out[c] = out[c].astype(np.float64)
+        out["since"], out["judged_at"] = stamps(since), stamps(judged_at)
+        for c in ACTIVITY:
+            out[c] = stamps(activity[c])
+        return out
 
+    snapshot = {c: state.state[c][live].copy() for c in STATE}  # the state as judged, for `consumers`
+    judged = JudgedCycle(now, consumers, changes, written, gone)
 
-def hold_last_known(merged: pd.DataFrame, now_ts: pd.Timestamp) -> pd.DataFrame:
-    """A consumer that would be COLLECTING only for lack of fresh samples (the collector was
-    stopped longer than the health window, or a server did not answer) keeps its previous verdict,
-    findings and since, marked in its reason with when it was last judged: a STALLED consumer
-    never turns grey just because the collector died with it. A consumer never judged before
-    stays COLLECTING."""
-    merged = merged.copy()
-    merged["judged_at"] = now_ts
-    if "prev_reason" not in merged:
-        return merged
-    hold = ((merged["verdict"] == "COLLECTING") & merged["from_verdict"].notna()
-            & (merged["from_verdict"] != "COLLECTING"))
-    if not hold.any():
-        return merged
-    for i in merged.index[hold]:
-        reason = str(merged.at[i, "prev_reason"])
-        judged_at = pd.Timestamp(merged.at[i, "prev_judged_at"])
-        judged_at = judged_at.tz_convert("UTC") if judged_at.tzinfo else judged_at.tz_localize("UTC")
-        if not reason.startswith(LAST_KNOWN):
-            reason = (f"{LAST_KNOWN}{judged_at:%Y-%m-%d %H:%M:%S} UTC (too few fresh samples to judge again, "
-                      f"the collector or the server was away): {reason}")
-        merged.at[i, "verdict"] = merged.at[i, "from_verdict"]
-        merged.at[i, "reason"] = reason
-        prev = merged.at[i, "prev_findings"]
-        merged.at[i, "findings"] = json.loads(prev) if isinstance(prev, str) else prev
-        merged.at[i, "judged_at"] = judged_at
-    merged.loc[hold, "level"] = merged.loc[hold, "verdict"].map(lambda v: BY_NAME[v].level)
-    return merged
+    def commit() -> None:
+        """The judged cycle is in the store: remember it as kept."""
+        rows = live[at]
+        state.written[live] = True
+        for c, values in (("verdict", verdict), ("reason", reason), ("findings", findings_json),
+                          ("eta_state", eta["eta_state"].to_numpy(object))):
+            state.kept_text[c][rows] = values[at]
+        for c in KEPT_NUMBERS:
+            state.kept_numbers[c][rows] = numbers[c][at]
+        state.kept_since[live] = since
+        state.kept_judged_at[live] = judged_at
+        for c in ACTIVITY:
+            state.activity[c][live] = activity[c]
+        state.written[gone_rows] = False
+        state.forget_gone()
+
+    judged.commit = commit
+    return judged
 
 
 def keep(con: duckdb.DuckDBPyConnection, judged: JudgedCycle) -> None:
-    """Write a judged cycle: its verdicts replace verdicts_current, its transitions are appended."""
-    merged, now_ts = judged.consumers, pd.Timestamp(judged.at)
-    if merged.empty:
-        con.execute("DELETE FROM verdicts_current")
-        return
-    batch = pa.table({
-        "account": pa.array(merged["account"], pa.string()), "stream": pa.array(merged["stream"], pa.string()),
-        "consumer": pa.array(merged["consumer"], pa.string()), "verdict": pa.array(merged["verdict"], pa.string()),
-        "level": pa.array(merged["level"], pa.string()), "reason": pa.array(merged["reason"].astype(str), pa.string()),
-        "findings": pa.array(_findings_json(list(merged["findings"])), pa.string()),
-        "since": pa.array(merged["since"], pa.timestamp("us", tz="UTC")),
-        # A held last known verdict keeps the time it was judged (see hold_last_known).
-        "judged_at": pa.array(pd.to_datetime(merged["judged_at"], utc=True) if "judged_at" in merged
-                              else [now_ts] * len(merged), pa.timestamp("us", tz="UTC")),
-        "samples": pa.array(pd.to_numeric(merged["samples"], errors="coerce").fillna(0).astype("int64"), pa.int64()),
-        **{c: pa.array(pd.to_numeric(merged[c], errors="coerce").astype(float), pa.float64(), from_pandas=True)
-           for c in ("delivered_per_second", "acked_per_second", "redelivered_per_second", *ETA_COLUMNS[1:])},
-        "eta_state": pa.array(merged["eta_state"].astype(object).where(merged["eta_state"].notna(), None)
-                              if "eta_state" in merged else [None] * len(merged), pa.string()),
-    })
-    con.register("verdict_batch", batch)
-    for statement in _statements("replace_verdicts_current"):
-        con.execute(statement)
-    con.unregister("verdict_batch")
+    """Write a judged cycle: the changed verdicts replace their rows, consumers gone lose theirs,
+    every verdict judged afresh is stamped with this cycle's time, the transitions are appended."""
+    if judged.gone is not None and judged.gone.num_rows:
+        con.register("gone_batch", judged.gone)
+        con.execute(sql.query("delete_verdicts_gone"))
+        con.unregister("gone_batch")
+    if judged.written is not None and judged.written.num_rows:
+        con.register("verdict_batch", judged.written)
+        for statement in _statements("upsert_verdicts_current"):
+            con.execute(statement)
+        con.unregister("verdict_batch")
+    con.execute(sql.query("stamp_verdicts_judged"), {"now": judged.at, "last_known": LAST_KNOWN})
     if not judged.changes.empty:
         changes = pa.table({
             "ts": pa.array(judged.changes["ts"], pa.timestamp("us", tz="UTC")),
@@ -241,23 +267,48 @@ def keep(con: duckdb.DuckDBPyConnection, judged: JudgedCycle) -> None:
         con.unregister("change_batch")
 
 
+def event_counts(con: duckdb.DuckDBPyConnection, now: dt.datetime, thresholds: Thresholds) -> pd.DataFrame:
+    """Pin switches, naks and max-delivery hits per consumer in the health window (advisories are
+    stored by the collector's other loop, so they are read, from the small recent end of the table)."""
+    since = now - dt.timedelta(seconds=thresholds.health_window)
+    return con.execute(sql.query("window_event_counts"), {"since": since}).df()
+
+
+def load_window(store: Store, now: dt.datetime, thresholds: Thresholds) -> LiveState:
+    """A collector's state at start, from the store: the health window's samples, the live state,
+    the verdicts kept and each consumer's activity (looked up once in the samples where none is kept)."""
+    if not store.exists():
+        return LiveState(thresholds.health_window)
+    return store.read(lambda con: LiveState.seeded(con, now, thresholds.health_window))
+
+
 def judge_stored_cycle(store: Store, now: dt.datetime, thresholds: Thresholds,
-                       window: WindowState | None = None) -> JudgedCycle:
-    """The collector's judging after it committed a cycle's samples: the live state and counts
-    on a read-only connection (dashboard readers are not kept out meanwhile), the features from
-    its in-memory window, the rules with the file released, then one short write transaction
-    that keeps the verdicts."""
-    judged = decide(store.read(lambda con: read_window(con, now, thresholds, window)), thresholds)
-    store.write(lambda con: keep(con, judged))
+                       state: LiveState | None = None) -> JudgedCycle:
+    """The collector's judging after it committed a cycle's samples (and added them to `state`):
+    judged from memory, then one short write transaction keeps what changed. Without a state, it
+    is seeded from the store first (judge_cycle)."""
+    if state is None:
+        return store.write(lambda con: judge_cycle(con, now, thresholds))
+
+    def tx(con: duckdb.DuckDBPyConnection) -> JudgedCycle:
+        judged = judge(state, now, thresholds, event_counts(con, now, thresholds))
+        keep(con, judged)
+        return judged
+
+    judged = store.write(tx)
+    judged.commit()
     return judged
 
 
 def judge_cycle(con: duckdb.DuckDBPyConnection, now: dt.datetime, thresholds: Thresholds) -> JudgedCycle:
-    """Read, judge and keep in one transaction (for callers that hold the store anyway)."""
-    judged = decide(read_window(con, now, thresholds), thresholds)
+    """Seed a state from the store, judge and keep, in the caller's transaction (for callers that
+    hold the store anyway and judge one cycle: the same path as the collector's, from a fresh start)."""
+    state = LiveState.seeded(con, now, thresholds.health_window)
+    judged = judge(state, now, thresholds, event_counts(con, now, thresholds))
     keep(con, judged)
     return judged
 
 
 def _statements(name: str) -> list[str]:
-    return [s for s in sql.query(name).split(";") if s.strip()]
+    return [s for s in sql.query(name).split(";")
+            if any(line.strip() and not line.strip().startswith("--") for line in s.splitlines())]

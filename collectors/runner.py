@@ -32,7 +32,7 @@ from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.lag import LagReader, LagStats
 from jetwatch.collectors.rejects import RejectBudget
 from jetwatch.collectors.judging import JudgedCycle, judge_stored_cycle, load_window
-from jetwatch.collectors.window_state import WindowState
+from jetwatch.collectors.live_state import LiveState
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
 from jetwatch.collectors.metrics import CycleHistogram, MetricsExporter, PinCounts, Snapshot
 from jetwatch.core.clock import rfc3339, utcnow
@@ -92,7 +92,7 @@ class Collector:
         self.name_filter = self._make_filter()
         self.cycles = 0
         self.thresholds = Thresholds.from_settings(settings)
-        self.window: WindowState | None = None  # the health window's samples, for judging
+        self.window: LiveState | None = None  # what judging needs, kept between cycles
         self.rejects_total = 0
         self.reject_budget = RejectBudget()
         self.cycle_hooks: list[Callable[[Collector, JudgedCycle, float], Any]] = []
@@ -336,16 +336,13 @@ class Collector:
         self._last_status = status
         self._cycle_written()
         window = self.window
-        if window is not None:  # the window holds what the store holds, no more
+        if window is not None:  # the state holds what the store holds, no more
             for cycle in pending:
-                window.add(cycle.samples)
+                window.add(cycle.samples, cycle.accounts, cycle.kept, cycle.configs)
         # On the writer thread, so no other write slips between the samples and their verdicts.
         judged = await asyncio.get_running_loop().run_in_executor(
             self._writer, judge_stored_cycle, self.store, server_now, thresholds, window)
         self.judged = judged
-        if window is not None:
-            window.forget(set(zip(judged.consumers["account"], judged.consumers["stream"],
-                                  judged.consumers["consumer"])))
         self.seen = set(zip(batch.samples["account"], batch.samples["stream"], batch.samples["consumer"]))
         self.rejects_total += len(batch.rejects)
         self.cycles += 1

@@ -193,18 +193,38 @@ def _at(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return a[np.arange(len(idx)), idx]
 
 
-def _features(state: WindowState, rows: np.ndarray, since: float) -> pd.DataFrame:
-    n = state.used
-    t = state.t[rows, :n]
+def first_column(state: WindowState, since: float) -> int:
+    """The first column holding a sample at or after `since`: the columns before it are outside
+    the window for every consumer (each row is in time order), so the passes skip them."""
+    with np.errstate(invalid="ignore"):
+        late = (state.t[:, :state.used] >= since).any(axis=0)
+    return int(np.argmax(late)) if late.any() else state.used
+
+
+def _rows_of(a: np.ndarray, rows: np.ndarray | slice, lo: int, n: int) -> np.ndarray:
+    return a[rows, lo:n]
+
+
+def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: bool = False) -> pd.DataFrame:
+    n, lo = state.used, first_column(state, since)
+    # Every row in order (the collector's case): slices are views, not copies.
+    pick: np.ndarray | slice = (slice(0, len(rows)) if len(rows) and rows[0] == 0
+                                and np.array_equal(rows, np.arange(len(rows))) else rows)
+    t = _rows_of(state.t, pick, lo, n)
     v = ~np.isnan(t) & (t >= since)
-    rows, t, v = rows[v.any(axis=1)], t[v.any(axis=1)], v[v.any(axis=1)]
+    any_v = v.any(axis=1)
+    if not any_v.all():
+        rows, pick = rows[any_v], rows[any_v]
+        t, v = t[any_v], v[any_v]
     if len(rows) == 0:
-        return pd.DataFrame(columns=list(KEY) + FEATURES)
-    val = {name: state.values[name][rows, :n] for name in NUMBERS}
+        return pd.DataFrame(columns=list(KEY) + FEATURES + (["row"] if with_rows else []))
+    n -= lo
+    val = {name: _rows_of(state.values[name], pick, lo, lo + n) for name in NUMBERS}
     pending, ack, waiting, redelivered = (val["num_pending"], val["num_ack_pending"], val["num_waiting"],
                                           val["num_redelivered"])
     dcs, dss, afs = val["delivered_consumer_seq"], val["delivered_stream_seq"], val["ack_floor_stream_seq"]
-    created, paused, pins = state.created[rows, :n], state.paused[rows, :n], state.pins[rows, :n]
+    created, paused, pins = (_rows_of(state.created, pick, lo, lo + n), _rows_of(state.paused, pick, lo, lo + n),
+                             _rows_of(state.pins, pick, lo, lo + n))
 
     # The previous sample in the window of every sample (window_features.sql's lag()).
     cols = np.arange(n)
@@ -297,6 +317,8 @@ def _features(state: WindowState, rows: np.ndarray, since: float) -> pd.DataFram
         "nopin_seconds": nopin_seconds,
         "sample_pin_switches": switches.astype(np.int64),
     })
+    if with_rows:
+        out["row"] = rows
     return out
 
 

@@ -60,10 +60,10 @@ def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime |
           since_when: bool = True) -> Fleet:
     """Every consumer in the live state with the verdict the collector judged after its last
     cycle (verdicts_current), worst first. Nothing is recomputed here: the page's cost grows with
-    the consumers shown, not with the samples stored. Beside the verdict: when each consumer that
-    is NO_PULLERS or STALLED last pulled and acknowledged (so its reason says since when), and the
-    unpin reasons of the health window (what a FLAPPING verdict's switches were). `since_when`
-    False leaves both out (the benchmark's baseline)."""
+    the consumers shown, not with the samples stored. Beside the verdict: when each consumer last
+    pulled and acknowledged and was first seen (kept by the collector with the verdict, so a
+    NO_PULLERS or STALLED reason says since when), and the unpin reasons of the health window
+    (what a FLAPPING verdict's switches were). `since_when` False leaves both out."""
     window = dt.timedelta(seconds=(thresholds or Thresholds()).health_window)
     now = now or utcnow()
     try:
@@ -92,18 +92,28 @@ def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime |
     return Fleet(out[FLEET_COLUMNS].reset_index(drop=True), collector, as_of)
 
 
+ACTIVITY = ["first_seen", "last_pull", "last_ack"]
+
+
 def _with_activity(store: Store, latest: pd.DataFrame, window: dt.timedelta) -> pd.DataFrame:
-    """`latest` with last_pull, last_ack and first_seen for its quiet consumers, looked up in the
-    samples from two health windows before each one's verdict began (the last activity lies a
-    window and a sample before the verdict, at most, unless the collector was away)."""
-    quiet = latest[latest["verdict"].isin(QUIET)]
-    activity = pd.DataFrame(columns=KEY + ["first_seen", "last_pull", "last_ack"])
-    if not quiet.empty:
-        froms = pd.to_datetime(quiet["since"], utc=True) - 2 * window
-        activity = store.query("consumer_activity", {
-            "accounts": list(quiet["account"]), "streams": list(quiet["stream"]), "consumers": list(quiet["consumer"]),
-            "froms": [t.to_pydatetime() for t in froms]})
-    return latest.merge(activity, on=KEY, how="left")
+    """`latest` with last_pull, last_ack and first_seen as the collector kept them with each
+    verdict. Rows written before it kept them (NULL) are looked up for the quiet consumers among
+    them in the samples from two health windows before each one's verdict began (the last activity
+    lies a window and a sample before the verdict, at most, unless the collector was away)."""
+    for c in ACTIVITY:
+        if c not in latest:
+            latest[c] = pd.NaT
+    quiet = latest[latest["verdict"].isin(QUIET) & latest[ACTIVITY].isna().all(axis=1)]
+    if quiet.empty:
+        return latest
+    froms = pd.to_datetime(quiet["since"], utc=True) - 2 * window
+    activity = store.query("consumer_activity", {
+        "accounts": list(quiet["account"]), "streams": list(quiet["stream"]), "consumers": list(quiet["consumer"]),
+        "froms": [t.to_pydatetime() for t in froms]})
+    looked_up = latest.drop(columns=ACTIVITY).merge(activity, on=KEY, how="left")
+    for c in ACTIVITY:
+        latest[c] = latest[c].where(latest[c].notna(), looked_up[c].to_numpy())
+    return latest
 
 
 def recent_changes(store: Store, limit: int = 20) -> pd.DataFrame:

@@ -5,6 +5,6 @@ SELECT l.account, l.stream, l.consumer, l.ts, l.num_pending, l.num_ack_pending, 
        l.priority_policy, v.verdict, v.reason, v.findings::VARCHAR AS findings, v.since,
        v.delivered_per_second, v.acked_per_second, v.redelivered_per_second,
        l.oldest_unacked_age_seconds, l.oldest_unacked_age_kind, v.eta_state, v.eta_seconds,
-       v.eta_low_seconds, v.eta_high_seconds
+       v.eta_low_seconds, v.eta_high_seconds, v.last_pull, v.last_ack, v.first_seen
 FROM consumer_latest l
 LEFT JOIN verdicts_current v USING (account, stream, consumer);

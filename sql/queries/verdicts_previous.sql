@@ -1,4 +1,7 @@
--- The verdicts of the previous cycle, to find this cycle's transitions and to hold a last known
--- verdict when too few fresh samples remain to judge again (after the collector was away).
-SELECT account, stream, consumer, verdict, since, reason, findings::VARCHAR AS findings, judged_at
+-- The verdicts the collector kept, to find this cycle's transitions, to hold a last known
+-- verdict when too few fresh samples remain to judge again (after the collector was away), to
+-- write only what changed, and each consumer's last activity.
+SELECT account, stream, consumer, verdict, since, reason, findings::VARCHAR AS findings, judged_at,
+       samples, delivered_per_second, acked_per_second, redelivered_per_second,
+       eta_state, eta_seconds, eta_low_seconds, eta_high_seconds, last_pull, last_ack, first_seen
 FROM verdicts_current;

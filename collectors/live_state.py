@@ -1,0 +1,256 @@
+"""What the collector knows of every consumer between cycles, so that judging a cycle reads nothing
+back from the store: the health window's samples (collectors/window_state.py), the live state
+with the limits of each consumer's latest config (what the view consumer_latest holds), the
+verdict it last kept for each, and when each last pulled, last acknowledged and was first seen.
+
+It is seeded from the store once, when the collector starts (or, for callers that judge one cycle
+on a connection they hold, every time: `judging.judge_cycle`), and kept in step with the store
+afterwards: a cycle's samples, accounts and configs change it as write_samples and write_configs
+change consumer_current and consumer_configs; a judged cycle changes it only after its write
+committed (`commit`), so a failed write leaves it as the store is.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Iterable, Mapping, Sequence
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from jetwatch import sql
+from jetwatch.collectors.window_state import NO_PIN, WindowState, first_column
+
+KEY = ("account", "stream", "consumer")
+# consumer_latest's columns, as fleet_latest.sql reads them: from the latest sample ...
+SAMPLE_STATE = ("ts", "server", "cluster", "num_pending", "num_ack_pending", "num_waiting", "num_redelivered",
+                "paused", "pause_until", "pin_group", "pinned_id", "pinned_ts", "leader",
+                "oldest_unacked_age_seconds", "oldest_unacked_age_kind", "oldest_undelivered_age_seconds",
+                "oldest_undelivered_age_kind")
+# ... and from the latest config.
+CONFIG_STATE = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy", "priority_groups",
+                "ack_wait_ns", "max_deliver", "priority_timeout_ns")
+STATE = SAMPLE_STATE + CONFIG_STATE
+TIMES = ("ts", "pause_until", "pinned_ts")
+# What the collector kept of each consumer's verdict (verdicts_previous.sql).
+KEPT_TEXT = ("verdict", "reason", "findings", "eta_state")
+KEPT_NUMBERS = ("samples", "delivered_per_second", "acked_per_second", "redelivered_per_second",
+                "eta_seconds", "eta_low_seconds", "eta_high_seconds")
+ACTIVITY = ("last_pull", "last_ack", "first_seen")
+
+
+def epoch(values: Any) -> np.ndarray:
+    """Epoch seconds of timestamps (NaN where missing)."""
+    stamps = pd.to_datetime(pd.Series(values, dtype=object), utc=True, format="ISO8601")
+    out = stamps.to_numpy(dtype="datetime64[us]").astype("int64").astype(np.float64) / 1e6
+    out[stamps.isna().to_numpy()] = np.nan
+    return out
+
+
+def stamps(seconds: np.ndarray) -> pd.Series:
+    """Timestamps (UTC) of epoch seconds, NaT where NaN."""
+    return pd.to_datetime(pd.Series(seconds, dtype=np.float64) * 1e6, unit="us", utc=True).dt.round("us")
+
+
+class LiveState:
+    """The window, the live state, the kept verdicts and the activity of every watched consumer,
+    in arrays that share the window's row numbers."""
+
+    def __init__(self, window_seconds: float) -> None:
+        self.window = WindowState(window_seconds)
+        self.live = np.zeros(0, dtype=bool)
+        self.state = {c: np.empty(0, dtype=object) for c in STATE}
+        self.kept_text = {c: np.empty(0, dtype=object) for c in KEPT_TEXT}
+        self.kept_numbers = {c: np.empty(0) for c in KEPT_NUMBERS}
+        self.kept_since = np.empty(0)  # epoch seconds, NaN: never judged
+        self.kept_judged_at = np.empty(0)
+        self.activity = {c: np.empty(0) for c in ACTIVITY}
+        self.written = np.zeros(0, dtype=bool)  # has a row in verdicts_current
+        self.activity_seeded = np.zeros(0, dtype=bool)
+
+    # -- rows ---------------------------------------------------------------------------------
+
+    @property
+    def keys(self) -> list[tuple[str, str, str]]:
+        return self.window.keys
+
+    def _all(self) -> list[np.ndarray]:
+        return [self.live, self.written, self.activity_seeded, self.kept_since, self.kept_judged_at,
+                *self.state.values(), *self.kept_text.values(), *self.kept_numbers.values(), *self.activity.values()]
+
+    def _grow(self) -> None:
+        n = len(self.window.keys)
+        have = len(self.live)
+        if n <= have:
+            return
+        size = max(n, 2 * have, 64)
+
+        def grown(a: np.ndarray) -> np.ndarray:
+            fill: Any = None if a.dtype == object else (False if a.dtype == bool else np.nan)
+            out = np.full(size, fill, dtype=a.dtype)
+            out[:have] = a
+            return out
+
+        self.live, self.written, self.activity_seeded = (grown(self.live), grown(self.written),
+                                                         grown(self.activity_seeded))
+        self.kept_since, self.kept_judged_at = grown(self.kept_since), grown(self.kept_judged_at)
+        for group in (self.state, self.kept_text, self.kept_numbers, self.activity):
+            for c in group:
+                group[c] = grown(group[c])
+
+    def rows_of(self, keys: Sequence[tuple[str, str, str]]) -> np.ndarray:
+        rows = self.window._row_of(list(keys))
+        self._grow()
+        return rows
+
+    def forget_gone(self) -> None:
+        """Drop the rows of consumers no longer live (and never to be judged again)."""
+        n = len(self.window.keys)
+        keep = np.flatnonzero(self.live[:n])
+        if len(keep) == n:
+            return
+        self.window.forget({self.window.keys[r] for r in keep})
+        for a in self._all():
+            a[:len(keep)] = a[keep]
+            a[len(keep):] = None if a.dtype == object else (False if a.dtype == bool else np.nan)
+
+    # -- a cycle ------------------------------------------------------------------------------
+
+    def add(self, samples: Mapping[str, Sequence[Any]], accounts: Iterable[str] | None = None,
+            kept: Iterable[tuple[str, ...]] = (), configs: Sequence[Mapping[str, Any]] = ()) -> None:
+        """One stored cycle, as write_samples and write_configs store it: the configs that changed,
+        the samples into the window, and the live state of the sampled `accounts` replaced by the
+        samples, except what `kept` names (a stream, or one consumer) keeping its last state.
+        Without `accounts` (a caller that only appends samples) nothing leaves the live state."""
+        if configs:
+            rows = self.rows_of([(c["account"], c["stream"], c["consumer"]) for c in configs])
+            for row, config in zip(rows, configs):  # in order: the latest config wins
+                for c in CONFIG_STATE:
+                    self.state[c][row] = config.get(c)
+        self.window.add(samples)
+        self._grow()
+        n = len(self.window.keys)
+        if accounts is not None:
+            accounts = set(accounts)
+            kept = list(kept)
+            streams = {k[:2] for k in kept if len(k) == 2}
+            singles = {tuple(k) for k in kept if len(k) == 3}
+            for row in np.flatnonzero(self.live[:n]):
+                key = self.window.keys[row]
+                if key[0] in accounts and key[:2] not in streams and key not in singles:
+                    self.live[row] = False
+        keys = list(zip(samples["account"], samples["stream"], samples["consumer"]))
+        if not keys:
+            return
+        rows = np.fromiter((self.window.rows[k] for k in keys), dtype=np.int64, count=len(keys))
+        self.live[rows] = True
+        count = len(keys)
+        for c in SAMPLE_STATE:
+            values = samples.get(c)
+            column = np.empty(count, dtype=object)
+            if values is not None:
+                column[:] = list(values)
+            self.state[c][rows] = column
+
+    # -- seeding ------------------------------------------------------------------------------
+
+    @classmethod
+    def seeded(cls, con: duckdb.DuckDBPyConnection, now: dt.datetime, window_seconds: float) -> "LiveState":
+        """The state as the store holds it: the health window's samples, the live state with its
+        limits, the kept verdicts and activity; activity the store does not hold yet (rows written
+        before migration 0006) is looked up once in the samples."""
+        state = cls(window_seconds)
+        since = now - dt.timedelta(seconds=window_seconds)
+        con.execute(sql.query("set_window_since"), {"since": since})
+        con.execute(sql.query("stage_window_samples"))
+        state.window.seed(con.execute("SELECT * FROM window_samples").df())
+        latest = con.execute(sql.query("fleet_latest")).df()
+        previous = con.execute(sql.query("verdicts_previous")).df()
+        if not latest.empty:
+            rows = state.rows_of(list(zip(latest["account"], latest["stream"], latest["consumer"])))
+            state.live[rows] = True
+            for c in STATE:
+                column = np.empty(len(latest), dtype=object)
+                column[:] = latest[c].astype(object).where(latest[c].notna(), None).tolist() if c in latest else None
+                state.state[c][rows] = column
+        if not previous.empty:
+            rows = state.rows_of(list(zip(previous["account"], previous["stream"], previous["consumer"])))
+            state.written[rows] = True
+            for c in KEPT_TEXT:
+                state.kept_text[c][rows] = previous[c].astype(object).where(previous[c].notna(), None).to_numpy()
+            for c in KEPT_NUMBERS:
+                state.kept_numbers[c][rows] = pd.to_numeric(previous[c], errors="coerce").to_numpy(np.float64)
+            state.kept_since[rows] = epoch(previous["since"])
+            state.kept_judged_at[rows] = epoch(previous["judged_at"])
+            for c in ACTIVITY:
+                state.activity[c][rows] = epoch(previous[c])
+            state.activity_seeded[rows] = previous[list(ACTIVITY)].notna().any(axis=1).to_numpy()
+        state.seed_activity(con, now)
+        return state
+
+    def seed_activity(self, con: duckdb.DuckDBPyConnection, now: dt.datetime) -> None:
+        """Activity of the live consumers the store holds none for, from their stored samples since
+        two health windows before their verdict began (consumer_activity.sql, as the Fleet page
+        looked it up on every render before the collector kept it). Once per consumer."""
+        n = len(self.window.keys)
+        rows = np.flatnonzero(self.live[:n] & ~self.activity_seeded[:n])
+        if len(rows) == 0:
+            return
+        began = np.where(np.isnan(self.kept_since[rows]), now.timestamp(), self.kept_since[rows])
+        froms = stamps(began - 2 * self.window.window)
+        keys = [self.window.keys[r] for r in rows]
+        found = con.execute(sql.query("consumer_activity"), {
+            "accounts": [k[0] for k in keys], "streams": [k[1] for k in keys], "consumers": [k[2] for k in keys],
+            "froms": [t.to_pydatetime() for t in froms]}).df()
+        if not found.empty:
+            at = self.rows_of(list(zip(found["account"], found["stream"], found["consumer"])))
+            for c in ACTIVITY:
+                self.activity[c][at] = np.fmax(self.activity[c][at], epoch(found[c])) if c != "first_seen" else \
+                    np.fmin(self.activity[c][at], epoch(found[c]))
+        self.activity_seeded[rows] = True
+
+    # -- what judging reads -------------------------------------------------------------------
+
+    def features(self, now: dt.datetime, rows: np.ndarray) -> pd.DataFrame:
+        """window_features.sql of the given rows that have samples in the window, with a `row`
+        column (the window's own features, held equal to the SQL by tests/test_window_state.py)."""
+        from jetwatch.collectors.window_state import _features
+
+        since = now.timestamp() - self.window.window
+        self.window.horizon = since
+        return _features(self.window, rows, since, with_rows=True)
+
+    def recent_activity(self, now: dt.datetime, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Each row's activity folded with what the window shows (consumer_activity.sql's rules on
+        the samples in memory): the last sample with a pull waiting or the delivered sequence up
+        from the sample before, the last with the ack floor up, the first sample seen."""
+        w = self.window
+        since = now.timestamp() - w.window
+        lo, n = max(first_column(w, since) - 1, 0), w.used  # one sample before the window: its step
+        out = {c: self.activity[c][rows].copy() for c in ACTIVITY}
+        if len(rows) == 0 or n <= lo:
+            return out
+        t = w.t[rows, lo:n]
+        valid = ~np.isnan(t)
+        cols = np.arange(n - lo)
+        run = np.maximum.accumulate(np.where(valid, cols, -1), axis=1)
+        prev = np.full_like(run, -1)
+        prev[:, 1:] = run[:, :-1]
+        has_prev = valid & (prev >= 0)
+        p = prev.clip(0)
+        dcs = w.values["delivered_consumer_seq"][rows, lo:n]
+        afs = w.values["ack_floor_stream_seq"][rows, lo:n]
+        waiting = w.values["num_waiting"][rows, lo:n]
+        pulled = valid & ((waiting > 0) | (has_prev & (dcs > np.take_along_axis(dcs, p, axis=1))))
+        acked = has_prev & (afs > np.take_along_axis(afs, p, axis=1))
+        with np.errstate(invalid="ignore"):
+            out["last_pull"] = np.fmax(out["last_pull"], np.where(pulled, t, -np.inf).max(axis=1))
+            out["last_ack"] = np.fmax(out["last_ack"], np.where(acked, t, -np.inf).max(axis=1))
+            out["first_seen"] = np.fmin(out["first_seen"], np.where(valid, t, np.inf).min(axis=1))
+        for c in ACTIVITY:
+            out[c][np.isinf(out[c])] = np.nan
+        return out
+
+
+__all__ = ["LiveState", "STATE", "TIMES", "KEPT_TEXT", "KEPT_NUMBERS", "ACTIVITY", "epoch", "stamps", "NO_PIN"]
