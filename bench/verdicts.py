@@ -13,6 +13,7 @@ the kept verdicts costs, and what a /metrics render costs, on one synthetic stor
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import statistics
 import tempfile
 import time
@@ -61,23 +62,32 @@ def main(rows: int, consumers: int, runs: int) -> None:
         print(f"store: {rows:,} raw samples of {consumers:,} consumers, one every 5 s "
               f"({time.perf_counter() - t:.1f}s to build)")
 
+        latest = store.read(lambda con: con.execute("SELECT * FROM consumer_current").df())
+        base = latest["ts"].max().to_pydatetime()  # the newest sample: the collector's cycles go on from it
         t = time.perf_counter()
-        state = load_window(store, utcnow(), th)  # what the collector does once, at start
-        first = judge_stored_cycle(store, utcnow(), th, state)
+        state = load_window(store, base, th)  # what the collector does once, at start
+        first = judge_stored_cycle(store, base, th, state)
         print(f"collector start: state seeded from the store and the first cycle judged in "
               f"{time.perf_counter() - t:.1f}s ({first.written.num_rows:,} verdicts written)")
-        latest = store.read(lambda con: con.execute("SELECT * FROM consumer_current").df())
         cycle = {c: (latest[c].tolist() if c in latest else [None] * len(latest)) for c in SAMPLE_FIELDS}
         accounts = sorted(set(latest["account"]))
+        pulling = latest["delivered_consumer_seq"].to_numpy() > 0  # the idle tenth's sequences stand still
         added: list[float] = []
         written: list[int] = []
+        cycles = [0]
 
         def collector_judging() -> object:
             """The runner's path after a cycle's samples are committed: the cycle into the
-            collector's state (timed apart), then judge_stored_cycle."""
-            now = utcnow()
+            collector's state (timed apart), then judge_stored_cycle. Cycles 5 s apart on the
+            samples' own clock, every sequence moving on as in the history: a steady fleet,
+            where one sample enters and one leaves each consumer's window."""
+            cycles[0] += 1
+            now = base + dt.timedelta(seconds=5 * cycles[0])
+            step = consumers * cycles[0]
+            moved = {c: (latest[c].to_numpy() + step * (pulling if c.startswith("delivered") else 1)).tolist()
+                     for c in ("delivered_consumer_seq", "delivered_stream_seq", "ack_floor_stream_seq")}
             t = time.perf_counter()
-            state.add({**cycle, "ts": [now.isoformat()] * len(latest)}, accounts)
+            state.add({**cycle, **moved, "ts": [now.isoformat()] * len(latest)}, accounts)
             added.append(time.perf_counter() - t)
             judged = judge_stored_cycle(store, now, th, state)
             written.append(judged.written.num_rows)

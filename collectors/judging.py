@@ -78,9 +78,16 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _differ(new: np.ndarray, old: np.ndarray) -> np.ndarray:
-    """Element-wise "not the same number", NaN equal to NaN."""
-    return ~((new == old) | (np.isnan(new) & np.isnan(old)))
+# A rate or an ETA that moved by less than this share of itself is not a change worth a write: the
+# row keeps the earlier value (the pages show rates to a tenth and ETAs in minutes).
+NUMBER_TOLERANCE = 1e-3
+
+
+def _differ(new: np.ndarray, old: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
+    """Element-wise "not the same number" (within `tolerance` of the new one's size), NaN equal to NaN."""
+    with np.errstate(invalid="ignore"):
+        close = (new == old) | (np.abs(new - old) <= tolerance * np.abs(new))
+    return ~(close | (np.isnan(new) & np.isnan(old)))
 
 
 def _numbers(values: np.ndarray) -> np.ndarray:
@@ -169,7 +176,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     changed |= findings_json != kept_findings
     changed |= eta["eta_state"].to_numpy(object) != state.kept_text["eta_state"][live]
     for c in KEPT_NUMBERS:
-        changed |= _differ(numbers[c], state.kept_numbers[c][live])
+        changed |= _differ(numbers[c], state.kept_numbers[c][live], 0.0 if c == "samples" else NUMBER_TOLERANCE)
     quiet = np.isin(verdict, QUIET)
     for c in ACTIVITY:
         changed |= quiet & _differ(activity[c], state.activity[c][live])

@@ -242,8 +242,17 @@ class LiveState:
         dcs = w.values["delivered_consumer_seq"][rows, lo:n]
         afs = w.values["ack_floor_stream_seq"][rows, lo:n]
         waiting = w.values["num_waiting"][rows, lo:n]
-        pulled = valid & ((waiting > 0) | (has_prev & (dcs > np.take_along_axis(dcs, p, axis=1))))
-        acked = has_prev & (afs > np.take_along_axis(afs, p, axis=1))
+        before = np.maximum(cols - 1, 0)
+        irregular = np.flatnonzero((has_prev & (p != before)).any(axis=1))
+
+        def previous(a: np.ndarray) -> np.ndarray:  # as window_state._features: by column, then the rest
+            out = a[:, before]
+            if len(irregular):
+                out[irregular] = np.take_along_axis(a[irregular], p[irregular], axis=1)
+            return out
+
+        pulled = valid & ((waiting > 0) | (has_prev & (dcs > previous(dcs))))
+        acked = has_prev & (afs > previous(afs))
         with np.errstate(invalid="ignore"):
             out["last_pull"] = np.fmax(out["last_pull"], np.where(pulled, t, -np.inf).max(axis=1))
             out["last_ack"] = np.fmax(out["last_ack"], np.where(acked, t, -np.inf).max(axis=1))

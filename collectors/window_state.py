@@ -185,10 +185,6 @@ class WindowState:
         return _features(self, rows, self.horizon)
 
 
-def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return np.take_along_axis(a, idx, axis=1)
-
-
 def _at(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return a[np.arange(len(idx)), idx]
 
@@ -233,6 +229,17 @@ def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: boo
     prev[:, 1:] = run[:, :-1]
     has_prev = v & (prev >= 0)
     p = prev.clip(0)
+    # Mostly the previous sample is in the column before (every consumer read every cycle): one
+    # gather by column for all rows, the general per-row gather only for the rows where it is not.
+    before = np.maximum(cols - 1, 0)
+    irregular = np.flatnonzero((has_prev & (p != before)).any(axis=1))
+
+    def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out = a[:, before]
+        if len(irregular):
+            out[irregular] = np.take_along_axis(a[irregular], idx[irregular], axis=1)
+        return out
+
     p_dcs, p_created = _take(dcs, p), _take(created, p)
 
     with np.errstate(invalid="ignore"):
