@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from jetwatch import sql
-from jetwatch.collectors.live_state import (ACTIVITY, KEPT_NUMBERS, STATE, TIMES, LiveState, epoch, stamps)
+from jetwatch.collectors.live_state import ACTIVITY, KEPT_NUMBERS, STATE, TIMES, LiveState, micros, stamps
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta
 from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, evaluate_features
 from jetwatch.store.database import Store
@@ -88,6 +88,10 @@ def _differ(new: np.ndarray, old: np.ndarray, tolerance: float = 0.0) -> np.ndar
     with np.errstate(invalid="ignore"):
         close = (new == old) | (np.abs(new - old) <= tolerance * np.abs(new))
     return ~(close | (np.isnan(new) & np.isnan(old)))
+
+
+def _stamp_array(seconds: np.ndarray) -> pa.Array:
+    return pa.array(micros(seconds), pa.timestamp("us", tz="UTC"), from_pandas=True)
 
 
 def _numbers(values: np.ndarray) -> np.ndarray:
@@ -187,12 +191,12 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         "consumer": pa.array([k[2] for k in keys], pa.string()),
         "verdict": pa.array(verdict[at], pa.string()), "level": pa.array(level[at], pa.string()),
         "reason": pa.array(reason[at].astype(str), pa.string()), "findings": pa.array(findings_json[at], pa.string()),
-        "since": pa.array(stamps(since[at]), pa.timestamp("us", tz="UTC")),
-        "judged_at": pa.array(stamps(judged_at[at]), pa.timestamp("us", tz="UTC")),
+        "since": _stamp_array(since[at]),
+        "judged_at": _stamp_array(judged_at[at]),
         "samples": pa.array(samples[at].astype(np.int64), pa.int64()),
         **{c: pa.array(numbers[c][at], pa.float64(), from_pandas=True) for c in (*RATES, *ETA_COLUMNS[1:])},
         "eta_state": pa.array(eta["eta_state"].to_numpy(object)[at], pa.string()),
-        **{c: pa.array(stamps(activity[c][at]), pa.timestamp("us", tz="UTC")) for c in ACTIVITY},
+        **{c: _stamp_array(activity[c][at]) for c in ACTIVITY},
     })
     gone_rows = np.flatnonzero(state.written[:n] & ~state.live[:n])
     gone_keys = [state.keys[r] for r in gone_rows]

@@ -49,8 +49,16 @@ def epoch(values: Any) -> np.ndarray:
 
 
 def stamps(seconds: np.ndarray) -> pd.Series:
-    """Timestamps (UTC) of epoch seconds, NaT where NaN."""
-    return pd.to_datetime(pd.Series(seconds, dtype=np.float64) * 1e6, unit="us", utc=True).dt.round("us")
+    """Timestamps (UTC, to the microsecond) of epoch seconds, NaT where NaN."""
+    return pd.Series(micros(seconds)).dt.tz_localize("UTC")
+
+
+def micros(seconds: np.ndarray) -> np.ndarray:
+    """datetime64[us] of epoch seconds, NaT where NaN (what an Arrow timestamp column takes)."""
+    seconds = np.asarray(seconds, dtype=np.float64)
+    out = np.round(np.nan_to_num(seconds) * 1e6).astype(np.int64).astype("datetime64[us]")
+    out[np.isnan(seconds)] = np.datetime64("NaT")
+    return out
 
 
 class LiveState:
