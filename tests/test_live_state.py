@@ -1,0 +1,180 @@
+"""The collector judges each cycle from its in-memory state (collectors/live_state.py) and writes
+only the verdicts that changed. Held against a judgement from a fresh start after every cycle
+(the state seeded from the store, as `judge_cycle` and a restarted collector do): nothing the
+fresh judgement sees may differ from what the collector kept, nothing written may be unchanged,
+and each consumer's last pull, last ack and first seen equal consumer_activity.sql over every
+stored sample (the page's lookup before the collector kept them). Generated histories cross
+window boundaries, reset, pause, pin and lose a stream's listing now and then."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jetwatch.collectors.judging import event_counts, judge, judge_stored_cycle, load_window
+from jetwatch.collectors.live_state import LiveState
+from jetwatch.dashboard import data
+from jetwatch.health.rules import Thresholds
+from jetwatch.store import writes
+from jetwatch.store.database import Store
+
+T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.timezone.utc)
+TH = Thresholds(health_window=40, health_min_samples=3, health_min_span=10)
+KEY = ["account", "stream", "consumer"]
+NUMBERS = ["samples", "delivered_per_second", "acked_per_second", "redelivered_per_second",
+           "eta_seconds", "eta_low_seconds", "eta_high_seconds"]
+
+
+def _sample(at: dt.datetime, stream: str, consumer: str, **fields) -> dict:
+    base = {"ts": at.isoformat(), "server": "s", "cluster": None, "domain": None, "account": "A", "stream": stream,
+            "consumer": consumer, "created": None, "num_pending": 0, "num_ack_pending": 0, "num_waiting": 0,
+            "num_redelivered": 0, "delivered_consumer_seq": 0, "delivered_stream_seq": 0,
+            "delivered_last_active": None, "ack_floor_consumer_seq": 0, "ack_floor_stream_seq": 0,
+            "ack_floor_last_active": None, "paused": False, "pause_until": None, "pin_group": None,
+            "pinned_id": None, "pinned_ts": None, "leader": None}
+    base.update(fields)
+    return base
+
+
+@st.composite
+def histories(draw):
+    """Cycles 3-12 s apart over a 40 s window; four consumers in two streams whose numbers move,
+    stall, reset and pause; now and then a stream's listing fails (its consumers keep their state)."""
+    consumers = [("S1", "a"), ("S1", "b"), ("S2", "c"), ("S2", "d")]
+    state = {k: {"dcs": 0, "afs": 0} for k in consumers}
+    t, cycles = 0.0, []
+    for _ in range(draw(st.integers(4, 16))):
+        t += draw(st.sampled_from([3.0, 5.0, 5.0, 7.5, 12.0]))
+        failed = draw(st.sampled_from([None, None, None, None, "S1", "S2"]))
+        rows = []
+        for stream, consumer in consumers:
+            if stream == failed:
+                continue
+            s = state[stream, consumer]
+            mode = draw(st.integers(0, 9))
+            if mode == 0:
+                s["dcs"] = draw(st.integers(0, 2))  # recreated: the sequences fall
+                s["afs"] = 0
+            elif mode <= 3:
+                pass  # nothing moves
+            else:
+                s["dcs"] += draw(st.integers(1, 5))
+                s["afs"] = min(s["dcs"], s["afs"] + draw(st.integers(0, 5)))
+            rows.append(_sample(T0 + dt.timedelta(seconds=t), stream, consumer,
+                                num_pending=draw(st.integers(0, 6)), num_ack_pending=draw(st.integers(0, 4)),
+                                num_waiting=draw(st.sampled_from([0, 0, 1])), delivered_consumer_seq=s["dcs"],
+                                delivered_stream_seq=s["dcs"], ack_floor_consumer_seq=s["afs"],
+                                ack_floor_stream_seq=s["afs"], paused=draw(st.integers(0, 7)) == 0,
+                                pinned_id=draw(st.sampled_from([None, "p1", "p2"]))))
+        cycles.append((T0 + dt.timedelta(seconds=t), rows, [("A", failed)] if failed else []))
+    return cycles
+
+
+CONFIGS = [{"ts": T0.isoformat(), "account": "A", "stream": s, "consumer": c, "created": None, "config_hash": "h",
+            "is_pull": True, "filtered": False, "ack_policy": "explicit", "max_waiting": 4, "max_ack_pending": 4,
+            "ack_wait_ns": None, "max_deliver": None, "priority_policy": "pinned_client" if c == "a" else None,
+            "priority_groups": ["g"] if c == "a" else None, "priority_timeout_ns": None, "config_json": "{}"}
+           for s, c in (("S1", "a"), ("S1", "b"), ("S2", "c"), ("S2", "d"))]
+
+
+def _fresh(store: Store, now: dt.datetime):
+    """What a collector starting now would judge: its state seeded from the store."""
+    return store.read(lambda con: judge(LiveState.seeded(con, now, TH.health_window), now, TH,
+                                        event_counts(con, now, TH)))
+
+
+def _activity_sql(store: Store, keys: list[tuple[str, str, str]]) -> pd.DataFrame:
+    return store.query("consumer_activity", {
+        "accounts": [k[0] for k in keys], "streams": [k[1] for k in keys], "consumers": [k[2] for k in keys],
+        "froms": [T0 - dt.timedelta(days=1)] * len(keys)}).set_index(KEY)
+
+
+def _same_number(a: object, b: object) -> bool:
+    a, b = float("nan") if a is None else float(a), float("nan") if b is None else float(b)
+    return (np.isnan(a) and np.isnan(b)) or a == b or abs(a - b) <= 1e-3 * abs(a)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(histories())
+def test_the_collectors_state_judges_as_a_fresh_start_and_writes_only_what_changed(tmp_path_factory, history):
+    store = Store(str(tmp_path_factory.mktemp("live") / "jetwatch.duckdb"))
+    store.migrate()
+    state = load_window(store, T0, TH)
+    for i, (now, rows, kept) in enumerate(history):
+        samples = {k: [r[k] for r in rows] for k in rows[0]} if rows else {k: [] for k in _sample(now, "S", "x")}
+        configs = CONFIGS if i == 0 else []
+
+        def tx(con, samples=samples, kept=kept, configs=configs):
+            writes.write_configs(con, configs)
+            writes.write_samples(con, ["A"], samples, kept)
+
+        store.write(tx)
+        state.add(samples, ["A"], kept, configs)
+        before = store.query("verdicts_previous").set_index(KEY)
+        judged = judge_stored_cycle(store, now, TH, state)
+
+        # Nothing written is unchanged: each written row differs from the row it replaced.
+        for row in judged.written.to_pylist():
+            key = (row["account"], row["stream"], row["consumer"])
+            if key not in before.index:
+                continue
+            old = before.loc[key]
+            quiet = row["verdict"] in ("NO_PULLERS", "STALLED")
+            assert (row["verdict"] != old["verdict"] or row["reason"] != old["reason"]
+                    or row["eta_state"] != (None if pd.isna(old["eta_state"]) else old["eta_state"])
+                    or any(not _same_number(row[c], old[c]) for c in NUMBERS)
+                    or json.loads(row["findings"]) != json.loads(old["findings"])
+                    or (quiet and any(pd.Timestamp(row[c]) != pd.Timestamp(old[c]) if row[c] is not None
+                                      else not pd.isna(old[c]) for c in ("last_pull", "last_ack", "first_seen")))), \
+                (key, row)
+
+        # A fresh start judging now finds nothing to change: the collector kept what it would.
+        fresh = _fresh(store, now)
+        assert fresh.written.num_rows == 0, fresh.written.to_pandas().to_dict("records")
+        assert fresh.gone.num_rows == 0 and fresh.changes.empty
+
+        # The activity in memory is consumer_activity.sql over every stored sample.
+        live = [k for k, on in zip(state.keys, state.live) if on]
+        found = _activity_sql(store, live)
+        for key in live:
+            row = state.window.rows[key]
+            for column in ("last_pull", "last_ack", "first_seen"):
+                ours = state.activity[column][row]
+                theirs = found[column].get(key) if key in found.index else None
+                theirs = float("nan") if theirs is None or pd.isna(theirs) else pd.Timestamp(theirs).timestamp()
+                assert (np.isnan(ours) and np.isnan(theirs)) or abs(ours - theirs) < 1e-6, (i, key, column, ours, theirs)
+
+
+def test_the_fleet_reads_the_kept_activity_and_looks_it_up_for_rows_written_before_it_was_kept(tmp_path):
+    store = Store(str(tmp_path / "jetwatch.duckdb"))
+    th = Thresholds(health_window=30, health_min_samples=3, health_min_span=5)
+    for i in range(12):
+        at = T0 + dt.timedelta(seconds=5 * i)
+        pulling = i < 4  # then work waits and nobody pulls
+        rows = [_sample(at, "S", "idle", num_pending=5, num_waiting=1 if pulling else 0,
+                        delivered_consumer_seq=min(i, 3), delivered_stream_seq=min(i, 3),
+                        ack_floor_consumer_seq=min(i, 3), ack_floor_stream_seq=min(i, 3))]
+        samples = {k: [r[k] for r in rows] for k in rows[0]}
+
+        def tx(con, samples=samples, at=at):
+            writes.write_samples(con, ["A"], samples)
+            from jetwatch.collectors.judging import judge_cycle
+            judge_cycle(con, at, th)
+
+        store.write(tx)
+    now = T0 + dt.timedelta(seconds=55)
+    kept = data.fleet(store, th, now=now).consumers.iloc[0]
+    assert kept["verdict"] == "NO_PULLERS"
+    assert kept["last_pull"] == T0 + dt.timedelta(seconds=15) and kept["first_seen"] == T0
+    assert kept["last_ack"] == T0 + dt.timedelta(seconds=15)
+    store.write(lambda con: con.execute("UPDATE verdicts_current SET last_pull = NULL, last_ack = NULL, "
+                                        "first_seen = NULL"))
+    looked_up = data.fleet(store, th, now=now).consumers.iloc[0]
+    assert looked_up["last_pull"] == kept["last_pull"] and looked_up["last_ack"] == kept["last_ack"]
+    assert pd.notna(looked_up["first_seen"])  # the oldest sample looked at: "not since at least then"
