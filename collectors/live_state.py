@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from jetwatch import sql
-from jetwatch.collectors.window_state import NO_PIN, WindowState, first_column
+from jetwatch.collectors.window_state import WindowState, _features, first_column
 
 KEY = ("account", "stream", "consumer")
 # consumer_latest's columns, as fleet_latest.sql reads them: from the latest sample ...
@@ -223,8 +223,6 @@ class LiveState:
     def features(self, now: dt.datetime, rows: np.ndarray) -> pd.DataFrame:
         """window_features.sql of the given rows that have samples in the window, with a `row`
         column (the window's own features, held equal to the SQL by tests/test_window_state.py)."""
-        from jetwatch.collectors.window_state import _features
-
         since = now.timestamp() - self.window.window
         self.window.horizon = since
         return _features(self.window, rows, since, with_rows=True)
@@ -269,5 +267,3 @@ class LiveState:
             out[c][np.isinf(out[c])] = np.nan
         return out
 
-
-__all__ = ["LiveState", "STATE", "TIMES", "KEPT_TEXT", "KEPT_NUMBERS", "ACTIVITY", "epoch", "stamps", "NO_PIN"]
