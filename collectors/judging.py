@@ -22,7 +22,8 @@ import pandas as pd
 import pyarrow as pa
 
 from jetwatch import sql
-from jetwatch.collectors.live_state import ACTIVITY, KEPT_NUMBERS, STATE, TIMES, LiveState, micros, stamps
+from jetwatch.collectors.live_state import (ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros,
+                                            stamps)
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta
 from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, evaluate_features
 from jetwatch.store.database import Store
@@ -30,7 +31,6 @@ from jetwatch.store.database import Store
 KEY = ["account", "stream", "consumer"]
 NO_SAMPLES = "no samples in the window yet"
 NO_SAMPLES_FINDINGS = [{"verdict": "COLLECTING", "reason": NO_SAMPLES, "numbers": {"samples": 0}}]
-LAST_KNOWN = "last known, judged "
 QUIET = ("NO_PULLERS", "STALLED")  # verdicts whose reason says since when: their activity is kept fresh
 LIMITS = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy")
 RATES = ("delivered_per_second", "acked_per_second", "redelivered_per_second")
@@ -50,6 +50,7 @@ class JudgedCycle:
         self.written = written  # the rows of verdicts_current this cycle replaced
         self.gone = gone  # consumers that left the live state
         self.commit: Callable[[], None] = lambda: None
+        self.stamped: dt.datetime | None = None  # when the verdicts not written this cycle were judged
 
     @property
     def consumers(self) -> pd.DataFrame:
@@ -235,6 +236,8 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
 
     snapshot = {c: state.state[c][live].copy() for c in STATE}  # the state as judged, for `consumers`
     judged = JudgedCycle(now, consumers, changes, written, gone)
+    judged.stamped = (None if np.isnan(state.stamped) else
+                      micros(np.array([state.stamped]))[0].item().replace(tzinfo=dt.timezone.utc))
 
     def commit() -> None:
         """The judged cycle is in the store: remember it as kept."""
@@ -250,6 +253,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         for c in ACTIVITY:
             state.activity[c][live] = activity[c]
         state.written[gone_rows] = False
+        state.stamped = now_s
         state.forget_gone()
 
     judged.commit = commit
@@ -268,7 +272,8 @@ def keep(con: duckdb.DuckDBPyConnection, judged: JudgedCycle) -> None:
         for statement in _statements("upsert_verdicts_current"):
             con.execute(statement)
         con.unregister("verdict_batch")
-    con.execute(sql.query("stamp_verdicts_judged"), {"now": judged.at, "last_known": LAST_KNOWN})
+    if judged.stamped is not None:
+        con.execute(sql.query("stamp_verdicts_judged"), {"now": judged.at, "previous": judged.stamped})
     if not judged.changes.empty:
         changes = pa.table({
             "ts": pa.array(judged.changes["ts"], pa.timestamp("us", tz="UTC")),

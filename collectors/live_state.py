@@ -38,6 +38,7 @@ KEPT_TEXT = ("verdict", "reason", "findings", "eta_state")
 KEPT_NUMBERS = ("samples", "delivered_per_second", "acked_per_second", "redelivered_per_second",
                 "eta_seconds", "eta_low_seconds", "eta_high_seconds")
 ACTIVITY = ("last_pull", "last_ack", "first_seen")
+LAST_KNOWN = "last known, judged "  # how the reason of a verdict held for lack of fresh samples begins
 
 
 def epoch(values: Any) -> np.ndarray:
@@ -76,6 +77,7 @@ class LiveState:
         self.activity = {c: np.empty(0) for c in ACTIVITY}
         self.written = np.zeros(0, dtype=bool)  # has a row in verdicts_current
         self.activity_seeded = np.zeros(0, dtype=bool)
+        self.stamped = np.nan  # when this state last judged (every verdict judged afresh carries it)
 
     # -- rows ---------------------------------------------------------------------------------
 
@@ -194,6 +196,9 @@ class LiveState:
             for c in ACTIVITY:
                 state.activity[c][rows] = epoch(previous[c])
             state.activity_seeded[rows] = previous[list(ACTIVITY)].notna().any(axis=1).to_numpy()
+            fresh = ~previous["reason"].astype(str).str.startswith(LAST_KNOWN).to_numpy()
+            if fresh.any():
+                state.stamped = float(np.nanmax(state.kept_judged_at[rows][fresh]))
         state.seed_activity(con, now)
         return state
 

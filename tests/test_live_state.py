@@ -16,7 +16,7 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jetwatch.collectors.judging import event_counts, judge, judge_stored_cycle, load_window
+from jetwatch.collectors.judging import LAST_KNOWN, event_counts, judge, judge_stored_cycle, load_window
 from jetwatch.collectors.live_state import LiveState
 from jetwatch.dashboard import data
 from jetwatch.health.rules import Thresholds
@@ -133,6 +133,11 @@ def test_the_collectors_state_judges_as_a_fresh_start_and_writes_only_what_chang
                     or (quiet and any(pd.Timestamp(row[c]) != pd.Timestamp(old[c]) if row[c] is not None
                                       else not pd.isna(old[c]) for c in ("last_pull", "last_ack", "first_seen")))), \
                 (key, row)
+
+        # Every verdict judged afresh carries this cycle's time, written or not; a held one its own.
+        stamped = store.query("verdicts_previous")
+        fresh_rows = ~stamped["reason"].str.startswith(LAST_KNOWN)
+        assert (pd.to_datetime(stamped.loc[fresh_rows, "judged_at"], utc=True) == pd.Timestamp(now)).all()
 
         # A fresh start judging now finds nothing to change: the collector kept what it would.
         fresh = _fresh(store, now)

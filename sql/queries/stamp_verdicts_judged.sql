@@ -1,4 +1,4 @@
--- Every verdict judged afresh this cycle was judged now, changed or not; a held last known
--- verdict keeps the time it was last judged (its reason says so).
-UPDATE verdicts_current SET judged_at = $now
-WHERE NOT starts_with(reason, $last_known) AND judged_at < $now;
+-- Every verdict judged afresh this cycle was judged now, written or not: the rows this collector
+-- judged afresh last cycle carry that cycle's time ($previous). A held last known verdict keeps the
+-- time it was last judged, and a row another collector judged keeps its own.
+UPDATE verdicts_current SET judged_at = $now WHERE judged_at = $previous;
