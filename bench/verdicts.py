@@ -50,6 +50,12 @@ def timed(fn: Callable[[], object], runs: int) -> tuple[float, float, object]:
     return statistics.median(times), times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))], out
 
 
+def _summary(runs: list[tuple[float, float, object]]) -> tuple[float, float, object]:
+    """Median and p95 of single timed runs, with the last one's output."""
+    times = sorted(t for t, _, _ in runs)
+    return statistics.median(times), times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))], runs[-1][2]
+
+
 def main(rows: int, consumers: int, runs: int) -> None:
     print_header()
     th = Thresholds()
@@ -93,8 +99,13 @@ def main(rows: int, consumers: int, runs: int) -> None:
             written.append(judged.written.num_rows)
             return judged
 
-        j50, j95, judged = timed(collector_judging, runs)
-        p50, p95, _ = timed(lambda: page_evaluation(store, th), runs)
+        # Interleaved, one of each in turn: on a shared machine both see the same load.
+        judging, paging = [], []
+        for _ in range(runs):
+            judging.append(timed(collector_judging, 1))
+            paging.append(timed(lambda: page_evaluation(store, th), 1))
+        j50, j95, judged = _summary(judging)
+        p50, p95, _ = _summary(paging)
         counts = judged.consumers["verdict"].value_counts().to_dict()
         print(f"verdicts: {counts}")
         print(f"judging {consumers:,} consumers after a cycle (judge_stored_cycle, as the collector calls it): "
