@@ -88,7 +88,8 @@ def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime |
     out["_age"] = pd.to_numeric(out["oldest_unacked_age_seconds"], errors="coerce").fillna(-1.0)
     out = out.sort_values(["_rank", "_age", "num_pending", "stream", "consumer"],
                           ascending=[True, False, False, True, True])
-    as_of = pd.to_datetime(latest["ts"]).max().to_pydatetime()
+    ts = latest["ts"]  # already timestamps from the store: no parse of every value for the newest
+    as_of = (ts if pd.api.types.is_datetime64_any_dtype(ts) else pd.to_datetime(ts)).max().to_pydatetime()
     return Fleet(out[FLEET_COLUMNS].reset_index(drop=True), collector, as_of)
 
 
