@@ -7,7 +7,7 @@ import datetime as dt
 import streamlit as st
 
 from jetwatch.actions.operations import Target
-from jetwatch.dashboard import data, operator, selection, tables, ui
+from jetwatch.dashboard import data, fleet_filters, operator, selection, tables, ui
 from jetwatch.health.rules import VERDICT_NAMES
 from jetwatch.store.database import StoreError
 
@@ -40,39 +40,41 @@ def live() -> None:
         return
 
     c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
-    streams = c1.multiselect("Stream", sorted(frame["stream"].unique()), key="fleet_stream")
-    verdicts = c2.multiselect("Verdict", list(VERDICT_NAMES), key="fleet_verdict")
-    policies = c3.multiselect("Priority policy", sorted(frame["priority_policy"].fillna("none").unique()),
-                              key="fleet_policy")
-    search = c4.text_input("Search consumer or stream", key="fleet_search")
-    shown = frame
-    if streams:
-        shown = shown[shown["stream"].isin(streams)]
-    if verdicts:
-        shown = shown[shown["verdict"].isin(verdicts)]
-    if policies:
-        shown = shown[shown["priority_policy"].fillna("none").isin(policies)]
-    if search:
-        needle = search.lower()
-        shown = shown[shown["consumer"].str.lower().str.contains(needle, regex=False)
-                      | shown["stream"].str.lower().str.contains(needle, regex=False)]
+    wanted = fleet_filters.FleetFilter(
+        streams=tuple(c1.multiselect("Stream", sorted(frame["stream"].unique()), key="fleet_stream")),
+        verdicts=tuple(c2.multiselect("Verdict", list(VERDICT_NAMES), key="fleet_verdict")),
+        policies=tuple(c3.multiselect("Priority policy", fleet_filters.policies(frame), key="fleet_policy")),
+        search=c4.text_input("Search consumer or stream", key="fleet_search"))
+    shown = wanted.apply(frame)
 
     counts = shown["verdict"].value_counts()  # the counts follow the filters
     st.markdown("  ".join(f"{ui.badge(v)} {int(counts[v])}" for v in VERDICT_NAMES if v in counts)
                 or "no consumer matches the filters")
 
-    keys = selection.keys_of(shown)
+    size = int(st.session_state.get("fleet_page_size", fleet_filters.PAGE_SIZES[0]))
+    pages = fleet_filters.pages(len(shown), size)
+    number = min(int(st.session_state.get("fleet_page", 1)), pages)
+    if "fleet_page" in st.session_state:
+        st.session_state["fleet_page"] = number  # fewer pages after a filter: the last one, not an error
+    page = fleet_filters.page_of(shown, number, size)
+    keys = selection.keys_of(page)
     chosen = st.session_state.get(selection.SELECTED)
-    table = tables.fleet_table(shown, now)
+    table = tables.fleet_table(page, now)
     table.insert(0, " ", ["▶" if k == chosen else "" for k in keys])
-    st.caption(f"{len(shown):,} of {len(frame):,} consumers shown · select a row for its findings and actions, "
-               "or open a consumer by its name")
+    whole = f"{len(shown):,} of {len(frame):,} consumers shown" if pages == 1 else (
+        f"{len(page):,} of {len(shown):,} matching consumers shown (page {number:,} of {pages:,}; "
+        f"{len(frame):,} in all)")
+    st.caption(f"{whole} · select a row for its findings and actions, or open a consumer by its name")
     widget = selection.widget_key(keys)
     st.dataframe(
         ui.visible_frame(table).style.map(ui.verdict_cell_style, subset=["Verdict"]), key=widget, hide_index=True,
         width="stretch", on_select="rerun", selection_mode="single-row",
         column_config={" ": st.column_config.TextColumn(" ", width=28, help="the selected consumer", pinned=True),
                        **tables.column_config(tables.FLEET, table)})
+    if pages > 1:
+        p1, p2, _ = st.columns([2, 2, 5])
+        p1.number_input(f"Page (of {pages:,})", min_value=1, max_value=pages, step=1, key="fleet_page")
+        p2.selectbox("Rows per page", fleet_filters.PAGE_SIZES, key="fleet_page_size")
     if selection.follow(st.session_state, widget, keys):
         st.rerun(scope="app")  # the action bar below lives outside this fragment
 
