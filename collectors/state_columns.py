@@ -62,8 +62,8 @@ def add_consumers(batch: SampleBatch, infos: list[Any], scope: Scope, now_iso: s
     """Append every entry of one page as add_consumer would, and return True; or append nothing
     and return False when any entry is not plainly well formed (the caller then takes the
     entries one by one). `previous` is the last cycle's fingerprints; `current` gets this one's."""
-    rows = []
-    configs = []  # per entry: (key, info, config, created, digest, filters)
+    rows, keys, prints = [], [], []  # per entry: its sample fields, key and config fingerprint
+    account = scope.account
     try:
         for info in infos:
             config = info["config"]
@@ -95,18 +95,15 @@ def add_consumers(batch: SampleBatch, infos: list[Any], scope: Scope, now_iso: s
                 ack_floor.get("consumer_seq"), ack_floor.get("stream_seq"), ack_floor.get("last_active"),
                 paused, config.get("pause_until") if paused else None, group, pinned_id, pinned_ts,
             ))
-            key = (scope.account, stream, name)
+            key = (account, stream, name)
+            keys.append(key)
             exact = marshal.dumps(config, 2)  # exact: types, values and order (version 2: no back-references)
             seen = previous.get(key)
-            if seen is not None and seen[0] == exact and seen[1] == created:
-                current[key] = seen
-                configs.append((key, info, config, created, seen[2], seen[3]))
-                continue
-            check_config(config)
-            filters = filter_subjects(config)
-            digest = config_hash(config) + (created or "")
-            current[key] = (exact, created, digest, filters)
-            configs.append((key, info, config, created, digest, filters))
+            if seen is None or seen[0] != exact or seen[1] != created:
+                check_config(config)
+                seen = (exact, created, config_hash(config) + (created or ""), filter_subjects(config))
+            current[key] = seen
+            prints.append(seen)
     except (AttributeError, KeyError, TypeError, ValueError, MalformedState):
         return False  # not a dict where one belongs, an unhashable name, a bad config: one by one
     if not rows:
@@ -129,9 +126,9 @@ def add_consumers(batch: SampleBatch, infos: list[Any], scope: Scope, now_iso: s
     )
     for column, values in zip(SAMPLE_COLUMNS, sample):
         batch.samples[column].extend(values)
-    for key, info, config, created_at, digest, filters in configs:
-        batch.filters.append(filters)
+    batch.filters.extend([p[3] for p in prints])
+    for info, key, (_, _, digest, filters) in zip(infos, keys, prints):
         if known_hashes.get(key) != digest:
             known_hashes[key] = digest
-            batch.configs.append(config_row(info, config, scope, now_iso, digest, filters))
+            batch.configs.append(config_row(info, info["config"], scope, now_iso, digest, filters))
     return True
