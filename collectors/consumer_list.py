@@ -41,7 +41,6 @@ class ConsumerListCollector:
         batch = SampleBatch(accounts={self.scope.account})
         now = self.clock()
         fingerprints: Fingerprints = {}
-        names_filtered = bool(self.name_filter.include_consumers or self.name_filter.exclude_consumers)
         for stream, consumers in pages:
             if consumers is None:
                 continue  # deleted between STREAM.NAMES and CONSUMER.LIST
@@ -52,7 +51,7 @@ class ConsumerListCollector:
             batch.streams += 1
             if consumers and isinstance(consumers[-1], dict):
                 batch.saw_server_time(consumers[-1].get("ts"))  # the page's last reply
-            if names_filtered:
+            if self.name_filter.filters_consumers:
                 consumers = [info for info in consumers
                              if not isinstance(info, dict) or self.name_filter.consumer_ok(str(info.get("name", "")))]
             if add_consumers(batch, consumers, self.scope, now, self.known_hashes, self.fingerprints, fingerprints):

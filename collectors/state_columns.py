@@ -19,7 +19,8 @@ from jetwatch.collectors.consumer_state import (
     filter_subjects,
 )
 
-# (fingerprint of the config's exact value, created) -> (config hash, filter subjects), per consumer.
+# Per consumer (account, stream, name): its config's exact bytes and `created` as last seen, with
+# what they gave (the config hash stored in consumer_configs, the filter subjects).
 Fingerprints = dict[tuple[str, str, str], tuple[bytes, Any, str, tuple[str, ...]]]
 
 # A subset of what core.clock.parse_rfc3339 accepts: Go's RFC 3339 with a 'T', 0-9 fraction digits
