@@ -24,10 +24,13 @@ class FleetFilter:
     verdicts: tuple[str, ...] = ()
     policies: tuple[str, ...] = ()
     search: str = ""
+    clusters: tuple[str, ...] = ()  # with several clusters' stores (dashboard/stores.py)
 
     def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
         """The rows of `frame` that match, in the fleet's order (worst first)."""
         keep = pd.Series(True, index=frame.index)
+        if self.clusters:
+            keep &= frame["cluster"].isin(self.clusters)
         if self.streams:
             keep &= frame["stream"].isin(self.streams)
         if self.verdicts:
