@@ -21,7 +21,7 @@ import pandas as pd
 from jetwatch.core.settings import DEFAULT_CLUSTER, Settings
 from jetwatch.dashboard import data
 from jetwatch.health.rules import SEVERITY
-from jetwatch.store.clusters import identity
+from jetwatch.store.clusters import duplicates, identity, store_paths
 from jetwatch.store.database import Store, StoreError, StoreMissing
 
 T = TypeVar("T")
@@ -49,12 +49,7 @@ class ClusterStore:
 
 def paths(settings: Settings) -> list[Path]:
     """The store files named by --dbs (else --db): files as given, directories as their *.duckdb."""
-    given = [Path(p) for p in settings.dbs] or [Path(settings.db)]
-    out: list[Path] = []
-    for p in given:
-        found = sorted(p.glob("*.duckdb")) if p.is_dir() else [p]
-        out += [f for f in found if f not in out]
-    return out
+    return store_paths(settings.dbs, settings.db)
 
 
 def identify(settings: Settings) -> list[ClusterStore]:
@@ -66,14 +61,9 @@ def identify(settings: Settings) -> list[ClusterStore]:
         ident = identity(store) if store.exists() else None
         found.append(ClusterStore(ident.cluster if ident else DEFAULT_CLUSTER, str(path),
                                   ident.server_url if ident else None, settings.lock_timeout))
-    seen: dict[str, str] = {}
-    for cs in found:
-        if cs.cluster in seen:
-            raise DuplicateCluster(
-                f"The stores {seen[cs.cluster]} and {cs.path} both belong to cluster '{cs.cluster}': each cluster "
-                "keeps one store. Leave one of them out of --dbs (or, for two clusters, give each collector its own "
-                "--cluster and store).")
-        seen[cs.cluster] = cs.path
+    twice = duplicates([(cs.cluster, cs.path) for cs in found])
+    if twice:
+        raise DuplicateCluster(twice)
     return found
 
 

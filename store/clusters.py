@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import duckdb
 
@@ -50,3 +51,26 @@ def identity(store: Store) -> Identity:
     cluster, server = (frame.iloc[0]["cluster"], frame.iloc[0]["server_url"]) if not frame.empty else (None, None)
     known = isinstance(cluster, str)
     return Identity(cluster if known else DEFAULT_CLUSTER, known, server if isinstance(server, str) else None)
+
+
+def store_paths(dbs: Sequence[str], db: str) -> list[Path]:
+    """The store files of a fleet: --dbs (files as given, directories as their *.duckdb files),
+    else --db (a directory there is a fleet too)."""
+    given = [Path(p) for p in dbs] or [Path(db)]
+    out: list[Path] = []
+    for p in given:
+        found = sorted(p.glob("*.duckdb")) if p.is_dir() else [p]
+        out += [f for f in found if f not in out]
+    return out
+
+
+def duplicates(named: Sequence[tuple[str, str]]) -> str | None:
+    """Words for two stores of one cluster among (cluster, path) pairs, else None."""
+    seen: dict[str, str] = {}
+    for cluster, path in named:
+        if cluster in seen:
+            return (f"The stores {seen[cluster]} and {path} both belong to cluster '{cluster}': each cluster keeps "
+                    "one store. Leave one of them out of --dbs (or, for two clusters, give each collector its own "
+                    "--cluster and store).")
+        seen[cluster] = path
+    return None

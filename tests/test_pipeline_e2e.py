@@ -58,8 +58,8 @@ def test_spark_submit_local_job_makes_sessions_rollups_and_verdicts_that_the_pin
                                   "WHERE stream = ?)", [IDLE_STREAM, IDLE_STREAM])
     assert raw > 0 and rolled == pytest.approx(raw)
     assert rows(store, "SELECT outcome FROM pipeline_runs") == [("ok",)]
-    archive = list((data / "pipeline" / "archive" / "samples").glob("date=*/hour=*/*.parquet"))
-    assert archive, "samples archived as Parquet partitioned by date and hour"
+    archive = list((data / "pipeline" / "archive" / "samples").glob("date=*/hour=*/cluster=*/*.parquet"))
+    assert archive, "samples archived as Parquet partitioned by date, hour and cluster"
 
     monkeypatch.setenv("JETWATCH_DB", store_copy)
     st.cache_data.clear()
