@@ -64,7 +64,8 @@ def dashboard_command(settings: Settings, open_browser: bool = False) -> list[st
 
 
 def dashboard(args: argparse.Namespace, settings: Settings) -> int:
-    Store(settings.db, lock_timeout=settings.lock_timeout).check_readable()  # a bad --db said before serving
+    for path in clusters.store_paths(settings.dbs, settings.db):  # a bad --db (or --dbs) said before serving
+        Store(path, lock_timeout=settings.lock_timeout).check_readable()
     check_port_free(settings.address, settings.port)
     print(f"jetwatch dashboard on http://{settings.address}:{settings.port}/", flush=True)
     reason = read_only_reason(settings)
