@@ -264,3 +264,10 @@ def test_one_pipeline_run_over_both_stores_gives_each_cluster_its_own_results(fl
                                           "AND consumer = ?), (SELECT count(*) FROM samples WHERE consumer = ?)",
                                [SHARED, SHARED])
         assert rolled == raw
+
+
+def test_the_pins_and_audit_pages_open_over_every_cluster(fleet, dash):
+    dash.setenv("JETWATCH_DBS", str(fleet["dir"]))
+    for page in ("views/pins.py", "views/audit.py"):
+        at = _app(page)
+        assert not at.exception

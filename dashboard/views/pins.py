@@ -52,7 +52,14 @@ if not summary.empty:
 st.caption(f"Sessions from {history.source}; {len(events)} pin events in range")
 if not actions.empty:
     actions = actions[matches(actions)]
-st.plotly_chart(charts.pin_timeline(sessions, events, "Pin timeline", actions=actions), key="pins_timeline")
+if len(ui.fleet_stores(s)) > 1:  # one lane per consumer of each cluster: its lane names its cluster
+    def in_cluster(f: pd.DataFrame) -> pd.DataFrame:
+        return f.assign(stream=f["cluster"].astype(str) + ": " + f["stream"].astype(str)) if not f.empty else f
+    timeline = charts.pin_timeline(in_cluster(sessions), in_cluster(events), "Pin timeline",
+                                   actions=in_cluster(actions))
+else:
+    timeline = charts.pin_timeline(sessions, events, "Pin timeline", actions=actions)
+st.plotly_chart(timeline, key="pins_timeline")
 
 now = until
 st.markdown("#### Per consumer")
