@@ -271,3 +271,22 @@ def test_the_pins_and_audit_pages_open_over_every_cluster(fleet, dash):
     for page in ("views/pins.py", "views/audit.py"):
         at = _app(page)
         assert not at.exception
+
+
+def test_metrics_series_carry_the_collectors_cluster(fleet, tmp_path):
+    """/metrics of cluster b's collector: every consumer series says cluster b (the label the
+    fleet's dashboards and alerts group by), whatever the server calls its own cluster."""
+    from tests.helpers import collecting, collector_settings, eventually
+    from tests.test_metrics import scrape
+
+    settings = collector_settings(fleet["servers"]["b"].url, str(tmp_path / "b.duckdb"), (STREAM,), cluster="b",
+                                  metrics_address=f"127.0.0.1:{free_port()}", metrics_cardinality="all")
+
+    async def main() -> None:
+        async with collecting(settings) as collector:
+            got = await eventually(lambda: (lambda m: m if m.get("jetwatch_consumer_pending_messages") else None)(
+                scrape(collector.metrics_bound)), message="consumer series on /metrics")
+            series = got["jetwatch_consumer_pending_messages"]
+            assert {(s.labels["cluster"], s.labels["consumer"]) for s in series} == {("b", SHARED), ("b", ONLY["b"])}
+
+    asyncio.run(main())
