@@ -114,8 +114,9 @@ def each(stores: Sequence[ClusterStore], read: Callable[[ClusterStore], T]) -> l
 
 
 def worst_first(consumers: pd.DataFrame) -> pd.DataFrame:
-    """The fleet's order over several clusters: data.fleet's (verdict severity, then the oldest
-    waiting work, then the biggest backlog), then the cluster."""
+    """The fleet's order over several clusters: fleet_verdicts.sql's ORDER BY (verdict severity,
+    then the oldest waiting work, then the biggest backlog), then the cluster. Held equal to the
+    query by tests/test_fleet_pages.py."""
     if consumers.empty:
         return consumers
     rank = consumers["verdict"].map(SEVERITY)

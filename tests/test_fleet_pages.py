@@ -89,3 +89,17 @@ def test_a_filter_applies_to_the_whole_fleet_and_brings_the_page_back_in_range(b
     at.multiselect(key="fleet_verdict").set_value(["NO_PULLERS"]).run()
     assert len(consumers(frame(at, "Verdict"))) == 30  # found on every page of the unfiltered fleet
     assert fleet_badges(at) == ":red-badge[NO_PULLERS] 30"
+
+
+def test_several_clusters_merge_in_the_order_one_store_reads(big_db):
+    """fleet_verdicts.sql orders one store worst first; dashboard/stores.worst_first orders the
+    union of several stores' fleets in pandas. The two must agree, or a second cluster would
+    reorder the first one's consumers."""
+    from jetwatch.dashboard import data
+    from jetwatch.dashboard.stores import worst_first
+    from jetwatch.store.database import Store
+
+    read = data.fleet(Store(big_db)).consumers
+    assert read["verdict"].nunique() > 1
+    merged = worst_first(read.sample(frac=1.0, random_state=7).assign(cluster="a"))
+    assert list(merged["consumer"]) == list(read["consumer"])
