@@ -15,7 +15,6 @@ import nats
 import pandas as pd
 import pytest
 import streamlit as st
-from streamlit.testing.v1 import AppTest
 
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.settings import Settings
@@ -26,7 +25,7 @@ from jetwatch.store.clusters import identity
 from jetwatch.store.database import Store
 from tests.helpers import OPERATOR_PASSWORD, clean_env, make_consumer, make_stream, operators_file, publish, rows, \
     stop_process, wait_until
-from tests.test_dashboard import APP, frame
+from tests.test_dashboard import frame, run_app
 
 STREAM = "ORDERS"
 SHARED = "work"  # the same consumer name in both clusters
@@ -105,15 +104,6 @@ def dash(monkeypatch):
     st.cache_data.clear()
 
 
-def _app(page: str | None = None, **query: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
 
 
 def _direct(fleet) -> set[tuple[str, str, str]]:
@@ -138,7 +128,7 @@ def test_each_store_records_its_cluster(fleet):
 
 def test_the_fleet_shows_both_clusters_consumers_and_filters_by_cluster(fleet, dash):
     dash.setenv("JETWATCH_DBS", str(fleet["dir"]))  # a directory of stores
-    at = _app()
+    at = run_app()
     table = frame(at, "Cluster")
     assert _shown(table) == _direct(fleet)
     # the same consumer name in both clusters stays two rows, each linking to its own cluster
@@ -155,7 +145,7 @@ def test_the_fleet_shows_both_clusters_consumers_and_filters_by_cluster(fleet, d
 
 def test_one_store_reads_as_before_clusters(fleet, dash):
     dash.setenv("JETWATCH_DB", str(fleet["dbs"]["a"]))
-    at = _app()
+    at = run_app()
     table = frame(at, "Consumer")
     assert "Cluster" not in table.columns
     assert not [m for m in at.multiselect if m.key == "fleet_cluster"]
@@ -164,7 +154,7 @@ def test_one_store_reads_as_before_clusters(fleet, dash):
 
 def test_the_consumer_page_reads_the_store_its_link_names(fleet, dash):
     dash.setenv("JETWATCH_DBS", f"{fleet['dbs']['a']},{fleet['dbs']['b']}")
-    at = _app("views/consumer.py", cluster="b", stream=STREAM, consumer=ONLY["b"])
+    at = run_app("views/consumer.py", cluster="b", stream=STREAM, consumer=ONLY["b"])
     assert at.selectbox(key="consumer_cluster").value == "b"
     assert at.selectbox(key="consumer_pick").value[1:] == (STREAM, ONLY["b"])
     # the picker offers cluster b's consumers only: a's own consumer is not among them
@@ -182,7 +172,7 @@ def test_a_pause_on_cluster_bs_consumer_reaches_server_b_and_not_a(fleet, dash, 
     dash.setenv("JETWATCH_DATA_DIR", str(tmp_path))
     urls = {c: s.url for c, s in fleet["servers"].items()}
     assert not asyncio.run(_paused(urls["a"], SHARED)) and not asyncio.run(_paused(urls["b"], SHARED))
-    at = _app("views/consumer.py", cluster="b", stream=STREAM, consumer=SHARED)
+    at = run_app("views/consumer.py", cluster="b", stream=STREAM, consumer=SHARED)
     at.text_input(key="op_name").input("ana")
     at.text_input(key="op_secret").input(OPERATOR_PASSWORD)
     at.button(key="op_enable").click().run()
@@ -200,7 +190,7 @@ def test_a_pause_on_cluster_bs_consumer_reaches_server_b_and_not_a(fleet, dash, 
         assert rows(Store(dbs["a"]), "SELECT * FROM audit") == []
         actions, _ = stores.audit_actions(stores.identify(Settings({"dbs": (str(dbs["a"]), str(dbs["b"]))})))
         assert list(zip(actions["cluster"], actions["action"])) == [("b", "pause")]
-        assert "pause" in " ".join(frame(_app("views/audit.py"), "Summary")["Summary"])
+        assert "pause" in " ".join(frame(run_app("views/audit.py"), "Summary")["Summary"])
     finally:
         async def resume() -> None:
             nc = await nats.connect(urls["b"])
@@ -269,7 +259,7 @@ def test_one_pipeline_run_over_both_stores_gives_each_cluster_its_own_results(fl
 def test_the_pins_and_audit_pages_open_over_every_cluster(fleet, dash):
     dash.setenv("JETWATCH_DBS", str(fleet["dir"]))
     for page in ("views/pins.py", "views/audit.py"):
-        at = _app(page)
+        at = run_app(page)
         assert not at.exception
 
 
