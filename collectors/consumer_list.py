@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
 from jetwatch.collectors.filters import NameFilter
+from jetwatch.collectors.state_columns import Fingerprints, add_consumers
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 
 
@@ -22,6 +23,7 @@ class ConsumerListCollector:
         self.name_filter = name_filter
         self.clock = clock
         self.known_hashes: dict[tuple[str, str, str], str] = {}
+        self.fingerprints: Fingerprints = {}  # the latest cycle's configs, to skip unchanged ones
         self._limit = asyncio.Semaphore(concurrency)
 
     async def collect(self) -> SampleBatch:
@@ -38,6 +40,7 @@ class ConsumerListCollector:
         entry that is malformed, is set aside with the reason; every other consumer is kept."""
         batch = SampleBatch(accounts={self.scope.account})
         now = self.clock()
+        fingerprints: Fingerprints = {}
         for stream, consumers in pages:
             if consumers is None:
                 continue  # deleted between STREAM.NAMES and CONSUMER.LIST
@@ -48,13 +51,17 @@ class ConsumerListCollector:
             batch.streams += 1
             if consumers and isinstance(consumers[-1], dict):
                 batch.saw_server_time(consumers[-1].get("ts"))  # the page's last reply
-            for info in consumers:
-                if isinstance(info, dict) and not self.name_filter.consumer_ok(str(info.get("name", ""))):
-                    continue
+            if self.name_filter.filters_consumers:
+                consumers = [info for info in consumers
+                             if not isinstance(info, dict) or self.name_filter.consumer_ok(str(info.get("name", "")))]
+            if add_consumers(batch, consumers, self.scope, now, self.known_hashes, self.fingerprints, fingerprints):
+                continue
+            for info in consumers:  # something on the page is malformed: entry by entry, to reject it alone
                 try:
                     add_consumer(batch, info, self.scope, now, self.known_hashes)
                 except MalformedState as exc:
                     batch.reject(f"CONSUMER.LIST.{stream}", exc, info, self.scope.account, stream)
+        self.fingerprints = fingerprints
         return batch
 
     async def _stream(self, stream: str) -> list[dict] | None | Exception:

@@ -92,14 +92,7 @@ def validate(info: Any) -> None:
     _check_time("created", info.get("created"))
     if info.get("paused"):
         _check_time("config.pause_until", config.get("pause_until"))
-    for key in _CONFIG_INTS:
-        _check_int(f"config.{key}", config.get(key))
-    for key in ("priority_policy", "ack_policy", "deliver_subject", "filter_subject"):
-        _check_str(f"config.{key}", config.get(key))
-    for key in ("priority_groups", "filter_subjects"):
-        value = config.get(key)
-        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
-            raise MalformedState(f"config.{key} is {value!r:.60}, expected a list of strings")
+    check_config(config)
     groups = info.get("priority_groups")
     if groups is not None:
         if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
@@ -108,6 +101,19 @@ def validate(info: Any) -> None:
             _check_str("priority_groups[0].group", groups[0].get("group"))
             _check_str("priority_groups[0].pinned_client_id", groups[0].get("pinned_client_id"))
             _check_time("priority_groups[0].pinned_ts", groups[0].get("pinned_ts"))
+
+
+def check_config(config: dict[str, Any]) -> None:
+    """The config fields jetwatch stores, checked for their type (the part of `validate` that
+    depends on the config alone)."""
+    for key in _CONFIG_INTS:
+        _check_int(f"config.{key}", config.get(key))
+    for key in ("priority_policy", "ack_policy", "deliver_subject", "filter_subject"):
+        _check_str(f"config.{key}", config.get(key))
+    for key in ("priority_groups", "filter_subjects"):
+        value = config.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            raise MalformedState(f"config.{key} is {value!r:.60}, expected a list of strings")
 
 
 @dataclass
@@ -200,21 +206,32 @@ def add_consumer(batch: SampleBatch, info: dict[str, Any], scope: Scope, now_iso
     )
     for column, value in zip(SAMPLE_COLUMNS, row):
         batch.samples[column].append(value)
-    filters = config.get("filter_subjects") or ([config["filter_subject"]] if config.get("filter_subject") else [])
-    batch.filters.append(tuple(filters))
+    filters = filter_subjects(config)
+    batch.filters.append(filters)
 
     key = (scope.account, stream, name)
     digest = config_hash(config) + (created or "")
     if known_hashes.get(key) == digest:
         return
     known_hashes[key] = digest
-    batch.configs.append({
-        "ts": info.get("ts") or now_iso, "account": scope.account, "stream": stream, "consumer": name,
-        "created": created, "config_hash": digest,
+    batch.configs.append(config_row(info, config, scope, now_iso, digest, filters))
+
+
+def filter_subjects(config: dict[str, Any]) -> tuple[str, ...]:
+    """The consumer's filter subjects (empty: the whole stream)."""
+    return tuple(config.get("filter_subjects") or ([config["filter_subject"]] if config.get("filter_subject") else []))
+
+
+def config_row(info: dict[str, Any], config: dict[str, Any], scope: Scope, now_iso: str, digest: str,
+               filters: tuple[str, ...]) -> dict[str, Any]:
+    """One consumer_configs row: the config of a consumer whose hash changed."""
+    return {
+        "ts": info.get("ts") or now_iso, "account": scope.account, "stream": info["stream_name"],
+        "consumer": info["name"], "created": info.get("created"), "config_hash": digest,
         "is_pull": not config.get("deliver_subject"), "filtered": bool(filters),
         "ack_policy": config.get("ack_policy"), "max_waiting": config.get("max_waiting"),
         "max_ack_pending": config.get("max_ack_pending"), "ack_wait_ns": config.get("ack_wait"),
         "max_deliver": config.get("max_deliver"), "priority_policy": config.get("priority_policy"),
         "priority_groups": list(config.get("priority_groups") or []),
         "priority_timeout_ns": config.get("priority_timeout"), "config_json": json.dumps(config),
-    })
+    }

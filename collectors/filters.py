@@ -28,6 +28,11 @@ class NameFilter:
     def consumer_ok(self, consumer: str) -> bool:
         return _allowed(consumer, self.include_consumers, self.exclude_consumers)
 
+    @property
+    def filters_consumers(self) -> bool:
+        """Whether consumer_ok can say no at all (else a caller may skip asking it per consumer)."""
+        return bool(self.include_consumers or self.exclude_consumers)
+
 
 def _allowed(name: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
     if include and not any(fnmatchcase(name, p) for p in include):

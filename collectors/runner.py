@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
 
 import duckdb
+import pandas as pd
 from nats.aio.client import Client
 
 from jetwatch.collectors.alerting import AlertmanagerClient
@@ -41,7 +42,7 @@ from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIErro
 from jetwatch.core.urls import strip_userinfo
 from jetwatch.core.settings import Settings
 from jetwatch.health.rules import Thresholds
-from jetwatch.store import writes
+from jetwatch.store import clusters, writes
 from jetwatch.store.database import Store, StoreError
 from jetwatch.store.retention import Cutoffs, prune
 
@@ -121,6 +122,8 @@ class Collector:
                           s.exclude_consumers, s.show_internal, s.capture_stream)
 
     async def start(self) -> None:
+        # Before anything else is written: this store is this cluster's, or nothing is written at all.
+        await self.write(lambda con: clusters.claim(con, self.settings.cluster, self.store.path))
         self.scope = await account_scope(self.nc)
         known = await self.write(writes.latest_config_hashes)
         self.store_id = await self.write(writes.store_id)
@@ -350,9 +353,15 @@ class Collector:
         await self._after_cycle(self.judged, time.monotonic() - began)
         return batch.consumers
 
+    def labelled(self, consumers: pd.DataFrame) -> pd.DataFrame:
+        """The consumers as they leave the collector (/metrics, alerts): `cluster` is this
+        collector's --cluster label, the fleet's name for the cluster (not the NATS cluster name
+        the server reports, which the samples keep)."""
+        return consumers.assign(cluster=self.settings.cluster)
+
     def snapshot(self, judged: JudgedCycle) -> Snapshot:
         """The cycle as the exporters see it (copies: rendering runs on another thread)."""
-        return Snapshot(at=judged.at, consumers=judged.consumers,
+        return Snapshot(at=judged.at, consumers=self.labelled(judged.consumers),
                         pins=PinCounts(self.pin_counts.switches.copy(), self.pin_counts.unpins.copy()),
                         cycle_buckets=list(self.durations.counts), cycle_sum=self.durations.total,
                         cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total,
@@ -379,7 +388,7 @@ class Collector:
         is still under way the next one is skipped (firing alerts go again next cycle; resolved
         ones wait in the client until delivered)."""
         assert self.alertmanager is not None
-        alerts = self.alertmanager.alerts_for(judged.consumers, judged.changes, judged.at)
+        alerts = self.alertmanager.alerts_for(self.labelled(judged.consumers), judged.changes, judged.at)
         if not alerts:
             return
         if self._alert_post is not None and not self._alert_post.done():

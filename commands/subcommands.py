@@ -27,7 +27,7 @@ from jetwatch.core.errors import JetwatchError, UsageError
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import shown_servers
-from jetwatch.store import audit
+from jetwatch.store import audit, clusters
 from jetwatch.dashboard import identities
 from jetwatch.dashboard.gate import allowed_hosts, read_only_reason
 from jetwatch.dashboard.identities import IdentityError
@@ -64,7 +64,8 @@ def dashboard_command(settings: Settings, open_browser: bool = False) -> list[st
 
 
 def dashboard(args: argparse.Namespace, settings: Settings) -> int:
-    Store(settings.db, lock_timeout=settings.lock_timeout).check_readable()  # a bad --db said before serving
+    for path in clusters.store_paths(settings.dbs, settings.db):  # a bad --db (or --dbs) said before serving
+        Store(path, lock_timeout=settings.lock_timeout).check_readable()
     check_port_free(settings.address, settings.port)
     print(f"jetwatch dashboard on http://{settings.address}:{settings.port}/", flush=True)
     reason = read_only_reason(settings)
@@ -80,6 +81,7 @@ async def _collect(settings: Settings) -> None:
     # The collector's own reads (judging) run on its writer thread, never against its writes.
     store = Store(settings.db, lock_timeout=settings.lock_timeout, query_timeout=2 * settings.lock_timeout)
     store.check()  # a --db that cannot be used is said now, not as a failure every cycle
+    store.write(lambda con: clusters.claim(con, settings.cluster, store.path))  # another cluster's store: said now
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -96,6 +96,31 @@ def parse_account_map(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...
     return tuple(f"{a.strip()}={w.strip()}" for a, _, w in (p.partition("=") for p in pairs))
 
 
+DEFAULT_CLUSTER = "default"  # the cluster of a store no collector has claimed (one written before clusters)
+_CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def parse_cluster(text: str) -> str:
+    """A cluster label: letters, digits, `_`, `.` and `-`, up to 64 (it goes into labels and links)."""
+    value = str(text).strip()
+    if not _CLUSTER_NAME.fullmatch(value):
+        raise SettingsError(f"'{text}' is not a cluster name: use letters, digits, '_', '.' and '-' "
+                            "(up to 64, starting with a letter or digit), such as eu-prod")
+    return value
+
+
+def parse_server_map(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """`CLUSTER=URL` pairs: where actions on each cluster's consumers connect."""
+    pairs = parse_list(text)
+    out = []
+    for pair in pairs:
+        cluster, _, url = pair.partition("=")
+        if not url.strip():
+            raise SettingsError(f"'{pair}' is not CLUSTER=URL (such as eu-prod=nats://nats-eu:4222)")
+        out.append(f"{parse_cluster(cluster)}={url.strip()}")
+    return tuple(out)
+
+
 def parse_list(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     if isinstance(text, (list, tuple)):
         return tuple(text)
@@ -139,8 +164,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("request_timeout", 5.0, "Seconds to wait for a JetStream API reply.", parse_duration, "connection", minimum=0.1, maximum=3600.0),
     # connection: actions on other accounts' consumers (issue 11)
     Setting("account_contexts", (), "Where actions on each account's consumers connect, comma separated `ACCOUNT=CONTEXT` (a `nats` CLI context name) or `ACCOUNT=/path/user.creds`. An action on an account neither mapped nor the connection's own is refused before anything is sent.", parse_account_map, "connection"),
+    # connection: several clusters (issue 14)
+    Setting("server_for", (), "Where actions on each cluster's consumers connect, comma separated `CLUSTER=URL` (the connection's credentials are used). Without an entry, an action goes to the server that cluster's collector last reported (its `collector_status.server_url`).", parse_server_map, "connection"),
     # store
     Setting("db", "jetwatch-data/jetwatch.duckdb", "Path of the DuckDB store file.", str, "store"),
+    # store: several clusters, one store each (issue 14)
+    Setting("cluster", DEFAULT_CLUSTER, "Name of the cluster (or account) the collector watches. A store belongs to the cluster that first wrote it, and a collector of another cluster refuses to write into it: one store per cluster. Every row that leaves a store (pages, exports, /metrics, alerts) carries it.", parse_cluster, "store"),
+    Setting("dbs", (), "The stores of a fleet, comma separated: store files, or directories whose `*.duckdb` files are all read. The dashboard and the pipeline read all of them (instead of --db); each is its own cluster.", parse_list, "store"),
     Setting("lock_timeout", 15.0, "Longest wait for the store file when another process holds it.", parse_duration, "store", minimum=0.1, maximum=86400.0),
     Setting("raw_retention", 7 * 86400.0, "How long raw samples are kept; older history lives on as rollups.", parse_duration, "store", minimum=3600.0),
     Setting("event_retention", 90 * 86400.0, "How long advisories and rejects are kept.", parse_duration, "store", minimum=3600.0),

@@ -24,7 +24,7 @@ from jetwatch.actions import operations as ops
 from jetwatch.actions.accounts import perform_on_account
 from jetwatch.actions.audit import AuditUnavailable, begin, finish
 from jetwatch.actions.drains import drains_for, spawn_detached
-from jetwatch.dashboard import gate, identities
+from jetwatch.dashboard import gate, identities, stores
 from jetwatch.dashboard.text import visible_value
 from jetwatch.dashboard.ui import md
 from jetwatch.core.connection import ConnectError
@@ -177,9 +177,10 @@ def sidebar(s: Settings) -> None:
             st.error(st.session_state["op_error"])  # our own words
 
 
-def request(action: str, target: ops.Target, **params: Any) -> None:
-    """on_click of an action button: remember what was asked, confirm it on the next run."""
-    st.session_state[PENDING] = {"action": action, "target": target, "params": params}
+def request(action: str, target: ops.Target, cluster: str | None = None, **params: Any) -> None:
+    """on_click of an action button: remember what was asked (and in which cluster), confirm it
+    on the next run."""
+    st.session_state[PENDING] = {"action": action, "target": target, "params": params, "cluster": cluster}
     st.session_state[FRESH] = True
     st.session_state.pop(PIN_MOVED, None)
 
@@ -246,10 +247,26 @@ def execute(s: Settings, store: Store, pending: dict[str, Any]) -> ops.ActionRes
     return result
 
 
+def for_cluster(s: Settings, store: Store, cluster: str | None) -> tuple[Settings, Store]:
+    """The settings and store an action on a consumer of `cluster` runs with: that cluster's server
+    (--server-for, else what its collector reported) and its own store, which gets the audit rows."""
+    if cluster is None:
+        return s, store
+    found = stores.identify(s)
+    cs = stores.find(found, cluster)
+    return stores.acting(s, cs, several=len(found) > 1), cs.store
+
+
 def dialog(s: Settings, store: Store) -> None:
-    """Open the confirmation while an action is pending."""
+    """Open the confirmation while an action is pending (for the cluster it was asked in)."""
     pending = st.session_state.get(PENDING)
     if not pending:
+        return
+    try:
+        s, store = for_cluster(s, store, pending.get("cluster"))
+    except StoreError as exc:
+        st.error(md(exc))
+        st.session_state.pop(PENDING, None)
         return
     st.session_state.pop(FRESH, None)  # the dialog is open: no page needs to rerun for it
 
@@ -259,7 +276,8 @@ def dialog(s: Settings, store: Store) -> None:
         if note:
             st.warning(md(note))
         st.markdown("**" + md(_describe(pending)) + "**")
-        st.caption(f"on {md(shown_servers(s.server))}, as {md(operator(s) or 'nobody')}")
+        where = f"cluster {pending['cluster']}, " if pending.get("cluster") is not None else ""
+        st.caption(f"on {md(where + shown_servers(s.server))}, as {md(operator(s) or 'nobody')}")
         c1, c2 = st.columns(2)
         if c1.button("Confirm", key="action_confirm", type="primary"):
             result = execute(s, store, pending)

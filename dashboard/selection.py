@@ -16,10 +16,10 @@ from typing import Any, MutableMapping
 
 import pandas as pd
 
-SELECTED = "fleet_selected_key"  # (account, stream, consumer) of the selected consumer
+SELECTED = "fleet_selected_key"  # (account, stream, consumer, cluster) of the selected consumer
 _SEEN = "fleet_selection_seen"  # (widget key, rows, keys) at the last run: a click or a new table?
 
-Key = tuple[str | None, str, str]
+Key = tuple[str | None, str, str, str | None]
 
 
 def _text(value: Any) -> str | None:
@@ -28,8 +28,10 @@ def _text(value: Any) -> str | None:
 
 def keys_of(frame: pd.DataFrame) -> list[Key]:
     """The consumer key of each row, in the table's order. The fleet has one row per (account,
-    stream, consumer); a cluster is not part of a consumer's identity in the store."""
-    return [(_text(a), str(s), str(c)) for a, s, c in zip(frame["account"], frame["stream"], frame["consumer"])]
+    stream, consumer) in each cluster: a consumer named alike in two clusters is two keys."""
+    clusters = frame["cluster"] if "cluster" in frame else [None] * len(frame)
+    return [(_text(a), str(s), str(c), _text(cl))
+            for a, s, c, cl in zip(frame["account"], frame["stream"], frame["consumer"], clusters)]
 
 
 def widget_key(keys: list[Key]) -> str:

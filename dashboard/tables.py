@@ -38,10 +38,10 @@ class Column:
     shown_if: Callable[[pd.DataFrame], bool] | None = None  # e.g. the account only with several accounts
 
 
-def consumer_link(account: object, stream: str, consumer: str) -> str:
+def consumer_link(account: object, stream: str, consumer: str, cluster: object = None) -> str:
     """The Consumer page's deep link for one consumer (its name last: the Fleet shows it as the
-    link's text, decoded by the grid)."""
-    query = {"account": account, "stream": stream, "consumer": consumer}
+    link's text, decoded by the grid); with its cluster, the page reads that cluster's store."""
+    query = {"cluster": cluster, "account": account, "stream": stream, "consumer": consumer}
     return "consumer?" + urlencode({k: v for k, v in query.items() if v is not None and not pd.isna(v)},
                                    quote_via=quote)
 
@@ -157,12 +157,31 @@ def _several_accounts(f: pd.DataFrame) -> bool:
     return f["account"].nunique(dropna=False) > 1
 
 
+def _several_clusters(f: pd.DataFrame) -> bool:
+    return "cluster" in f and f["cluster"].nunique(dropna=False) > 1
+
+
+def _clusters(f: pd.DataFrame) -> Sequence[Any]:
+    return list(f["cluster"]) if "cluster" in f else [None] * len(f)
+
+
+def _link(f: pd.DataFrame, now: dt.datetime) -> list[str]:
+    """Each row's deep link, naming its cluster when the row has one (dashboard/stores.py adds it)."""
+    return [consumer_link(a, s, c, cl) for a, s, c, cl in zip(f["account"], f["stream"], f["consumer"], _clusters(f))]
+
+
+def _cluster_column(width: Any = "small") -> Column:
+    return Column("Cluster", lambda f, now: f["cluster"], width=width, pinned=True, shown_if=_several_clusters,
+                  help="the cluster (its collector's --cluster) the consumer is in")
+
+
 # The Fleet, left to right. The first three are the identity of a row and stay in view.
 FLEET: list[Column] = [
     Column("Verdict", lambda f, now: f["verdict"], width=112, pinned=True,
            help="the most severe finding (health rules, worst first)"),
+    _cluster_column(80),
     Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
-    Column("Consumer", lambda f, now: [consumer_link(a, s, c) for a, s, c in zip(f["account"], f["stream"], f["consumer"])],
+    Column("Consumer", _link,
            kind="link", width=NAME_WIDTH, pinned=True, help="opens the consumer's page"),
     Column("Since (UTC)", lambda f, now: [since_cell(t, now) for t in f["since"]], width=150,
            help="when the consumer entered this verdict, and how long ago"),
@@ -197,18 +216,15 @@ FLEET: list[Column] = [
 # The Fleet's recent verdict changes, newest first.
 CHANGES: list[Column] = [
     Column("When (UTC)", lambda f, now: [since_cell(t, now) for t in f["ts"]], width="small"),
+    _cluster_column(),
     Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
-    Column("Consumer", lambda f, now: [consumer_link(a, s, c) for a, s, c in zip(f["account"], f["stream"], f["consumer"])],
+    Column("Consumer", _link,
            kind="link", width="small", pinned=True),
     Column("From", lambda f, now: f["from_verdict"].fillna("(new)"), width="small"),
     Column("To", lambda f, now: f["to_verdict"], width="small"),
     Column("Why", lambda f, now: f["reason"], width="large"),
     Column("Account", lambda f, now: f["account"], width="small", shown_if=_several_accounts),
 ]
-
-
-def _link(f: pd.DataFrame, now: dt.datetime) -> list[str]:
-    return [consumer_link(a, s, c) for a, s, c in zip(f["account"], f["stream"], f["consumer"])]
 
 
 def _durations(column: str) -> Cells:
@@ -221,6 +237,7 @@ def _utc_cells(column: str) -> Cells:
 
 # The Pins page: one row per consumer.
 PIN_SUMMARY: list[Column] = [
+    _cluster_column(),
     Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
     Column("Consumer", _link, kind="link", width=NAME_WIDTH, pinned=True),
     Column("Flapping", lambda f, now: ["FLAPPING" if x else "" for x in f["flapping"]], width="small",
@@ -244,6 +261,7 @@ PIN_SUMMARY: list[Column] = [
 
 # The Pins page: one row per pin (a session), newest first.
 SESSIONS: list[Column] = [
+    _cluster_column(),
     Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
     Column("Consumer", _link, kind="link", width=NAME_WIDTH, pinned=True),
     Column("Holder (pin id tail)", lambda f, now: [pin_tail(p) for p in f["pinned_id"]], width="small",
@@ -262,6 +280,7 @@ SESSIONS: list[Column] = [
 # The Pins page: every pin and unpin, newest first.
 PIN_EVENTS: list[Column] = [
     Column("When (UTC)", _utc_cells("ts"), width="small"),
+    _cluster_column(),
     Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
     Column("Consumer", _link, kind="link", width=NAME_WIDTH, pinned=True),
     Column("Event", lambda f, now: f["event"], width="small"),
@@ -287,6 +306,7 @@ AUDIT: list[Column] = [
     Column("Outcome", lambda f, now: f["outcome"], width="small"),
     Column("Consumer", _link, kind="link", width="small", help="opens the consumer's page"),
     Column("Stream", lambda f, now: f["stream"], width="small"),
+    _cluster_column(),
     Column("Account", lambda f, now: f["account"], width="small"),
     Column("Actor", lambda f, now: f["actor"], width="small"),
     Column("Parameters", _params_words, width="medium"),

@@ -9,7 +9,7 @@ import re
 import pandas as pd
 import streamlit as st
 
-from jetwatch.dashboard import data, tables
+from jetwatch.dashboard import data, stores, tables
 from jetwatch.dashboard.text import (duration, pin_tail, since, utc, visible, visible_frame,  # noqa: F401
                                      visible_value)  # the pages import words from here
 from jetwatch.health import advice
@@ -48,6 +48,30 @@ def settings() -> Settings:
 
 def store(s: Settings) -> Store:
     return Store(s.db, lock_timeout=s.lock_timeout)
+
+
+def fleet_stores(s: Settings) -> list[stores.ClusterStore]:
+    """The stores of the fleet with their clusters (read again every few seconds: a new store's
+    collector claims it with its first cycle)."""
+    return _identified(tuple(s.dbs), s.db, s.lock_timeout)
+
+
+@st.cache_data(ttl=5.0, show_spinner=False)
+def _identified(dbs: tuple[str, ...], db: str, lock_timeout: float) -> list[stores.ClusterStore]:
+    return stores.identify(Settings({"dbs": dbs, "db": db, "lock_timeout": lock_timeout}))
+
+
+def fleet_view(s: Settings, th: Thresholds) -> data.Fleet:
+    """Every cluster's fleet in one, each store read once per its collector's cycle."""
+    return stores.fleet(fleet_stores(s), lambda cs: cached_fleet(cs.path, s.lock_timeout, th))
+
+
+def fleet_pin_history(s: Settings, span: dt.timedelta, th: Thresholds) -> data.PinHistory:
+    return stores.pin_history(fleet_stores(s), lambda cs: pin_history(cs.path, s.lock_timeout, span, th))
+
+
+def fleet_capture_gaps(s: Settings, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
+    return stores.union(stores.each(fleet_stores(s), lambda cs: capture_gaps(cs.path, s.lock_timeout, since, until)))
 
 
 def thresholds(s: Settings) -> Thresholds:
@@ -96,8 +120,8 @@ def md(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", one_line)
 
 
-def consumer_link(account: str | None, stream: str, consumer: str) -> str:
-    return tables.consumer_link(account, stream, consumer)
+def consumer_link(account: str | None, stream: str, consumer: str, cluster: str | None = None) -> str:
+    return tables.consumer_link(account, stream, consumer, cluster)
 
 
 def time_range(key: str, default: str = "1 hour") -> tuple[dt.datetime, dt.datetime]:
@@ -143,30 +167,40 @@ def collector_panel(collector: pd.DataFrame, now: dt.datetime, gaps: pd.DataFram
     with st.sidebar:
         if gaps is not None:
             gap_warnings(gaps)
-        st.markdown("**Collector**")
-        if collector.empty:
-            st.caption("no collector has reported yet")
+        several = "cluster" in collector and collector["cluster"].nunique() > 1
+        if not several:
+            st.markdown("**Collector**")
+            if collector.empty:
+                st.caption("no collector has reported yet")
+                return
+            _collector(collector.iloc[0], now)
             return
-        c = collector.iloc[0]
-        st.caption(f"last cycle {ago(c['last_cycle_at'], now)}, took {c['cycle_seconds'] or 0:.2f}s; "
-                   f"{int(c['consumers'] or 0)} consumers in {int(c['streams'] or 0)} streams via {c['sample_mode']}")
-        if c["capture_mode"] == "core":
-            st.warning("Advisories are captured with a plain subscription: pin events while the collector "
-                       "is down are lost. Run `jetwatch setup` to create the capture stream.", icon="⚠️")
-        else:
-            lag = c["capture_pending"]
-            behind = ("backlog unknown (the capture stream did not answer)" if lag is None or pd.isna(lag)
-                      else "caught up" if c["capture_caught_up"] else f"{int(lag)} advisories behind")
-            st.caption(f"capture: {c['capture_mode']} stream, {behind}; last advisory {ago(c['last_event_at'], now)}")
-        warning = c.get("capture_warning")
-        if warning is not None and not pd.isna(warning):
-            st.warning(md(warning), icon="⚠️")
-        offset = c.get("clock_offset_seconds")
-        if offset is not None and not pd.isna(offset) and abs(offset) > 1:
-            st.warning(f"The server's clock is {abs(offset):.1f}s {'ahead of' if offset > 0 else 'behind'} the "
-                       "collector's. Windows and pin inference follow the server's clock; fix the host's time "
-                       "sync (NTP) all the same.", icon="🕒")
-        if int(c["rejects_total"] or 0):
-            st.caption(f"{int(c['rejects_total'])} rejected inputs (see the rejects table), last {ago(c['last_reject_at'], now)}")
-        if c["last_error"] is not None and not pd.isna(c["last_error"]):
-            st.error(f"{ago(c['last_error_at'], now)}: {md(c['last_error'])}")
+        for cluster, rows in collector.groupby("cluster", sort=True):
+            st.markdown(f"**Collector of cluster {md(cluster)}**")
+            _collector(rows.iloc[0], now)
+
+
+def _collector(c: pd.Series, now: dt.datetime) -> None:
+    """One collector's health, as the sidebar shows it (called inside the sidebar)."""
+    st.caption(f"last cycle {ago(c['last_cycle_at'], now)}, took {c['cycle_seconds'] or 0:.2f}s; "
+               f"{int(c['consumers'] or 0)} consumers in {int(c['streams'] or 0)} streams via {c['sample_mode']}")
+    if c["capture_mode"] == "core":
+        st.warning("Advisories are captured with a plain subscription: pin events while the collector "
+                   "is down are lost. Run `jetwatch setup` to create the capture stream.", icon="⚠️")
+    else:
+        lag = c["capture_pending"]
+        behind = ("backlog unknown (the capture stream did not answer)" if lag is None or pd.isna(lag)
+                  else "caught up" if c["capture_caught_up"] else f"{int(lag)} advisories behind")
+        st.caption(f"capture: {c['capture_mode']} stream, {behind}; last advisory {ago(c['last_event_at'], now)}")
+    warning = c.get("capture_warning")
+    if warning is not None and not pd.isna(warning):
+        st.warning(md(warning), icon="⚠️")
+    offset = c.get("clock_offset_seconds")
+    if offset is not None and not pd.isna(offset) and abs(offset) > 1:
+        st.warning(f"The server's clock is {abs(offset):.1f}s {'ahead of' if offset > 0 else 'behind'} the "
+                   "collector's. Windows and pin inference follow the server's clock; fix the host's time "
+                   "sync (NTP) all the same.", icon="🕒")
+    if int(c["rejects_total"] or 0):
+        st.caption(f"{int(c['rejects_total'])} rejected inputs (see the rejects table), last {ago(c['last_reject_at'], now)}")
+    if c["last_error"] is not None and not pd.isna(c["last_error"]):
+        st.error(f"{ago(c['last_error_at'], now)}: {md(c['last_error'])}")

@@ -29,6 +29,7 @@ from jetwatch.core.settings import Settings, parse_instant
 from jetwatch.health.rules import Thresholds
 from jetwatch.pipeline.export import export, prune_archive
 from jetwatch.pipeline.load import load
+from jetwatch.store.clusters import duplicates, identity, store_paths
 from jetwatch.store.database import Store
 
 JOB = Path(__file__).resolve().parent / "job.py"
@@ -138,8 +139,27 @@ def submit_command(settings: Settings, samples: Path, run_input: Path, output: P
     ]
 
 
+def fleet(settings: Settings) -> list[tuple[str, Store]]:
+    """(cluster, store) of every store the run covers (--dbs, else --db) that exists."""
+    pairs = []
+    for path in store_paths(settings.dbs, settings.db):
+        if path.exists():
+            store = Store(path, lock_timeout=settings.lock_timeout)
+            pairs.append((identity(store).cluster, store))
+    twice = duplicates([(c, str(s.path)) for c, s in pairs])
+    if twice:
+        raise UsageError(twice)
+    return pairs
+
+
 def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | None = None) -> dict[str, int]:
-    store = Store(settings.db, lock_timeout=settings.lock_timeout)
+    """One run over every store of the fleet: one export (each row with its cluster), one Spark job,
+    and each cluster's results loaded back into its own store. Each store records the run."""
+    pairs = fleet(settings)
+    if not pairs:  # no store yet: the run makes --db's (and records itself there)
+        store = Store(settings.db, lock_timeout=settings.lock_timeout)
+        store.migrate()
+        pairs = [(identity(store).cluster, store)]
     since = since.replace(minute=0, second=0, microsecond=0)  # whole hours: partitions are replaced whole
     base = Path(settings.data_dir) / "pipeline"
     run_id = uuid.uuid4().hex[:12]
@@ -147,11 +167,16 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
     started = dt.datetime.now(dt.timezone.utc)
     record = {"run_id": run_id, "started_at": started, "finished_at": None, "since": since, "until": until,
               "outcome": "running", "rows_in": None, "message": None}
-    store.write(lambda con: con.execute(sql.query("upsert_pipeline_run"), record))
+
+    def note() -> None:
+        for _, store in pairs:
+            store.write(lambda con: con.execute(sql.query("upsert_pipeline_run"), record))
+
+    note()
     try:
         # The archive keeps raw retention's worth of hours, and always this run's window (re-exported below).
         prune_archive(base / "archive", min(since, until - dt.timedelta(seconds=settings.raw_retention)))
-        rows_in = export(store, base / "archive", run_dir / "input", since, until)
+        rows_in = export(pairs, base / "archive", run_dir / "input", since, until)
         record["rows_in"] = rows_in
         cmd = submit_command(settings, base / "archive" / "samples", run_dir / "input", run_dir / "output",
                              code_zip(run_dir / "jetwatch-pipeline.zip"), since, until)
@@ -163,7 +188,10 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
             raise PipelineError(f"the Spark job failed with status {proc.returncode}: {tail}")
         retention = {"samples": until - dt.timedelta(seconds=settings.raw_retention),
                      "events": until - dt.timedelta(seconds=settings.event_retention)}
-        loaded = load(store, run_dir / "output", since, until, retention)
+        loaded: dict[str, int] = {}
+        for cluster, store in pairs:
+            for k, v in load(store, run_dir / "output", since, until, retention, cluster).items():
+                loaded[k] = loaded.get(k, 0) + v
         record.update(outcome="ok", message=", ".join(f"{k} {v}" for k, v in loaded.items()))
         return {"rows_in": rows_in, **loaded}
     except Interrupted as exc:
@@ -174,7 +202,7 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
         raise
     finally:
         record["finished_at"] = dt.datetime.now(dt.timezone.utc)
-        store.write(lambda con: con.execute(sql.query("upsert_pipeline_run"), record))
+        note()
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
@@ -196,10 +224,12 @@ def default_since(store: Store, until: dt.datetime, raw_retention_s: float) -> d
 def run_pipeline(args: argparse.Namespace, settings: Settings) -> int:
     now = dt.datetime.now(dt.timezone.utc)
     until = _when(args.until, now, now)
-    if not Path(settings.db).exists():
-        raise UsageError(f"no store at {settings.db}: run the collector first (jetwatch collect or jetwatch up)")
-    store = Store(settings.db, lock_timeout=settings.lock_timeout)
-    since = _when(args.since, now, until) if args.since else default_since(store, until, settings.raw_retention)
+    pairs = fleet(settings)
+    if not pairs:
+        where = ", ".join(settings.dbs) or settings.db
+        raise UsageError(f"no store at {where}: run the collector first (jetwatch collect or jetwatch up)")
+    since = (_when(args.since, now, until) if args.since else
+             min(default_since(store, until, settings.raw_retention) for _, store in pairs))
     if since >= until:
         raise UsageError("--since must be before --until")
     interrupt_on_signals()

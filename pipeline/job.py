@@ -5,12 +5,13 @@ Run it with `spark-submit pipeline/job.py --input URI --output URI ...` on any m
 The master is never set here: spark-submit's `--master` (default local[*]) decides.
 
 Input layout (written by pipeline/export.py):
-    --samples: date=YYYY-MM-DD/hour=H/*.parquet  raw samples (an archive; the job reads its window)
+    --samples: date=YYYY-MM-DD/hour=H/cluster=C/*.parquet  raw samples (an archive; the job reads its window)
     --input:
     pin_events/*.parquet                       every pin, unpin and consumer deletion
     limits/*.parquet                           latest limits per consumer
     event_counts/*.parquet                     advisories per consumer and minute
-Output layout (read by pipeline/load.py):
+    (every input row carries its cluster: several clusters' stores go through one run)
+Output layout (read by pipeline/load.py), each row with its cluster:
     pin_sessions/, rollups/granularity=1m|1h/date=.../hour=.../, verdict_history/date=.../hour=.../
 """
 
@@ -45,6 +46,8 @@ def _read_samples(spark: SparkSession, path: str) -> DataFrame:
     for column in AGE_COLUMNS:
         if column not in samples.columns:
             samples = samples.withColumn(column, F.lit(None).cast("double"))
+    if "cluster" in samples.columns:  # a partition column: a name such as "7" must stay a name
+        samples = samples.withColumn("cluster", F.col("cluster").cast("string"))
     return samples
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from jetwatch import sql
@@ -36,11 +37,22 @@ def _with_granularity(table: pa.Table, granularity: str) -> pa.Table:
     return table.append_column("granularity", pa.array([granularity] * table.num_rows, pa.string()))
 
 
-def load(store: Store, output: Path, since: dt.datetime, until: dt.datetime, retention: dict[str, dt.datetime]) -> dict[str, int]:
-    sessions = _dataset(output / "pin_sessions")
-    rollup_parts = [_with_granularity(_dataset(output / "rollups" / f"granularity={g}"), g) for g in ("1m", "1h")]
+def _of_cluster(table: pa.Table, cluster: str | None) -> pa.Table:
+    """The rows of one cluster's store (the store's tables have no cluster column: the file is the
+    cluster); output without clusters is all one store's."""
+    if cluster is None or "cluster" not in table.column_names:
+        return table
+    return table.filter(pc.equal(table["cluster"], cluster)).drop(["cluster"])
+
+
+def load(store: Store, output: Path, since: dt.datetime, until: dt.datetime, retention: dict[str, dt.datetime],
+         cluster: str | None = None) -> dict[str, int]:
+    """Load the run's results of `cluster` (all of them with None) into `store`."""
+    sessions = _of_cluster(_dataset(output / "pin_sessions"), cluster)
+    rollup_parts = [_with_granularity(_of_cluster(_dataset(output / "rollups" / f"granularity={g}"), cluster), g)
+                    for g in ("1m", "1h")]
     rollups = pa.concat_tables([t for t in rollup_parts if t.num_rows]) if any(t.num_rows for t in rollup_parts) else None
-    verdicts = _dataset(output / "verdict_history")
+    verdicts = _of_cluster(_dataset(output / "verdict_history"), cluster)
     window: dict[str, Any] = {"since": since, "until": until}
 
     def tx(con: duckdb.DuckDBPyConnection) -> dict[str, int]:

@@ -19,6 +19,12 @@ from jetwatch.health.rules import LIMIT_COLUMNS, Thresholds, evaluate
 
 CONSUMER = ["account", "stream", "consumer"]
 
+
+def keys(frame: DataFrame) -> list[str]:
+    """A consumer's identity in `frame`: with several clusters' exports in one run, its cluster
+    too (the same name in two clusters is two consumers); a frame without it is one cluster's."""
+    return ["cluster", *CONSUMER] if "cluster" in frame.columns else CONSUMER
+
 PIN_SESSION_SCHEMA = T.StructType([
     T.StructField("account", T.StringType()), T.StructField("stream", T.StringType()),
     T.StructField("consumer", T.StringType()), T.StructField("group_name", T.StringType()),
@@ -43,13 +49,14 @@ def pin_sessions(events: DataFrame, as_of: str) -> DataFrame:
     ('still pinned', ending at `as_of`). An unpin whose pin predates collection becomes a
     session with an unknown start, so the unpin still counts.
     """
+    key = keys(events)
     event_order = F.when(F.col("event") == "deleted", 0).when(F.col("event") == "unpinned", 1).otherwise(2)
     # Ties broken on every column, so a rerun orders equal timestamps the same way.
-    by_time = Window.partitionBy(*CONSUMER).orderBy("ts", "event_order", F.col("pinned_id").asc_nulls_first(),
+    by_time = Window.partitionBy(*key).orderBy("ts", "event_order", F.col("pinned_id").asc_nulls_first(),
                                                     F.col("source").asc_nulls_first(), F.col("reason").asc_nulls_first())
     ordered = (
-        events.select("ts", *CONSUMER, "group_name", "event", "pinned_id", "reason", "source")
-        .dropDuplicates(["ts", *CONSUMER, "event", "pinned_id", "reason", "source"])
+        events.select("ts", *key, "group_name", "event", "pinned_id", "reason", "source")
+        .dropDuplicates(["ts", *key, "event", "pinned_id", "reason", "source"])
         .withColumn("event_order", event_order)
         .select(
             "*",
@@ -68,20 +75,20 @@ def pin_sessions(events: DataFrame, as_of: str) -> DataFrame:
         .otherwise(F.lit("inferred"))
     )
     pins = ordered.where(F.col("event") == "pinned").select(
-        *CONSUMER, "group_name", "pinned_id", F.col("ts").alias("start_ts"),
+        *key, "group_name", "pinned_id", F.col("ts").alias("start_ts"),
         F.coalesce(F.col("next_ts"), F.to_timestamp(F.lit(as_of))).alias("end_ts"),
         end_reason.alias("end_reason"))
     orphans = ordered.where(
         (F.col("event") == "unpinned") & (F.col("prev_event").isNull() | (F.col("prev_event") != "pinned"))
-    ).select(*CONSUMER, "group_name", F.lit(None).cast("string").alias("pinned_id"),
+    ).select(*key, "group_name", F.lit(None).cast("string").alias("pinned_id"),
              F.lit(None).cast("timestamp").alias("start_ts"), F.col("ts").alias("end_ts"),
              F.coalesce(F.when(F.col("source") == "inferred", F.lit("inferred")), F.col("reason"),
                         F.lit("unknown")).alias("end_reason"))
     sessions = pins.unionByName(orphans)
-    next_pin = Window.partitionBy(*CONSUMER).orderBy(F.col("end_ts"), F.col("start_ts").asc_nulls_first(),
+    next_pin = Window.partitionBy(*key).orderBy(F.col("end_ts"), F.col("start_ts").asc_nulls_first(),
                                                      "end_reason", F.col("pinned_id").asc_nulls_first())
     return sessions.select(
-        *CONSUMER, "group_name", "pinned_id", "start_ts", "end_ts",
+        *key, "group_name", "pinned_id", "start_ts", "end_ts",
         _seconds(F.col("end_ts"), F.col("start_ts")).alias("duration_seconds"),
         "end_reason",
         F.when(F.lead("start_ts").over(next_pin).isNotNull(),  # greatest() would turn NULL into 0
@@ -100,11 +107,15 @@ def mark_gap_spans(sessions: DataFrame, gaps: DataFrame) -> DataFrame:
     (capture_gaps: from_ts..to_ts, an open end taken as when it was found), so its end, or a
     switch inside it, may be missing. A session with an unknown start reaches back to any gap
     before its end. Gaps are few: broadcast, joined semi and anti so every session stays once."""
+    per_cluster = "cluster" in sessions.columns and "cluster" in gaps.columns  # a gap is its own cluster's
     g = F.broadcast(gaps.select(
         F.coalesce("from_ts", "detected_at").alias("gap_from"),
-        F.coalesce("to_ts", "detected_at").alias("gap_to")))
+        F.coalesce("to_ts", "detected_at").alias("gap_to"),
+        *([F.col("cluster").alias("gap_cluster")] if per_cluster else [])))
     overlaps = (F.col("gap_from") <= F.col("end_ts")) & (
         F.col("start_ts").isNull() | (F.col("gap_to") >= F.col("start_ts")))
+    if per_cluster:
+        overlaps = overlaps & (F.col("gap_cluster") == F.col("cluster"))
     columns = sessions.columns
     spanning = sessions.join(g, overlaps, how="left_semi").select(*columns, F.lit(True).alias("spans_gap"))
     clean = sessions.join(g, overlaps, how="left_anti").select(*columns, F.lit(False).alias("spans_gap"))
@@ -129,10 +140,11 @@ def rollups(samples: DataFrame, limits: DataFrame, granularity: str, saturation_
     """Per consumer and bucket ('1m' or '1h'): min, mean, max and p95 of the gauges; delivery,
     ack and redelivery rates from sequence deltas; the fraction of samples saturated; the
     largest age of the oldest unacknowledged and undelivered message."""
+    key = keys(samples)
     unit = {"1m": "minute", "1h": "hour"}[granularity]
-    by_time = Window.partitionBy(*CONSUMER).orderBy("ts")
-    stepped = samples.join(limits.select(*CONSUMER, "max_ack_pending", "filtered"), on=CONSUMER, how="left").select(
-        *CONSUMER, "ts", "num_pending", "num_ack_pending", "num_waiting", "max_ack_pending", "filtered",
+    by_time = Window.partitionBy(*key).orderBy("ts")
+    stepped = samples.join(limits.select(*key, "max_ack_pending", "filtered"), on=key, how="left").select(
+        *key, "ts", "num_pending", "num_ack_pending", "num_waiting", "max_ack_pending", "filtered",
         *_ages(samples), F.date_trunc(unit, "ts").alias("bucket"),
         _delta("delivered_consumer_seq", by_time).alias("d_delivered"),
         _delta("delivered_stream_seq", by_time).alias("d_stream"),
@@ -154,7 +166,7 @@ def rollups(samples: DataFrame, limits: DataFrame, granularity: str, saturation_
                 F.percentile_approx(col, 0.95, 1000).cast("double").alias(f"{name}_p95")]
 
     return (
-        stepped.groupBy(*CONSUMER, "bucket")
+        stepped.groupBy(*key, "bucket")
         .agg(F.count("*").alias("samples"), *gauge("num_pending", "pending"), *gauge("num_ack_pending", "ack_pending"),
              *gauge("num_waiting", "waiting"),
              (F.sum(F.when(valid, F.col("d_delivered"))) / seconds).alias("delivered_per_second"),
@@ -163,7 +175,7 @@ def rollups(samples: DataFrame, limits: DataFrame, granularity: str, saturation_
              F.mean(saturated).alias("saturated_fraction"),
              F.max("oldest_unacked_age_seconds").alias("oldest_unacked_age_max_seconds"),
              F.max("oldest_undelivered_age_seconds").alias("oldest_undelivered_age_max_seconds"))
-        .select(F.lit(granularity).alias("granularity"), "bucket", *CONSUMER, "samples",
+        .select(F.lit(granularity).alias("granularity"), "bucket", *key, "samples",
                 "pending_min", "pending_mean", "pending_max", "pending_p95",
                 "ack_pending_min", "ack_pending_mean", "ack_pending_max", "ack_pending_p95",
                 "waiting_min", "waiting_mean", "waiting_max", "waiting_p95",
@@ -182,17 +194,20 @@ VERDICT_SCHEMA = T.StructType([
 def verdict_history(samples: DataFrame, limits: DataFrame, counts: DataFrame, thresholds: Thresholds) -> DataFrame:
     """The health rules over consecutive windows: one verdict per consumer per window, `ts`
     being the window's start."""
+    key = keys(samples)
+    schema = T.StructType([T.StructField("cluster", T.StringType()), *VERDICT_SCHEMA.fields]) if "cluster" in key \
+        else VERDICT_SCHEMA
     window_s = int(thresholds.health_window)
     start = F.timestamp_seconds(F.floor(F.unix_timestamp("ts") / window_s) * window_s)
     limit_cols = [c for c in LIMIT_COLUMNS]
     windowed_counts = (counts.withColumn("window_start", F.timestamp_seconds(
         F.floor(F.unix_timestamp("minute") / window_s) * window_s))
-        .groupBy(*CONSUMER, "window_start")
+        .groupBy(*key, "window_start")
         .agg(F.sum("pin_switches").alias("pin_switches"), F.sum("nak_count").alias("nak_count"),
              F.sum("max_deliveries_count").alias("max_deliveries_count")))
     joined = (samples.withColumn("window_start", start)
-              .join(limits.select(*CONSUMER, *limit_cols), on=CONSUMER, how="left")
-              .join(windowed_counts, on=[*CONSUMER, "window_start"], how="left"))
+              .join(limits.select(*key, *limit_cols), on=key, how="left")
+              .join(windowed_counts, on=[*key, "window_start"], how="left"))
 
     def judge(pdf: pd.DataFrame) -> pd.DataFrame:
         first = pdf.iloc[0]
@@ -202,9 +217,10 @@ def verdict_history(samples: DataFrame, limits: DataFrame, counts: DataFrame, th
                              "max_deliveries_count": first["max_deliveries_count"]}])
         out = evaluate(pdf, lim, thresholds, cnt)
         return pd.DataFrame({
+            **({"cluster": [first["cluster"]] * len(out)} if "cluster" in key else {}),
             "ts": [pd.Timestamp(first["window_start"])] * len(out), "account": out["account"], "stream": out["stream"], "consumer": out["consumer"],
             "verdict": out["verdict"],
             "reasons": [json.dumps(f, default=str) for f in out["findings"]],
         })
 
-    return joined.groupBy(*CONSUMER, "window_start").applyInPandas(judge, schema=VERDICT_SCHEMA)
+    return joined.groupBy(*key, "window_start").applyInPandas(judge, schema=schema)

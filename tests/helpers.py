@@ -19,7 +19,7 @@ from jetwatch.store.database import Store
 T = TypeVar("T")
 
 
-def wait_until(predicate: Callable[[], T], timeout: float = 20.0, interval: float = 0.05,
+def wait_until(predicate: Callable[[], T], timeout: float = 60.0, interval: float = 0.05,
                message: str = "condition") -> T:
     """Poll until predicate() is truthy; never a fixed sleep."""
     deadline = time.monotonic() + timeout
@@ -32,7 +32,7 @@ def wait_until(predicate: Callable[[], T], timeout: float = 20.0, interval: floa
         time.sleep(interval)
 
 
-async def eventually(predicate: Callable[[], Awaitable[T]] | Callable[[], T], timeout: float = 20.0,
+async def eventually(predicate: Callable[[], Awaitable[T]] | Callable[[], T], timeout: float = 60.0,
                      interval: float = 0.05, message: str = "condition") -> T:
     """Async form of wait_until; the predicate may be sync or async."""
     deadline = time.monotonic() + timeout

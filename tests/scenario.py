@@ -20,16 +20,19 @@ class PinStory:
 
 
 async def pin_story(nc: Client, api: JetStreamAPI, stream: str, consumer: str, subject: str,
-                    timeout_s: float = 1.5) -> PinStory:
-    """Leaves two workers running on the consumer (the caller stops them)."""
+                    timeout_s: float = 3.0) -> PinStory:
+    """Leaves two workers running on the consumer (the caller stops them). The workers pull
+    every half second against a pin timeout six times as long: on a loaded machine an event
+    loop can stall for a second (a collector cycle in the same loop), and an unplanned timeout
+    unpin would add a sixth event to the story."""
     story = PinStory(stream, consumer)
     await make_stream(api, stream, [subject])
     await make_consumer(api, stream, consumer, "pinned_client", timeout_s=timeout_s)
-    a = PullWorker(nc, stream, consumer, "jobs", name="a").start()
+    a = PullWorker(nc, stream, consumer, "jobs", name="a", expires_s=0.5).start()
     story.workers.append(a)
     await publish(nc, subject, 3)
     story.pins.append(await eventually(lambda: a.pin_id, message="first pin"))
-    b = PullWorker(nc, stream, consumer, "jobs", name="b").start()
+    b = PullWorker(nc, stream, consumer, "jobs", name="b", expires_s=0.5).start()
     story.workers.append(b)
     a.stalled = True
     await publish(nc, subject, 3)

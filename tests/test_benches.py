@@ -22,6 +22,8 @@ SMALL = {
     "pipeline": ["--rows", "20000", "--consumers", "50"],
     "scale": ["--consumers", "300", "--streams", "10", "--cycles", "2"],
     "consumer_page": ["--rows", "20000", "--consumers", "500", "--runs", "3"],
+    "fleet_page": ["--rows", "20000", "--consumers", "500", "--runs", "3"],
+    "fleet_clusters": ["--rows", "20000", "--consumers", "200", "--runs", "3"],
 }
 
 

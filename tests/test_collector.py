@@ -293,7 +293,7 @@ def test_a_store_locked_for_longer_than_the_timeout_loses_nothing(nats_server, d
             # Longer than the lock timeout: the collector's writes fail, it says so and goes on.
             line = b""
             while b"stayed locked by another process" not in line:
-                line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 30)
+                line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 120)
                 assert line, "collector exited"
             lock.stdin.write(b"\n")
             await lock.wait()

@@ -56,7 +56,7 @@ def test_metrics_serve_the_cycles_verdicts_with_bounded_cardinality_and_fleet_to
                 return got if hit else None
 
             got = await eventually(stalled, message="NO_PULLERS on /metrics")
-            idle = {"cluster": "", "account": "$G", "stream": stream, "consumer": "idle", "group": ""}
+            idle = {"cluster": "default", "account": "$G", "stream": stream, "consumer": "idle", "group": ""}
             verdict = [s for s in got["jetwatch_consumer_verdict"] if s.labels["stream"] == stream]
             assert [(s.labels, s.value) for s in verdict] == [({**idle, "verdict": "NO_PULLERS"}, 1.0)]
             pending = [s for s in got["jetwatch_consumer_pending_messages"] if s.labels["stream"] == stream]

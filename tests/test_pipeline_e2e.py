@@ -39,6 +39,7 @@ def store_copy(filled_db, tmp_path) -> str:
     return db
 
 
+@pytest.mark.timeout(900)  # several Spark runs: minutes on a loaded 2-core machine
 def test_spark_submit_local_job_makes_sessions_rollups_and_verdicts_that_the_pins_page_shows(
         store_copy, tmp_path, monkeypatch):
     data = tmp_path / "data"
@@ -57,8 +58,8 @@ def test_spark_submit_local_job_makes_sessions_rollups_and_verdicts_that_the_pin
                                   "WHERE stream = ?)", [IDLE_STREAM, IDLE_STREAM])
     assert raw > 0 and rolled == pytest.approx(raw)
     assert rows(store, "SELECT outcome FROM pipeline_runs") == [("ok",)]
-    archive = list((data / "pipeline" / "archive" / "samples").glob("date=*/hour=*/*.parquet"))
-    assert archive, "samples archived as Parquet partitioned by date and hour"
+    archive = list((data / "pipeline" / "archive" / "samples").glob("date=*/hour=*/cluster=*/*.parquet"))
+    assert archive, "samples archived as Parquet partitioned by date, hour and cluster"
 
     monkeypatch.setenv("JETWATCH_DB", store_copy)
     st.cache_data.clear()
@@ -70,6 +71,7 @@ def test_spark_submit_local_job_makes_sessions_rollups_and_verdicts_that_the_pin
     assert summary[consumers(summary) == CONSUMER].iloc[0]["Median pin"] != ""  # a duration in words
 
 
+@pytest.mark.timeout(900)  # several Spark runs: minutes on a loaded 2-core machine
 def test_a_rerun_gives_the_same_output_and_a_failed_run_keeps_the_previous(store_copy, tmp_path):
     data = tmp_path / "data"
     # --until pinned so that both runs see exactly the same input.
@@ -89,6 +91,7 @@ def test_a_rerun_gives_the_same_output_and_a_failed_run_keeps_the_previous(store
     assert [r[0] for r in rows(store, "SELECT outcome FROM pipeline_runs ORDER BY started_at")] == ["ok", "ok", "failed"]
 
 
+@pytest.mark.timeout(900)  # several Spark runs: minutes on a loaded 2-core machine
 def test_the_same_job_runs_on_a_standalone_spark_master(store_copy, tmp_path):
     spark_class = str(Path(sys.executable).parent / "spark-class")
     port = free_port()

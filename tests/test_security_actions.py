@@ -241,7 +241,7 @@ async def _cli_drain_holding_two(url: str, db_path: str, stream: str) -> tuple[a
         "--server", url, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=clean_env())
     seen = b""
     while b"draining: 2 of 2 in flight" not in seen:
-        chunk = await asyncio.wait_for(proc.stdout.read(200), 30)
+        chunk = await asyncio.wait_for(proc.stdout.read(200), 120)
         assert chunk, seen
         seen += chunk
     return proc, seen
@@ -254,7 +254,7 @@ def test_a_ctrl_c_of_a_cli_drain_is_audited_as_interrupted(nats_server, db_path,
         nc, api, w = await _held_work(nats_server.url, stream, "c", f"{uid}.int")
         proc, seen = await _cli_drain_holding_two(nats_server.url, db_path, stream)
         proc.send_signal(signal.SIGINT)
-        await asyncio.wait_for(proc.communicate(), 30)
+        await asyncio.wait_for(proc.communicate(), 120)
         assert proc.returncode == 130
         await api.pause(stream, "c", None)
         await w.stop()
@@ -407,7 +407,7 @@ def test_an_audit_row_that_cannot_be_written_after_sending_is_said_in_words(nats
         proc, seen = await _cli_drain_holding_two(nats_server.url, db_path, stream)
         store.write(lambda con: con.execute("ALTER TABLE audit DROP COLUMN row_hash"))
         await w.ack_held()
-        rest, _ = await asyncio.wait_for(proc.communicate(), 30)
+        rest, _ = await asyncio.wait_for(proc.communicate(), 120)
         assert proc.returncode == 1
         await w.stop()
         await nc.close()

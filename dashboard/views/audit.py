@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from jetwatch.dashboard import data, tables, ui
+from jetwatch.dashboard import data, stores, tables, ui
 from jetwatch.store.database import StoreError
 
 s = ui.settings()
 st.title("Audit")
 try:
-    log = data.audit(ui.store(s))
+    actions, log = stores.audit_actions(ui.fleet_stores(s))  # every cluster's log, each its own chain
 except StoreError as exc:  # held by another process for longer than --lock-timeout
     st.error(ui.md(exc))
     st.stop()
@@ -18,7 +18,6 @@ if log.empty:
     st.info("No operator actions recorded yet.")
     st.stop()
 
-actions = data.audit_actions(log)
 c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
 actors = c1.multiselect("Actor", sorted(actions["actor"].unique()), key="audit_actor")
 kinds = c2.multiselect("Action", sorted(actions["action"].unique()), key="audit_action")

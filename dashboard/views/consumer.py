@@ -11,18 +11,18 @@ import streamlit as st
 import datetime as dt
 
 from jetwatch.actions.operations import THEN_CHOICES, Target
-from jetwatch.dashboard import charts, data, operator, tables, ui
+from jetwatch.dashboard import charts, data, operator, stores, tables, ui
 from jetwatch.health import advice
 from jetwatch.store.database import StoreError, StoreMissing
 
 s = ui.settings()
-store = ui.store(s)
 params = st.query_params
 
 st.title("Consumer")
 operator.sidebar(s)
 try:
-    latest = store.query("consumer_keys")
+    fleet_stores = ui.fleet_stores(s)
+    latest = stores.consumer_keys(fleet_stores)
 except StoreMissing as exc:
     st.info(ui.md(exc))
     st.stop()
@@ -34,24 +34,39 @@ if latest.empty:
     st.info("No consumers yet: the collector has not sampled the server.")
     st.stop()
 
-options = list(zip(latest["account"], latest["stream"], latest["consumer"]))
+several = len(fleet_stores) > 1
+clusters = [cs.cluster for cs in fleet_stores]
+wanted_cluster = params.get("cluster")
+if wanted_cluster not in clusters:  # a link without its cluster: the first that has the consumer
+    named = latest[(latest["stream"] == params.get("stream")) & (latest["consumer"] == params.get("consumer"))]
+    wanted_cluster = named["cluster"].iloc[0] if not named.empty else clusters[0]
+# The cluster picker only with several clusters: one store reads exactly as before clusters.
+cluster = (st.selectbox("Cluster", clusters, index=clusters.index(wanted_cluster), key="consumer_cluster")
+           if several else clusters[0])
+mine = latest[latest["cluster"] == cluster]
+options = list(zip(mine["account"], mine["stream"], mine["consumer"]))
 wanted = (params.get("account"), params.get("stream"), params.get("consumer"))
 if wanted[1] and wanted[2] and not wanted[0]:
     wanted = next((o for o in options if o[1:] == wanted[1:]), wanted)
 if wanted not in options and all(wanted[1:]):
     options.append(wanted)  # a consumer no longer live: its history is still worth seeing
+if not options:
+    st.info(f"No consumers in cluster {ui.md(cluster)} yet: its collector has not sampled its server.")
+    st.stop()
 index = options.index(wanted) if wanted in options else 0
 choice = st.selectbox("Consumer", options, index=index, key="consumer_pick",
                       format_func=lambda o: ui.visible(f"{o[1]} / {o[2]}  ({o[0]})"))
 account, stream, consumer = choice
-st.query_params.update({"account": account, "stream": stream, "consumer": consumer})
+st.query_params.update({"cluster": cluster, "account": account, "stream": stream, "consumer": consumer})
+here = stores.find(fleet_stores, cluster)
+store = here.store
 
 range_choice = st.selectbox("Time range", list(ui.RANGES), index=list(ui.RANGES).index("1 hour"), key="consumer_range")
-operator.dialog(s, store)
+operator.dialog(s, store)  # the pending action names its cluster: its server and store
 
 
 def verdict_of(now: dt.datetime) -> pd.Series | None:
-    fleet = ui.cached_fleet(s.db, s.lock_timeout, ui.thresholds(s)).consumers
+    fleet = ui.cached_fleet(here.path, s.lock_timeout, ui.thresholds(s)).consumers
     mine = fleet[(fleet["account"] == account) & (fleet["stream"] == stream) & (fleet["consumer"] == consumer)]
     return None if mine.empty else mine.iloc[0]
 
@@ -63,13 +78,13 @@ def actions(row: pd.Series, verdict: pd.Series | None) -> None:
     st.markdown("#### Actions")
     a1, a2, a3, a4 = st.columns(4)
     if context.grouped:
-        a1.button("Unpin", key="action_unpin", on_click=operator.request, args=("unpin", target),
+        a1.button("Unpin", key="action_unpin", on_click=operator.request, args=("unpin", target, cluster),
                   kwargs={"expect_pin": context.pinned_id}, disabled=not advice.unpin_offered(context),
                   help=f"drops pin {context.pinned_id}" if context.pinned else "nothing is pinned: nothing to unpin")
     minutes = a2.number_input("Pause for (minutes)", min_value=1, max_value=10080, value=15, key="pause_minutes")
     a2.button("Pause", key="action_pause", on_click=lambda: operator.request(
-        "pause", target, until=data.utcnow() + dt.timedelta(minutes=minutes)))
-    a3.button("Resume", key="action_resume", on_click=operator.request, args=("resume", target))
+        "pause", target, cluster, until=data.utcnow() + dt.timedelta(minutes=minutes)))
+    a3.button("Resume", key="action_resume", on_click=operator.request, args=("resume", target, cluster))
     choices = advice.drain_choices(THEN_CHOICES, context)
     then = a4.selectbox("Drain, then", choices, key="drain_then",
                         help=None if "handoff" in choices else "no hand-off: nobody is pinned in a priority group")
@@ -83,7 +98,7 @@ def actions(row: pd.Series, verdict: pd.Series | None) -> None:
         a4.warning(warning, icon="⚠️")
         anyway = a4.checkbox("Drain anyway", key="drain_anyway")
     a4.button("Drain", key="action_drain", disabled=not anyway, on_click=lambda: operator.request(
-        "drain", target, then=then, timeout_s=timeout_s,
+        "drain", target, cluster, then=then, timeout_s=timeout_s,
         stay_until=data.utcnow() + dt.timedelta(minutes=stay_minutes) if then == "stay-paused" else None))
 
 

@@ -7,7 +7,7 @@ import datetime as dt
 import streamlit as st
 
 from jetwatch.actions.operations import Target
-from jetwatch.dashboard import data, operator, selection, tables, ui
+from jetwatch.dashboard import data, fleet_filters, operator, selection, stores, tables, ui
 from jetwatch.health.rules import VERDICT_NAMES
 from jetwatch.store.database import StoreError
 
@@ -24,11 +24,12 @@ def live() -> None:
     now = data.utcnow()
     operator.show_result(None, store)  # every result, each naming its consumer
     try:
-        view = ui.cached_fleet(s.db, s.lock_timeout, ui.thresholds(s))
+        view = ui.fleet_view(s, ui.thresholds(s))
+        gaps = ui.fleet_capture_gaps(s, now - GAPS_SHOWN, now)
     except StoreError as exc:  # held by another process for longer than --lock-timeout
         st.error(ui.md(exc))
         return
-    ui.collector_panel(view.collector, now, ui.capture_gaps(s.db, s.lock_timeout, now - GAPS_SHOWN, now))
+    ui.collector_panel(view.collector, now, gaps)
     warning = data.staleness(view, now, s.stale_after)
     as_of = view.as_of.strftime("%Y-%m-%d %H:%M:%S UTC") if view.as_of else "no data yet"
     st.caption(f"Data as of {as_of} · refreshes every {s.refresh:g}s · health window {s.health_window / 60:g} min")
@@ -39,40 +40,45 @@ def live() -> None:
         st.info("No consumers yet. Once the collector has sampled the server, every consumer shows here.")
         return
 
+    clusters = sorted(frame["cluster"].unique())
+    chosen_clusters = (st.multiselect("Cluster", clusters, key="fleet_cluster") if len(clusters) > 1 else [])
     c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
-    streams = c1.multiselect("Stream", sorted(frame["stream"].unique()), key="fleet_stream")
-    verdicts = c2.multiselect("Verdict", list(VERDICT_NAMES), key="fleet_verdict")
-    policies = c3.multiselect("Priority policy", sorted(frame["priority_policy"].fillna("none").unique()),
-                              key="fleet_policy")
-    search = c4.text_input("Search consumer or stream", key="fleet_search")
-    shown = frame
-    if streams:
-        shown = shown[shown["stream"].isin(streams)]
-    if verdicts:
-        shown = shown[shown["verdict"].isin(verdicts)]
-    if policies:
-        shown = shown[shown["priority_policy"].fillna("none").isin(policies)]
-    if search:
-        needle = search.lower()
-        shown = shown[shown["consumer"].str.lower().str.contains(needle, regex=False)
-                      | shown["stream"].str.lower().str.contains(needle, regex=False)]
+    wanted = fleet_filters.FleetFilter(
+        streams=tuple(c1.multiselect("Stream", sorted(frame["stream"].unique()), key="fleet_stream")),
+        verdicts=tuple(c2.multiselect("Verdict", list(VERDICT_NAMES), key="fleet_verdict")),
+        policies=tuple(c3.multiselect("Priority policy", fleet_filters.policies(frame), key="fleet_policy")),
+        search=c4.text_input("Search consumer or stream", key="fleet_search"),
+        clusters=tuple(chosen_clusters))
+    shown = wanted.apply(frame)
 
     counts = shown["verdict"].value_counts()  # the counts follow the filters
     st.markdown("  ".join(f"{ui.badge(v)} {int(counts[v])}" for v in VERDICT_NAMES if v in counts)
                 or "no consumer matches the filters")
 
-    keys = selection.keys_of(shown)
+    size = int(st.session_state.get("fleet_page_size", fleet_filters.PAGE_SIZES[0]))
+    pages = fleet_filters.pages(len(shown), size)
+    number = min(int(st.session_state.get("fleet_page", 1)), pages)
+    if "fleet_page" in st.session_state:
+        st.session_state["fleet_page"] = number  # fewer pages after a filter: the last one, not an error
+    page = fleet_filters.page_of(shown, number, size)
+    keys = selection.keys_of(page)
     chosen = st.session_state.get(selection.SELECTED)
-    table = tables.fleet_table(shown, now)
+    table = tables.fleet_table(page, now)
     table.insert(0, " ", ["▶" if k == chosen else "" for k in keys])
-    st.caption(f"{len(shown):,} of {len(frame):,} consumers shown · select a row for its findings and actions, "
-               "or open a consumer by its name")
+    whole = f"{len(shown):,} of {len(frame):,} consumers shown" if pages == 1 else (
+        f"{len(page):,} of {len(shown):,} matching consumers shown (page {number:,} of {pages:,}; "
+        f"{len(frame):,} in all)")
+    st.caption(f"{whole} · select a row for its findings and actions, or open a consumer by its name")
     widget = selection.widget_key(keys)
     st.dataframe(
         ui.visible_frame(table).style.map(ui.verdict_cell_style, subset=["Verdict"]), key=widget, hide_index=True,
         width="stretch", on_select="rerun", selection_mode="single-row",
         column_config={" ": st.column_config.TextColumn(" ", width=28, help="the selected consumer", pinned=True),
                        **tables.column_config(tables.FLEET, table)})
+    if pages > 1:
+        p1, p2, _ = st.columns([2, 2, 5])
+        p1.number_input(f"Page (of {pages:,})", min_value=1, max_value=pages, step=1, key="fleet_page")
+        p2.selectbox("Rows per page", fleet_filters.PAGE_SIZES, key="fleet_page_size")
     if selection.follow(st.session_state, widget, keys):
         st.rerun(scope="app")  # the action bar below lives outside this fragment
 
@@ -84,7 +90,7 @@ live()
 def recent_changes() -> None:
     """The last verdict transitions of the fleet, newest first."""
     try:
-        changes = data.recent_changes(store, 20)
+        changes = stores.recent_changes(ui.fleet_stores(s), 20)
     except StoreError as exc:
         st.error(ui.md(exc))
         return
@@ -101,22 +107,26 @@ def recent_changes() -> None:
 recent_changes()
 
 chosen = st.session_state.get(selection.SELECTED)
+if chosen and len(chosen) != 4:
+    chosen = None  # a selection kept from before clusters: chosen again
 if chosen:
-    current = selection.row_of(ui.cached_fleet(s.db, s.lock_timeout, ui.thresholds(s)).consumers, chosen)
-    account, stream_name, consumer_name = chosen
+    several = len(ui.fleet_stores(s)) > 1
+    current = selection.row_of(ui.fleet_view(s, ui.thresholds(s)).consumers, chosen)
+    account, stream_name, consumer_name, cluster = chosen
     if current is None:
         st.markdown(f"**{ui.md(stream_name)} / {ui.md(consumer_name)}**: no longer in the latest sample")
     else:
         st.markdown(f"**{ui.md(stream_name)} / {ui.md(consumer_name)}**"
-                    f"{'' if account is None else ' (account ' + ui.md(account) + ')'}: {ui.badge(current['verdict'])} "
+                    f"{'' if account is None else ' (account ' + ui.md(account) + ')'}"
+                    f"{' in cluster ' + ui.md(cluster) if several else ''}: {ui.badge(current['verdict'])} "
                     f"since {ui.md(ui.since(current['since'], data.utcnow()))}  "
-                    f"[details]({ui.consumer_link(account, stream_name, consumer_name)})")
+                    f"[details]({ui.consumer_link(account, stream_name, consumer_name, cluster)})")
         ui.findings(current, data.utcnow())
     st.button("Clear selection", key="fleet_clear", on_click=selection.clear, args=(st.session_state,))
     if current is not None and operator.operator(s) and current["priority_policy"] == "pinned_client":
         pinned = current["pinned_id"] if isinstance(current["pinned_id"], str) else None
         target = Target(account, stream_name, consumer_name,
                         current["pin_group"] if isinstance(current["pin_group"], str) else None)
-        st.button("Unpin", key="fleet_unpin", on_click=operator.request, args=("unpin", target),
+        st.button("Unpin", key="fleet_unpin", on_click=operator.request, args=("unpin", target, cluster),
                   kwargs={"expect_pin": pinned}, disabled=pinned is None,
                   help=None if pinned else "nothing is pinned")

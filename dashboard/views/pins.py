@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from jetwatch.dashboard import charts, data, tables, ui
+from jetwatch.dashboard import charts, stores, tables, ui
 from jetwatch.store.database import StoreError
 
 s = ui.settings()
@@ -18,12 +18,14 @@ reasons = c2.multiselect("Unpin reason", ["timeout", "admin", "inferred"], key="
 search = c3.text_input("Consumer or stream", key="pins_search")
 
 try:
-    history = ui.pin_history(s.db, s.lock_timeout, until - since, ui.thresholds(s))
+    history = ui.fleet_pin_history(s, until - since, ui.thresholds(s))
+    gaps = ui.fleet_capture_gaps(s, since, until)
+    actions = stores.operator_actions(ui.fleet_stores(s), since, until)
 except StoreError as exc:  # held by another process for longer than --lock-timeout
     st.error(ui.md(exc))
     st.stop()
 events, sessions, summary = history.events, history.sessions, history.summary
-ui.gap_warnings(ui.capture_gaps(s.db, s.lock_timeout, since, until))
+ui.gap_warnings(gaps)
 
 
 def matches(frame: pd.DataFrame) -> pd.Series:
@@ -39,19 +41,25 @@ if not events.empty:
     if reasons:
         why = events["reason"].where(events["source"] != "inferred", "inferred")
         keep = events[(events["event"] == "unpinned") & why.isin(reasons)]
-        consumers = keep[["account", "stream", "consumer"]].drop_duplicates()
-        events = events.merge(consumers, on=["account", "stream", "consumer"], how="inner")
+        consumers = keep[["cluster", "account", "stream", "consumer"]].drop_duplicates()
+        events = events.merge(consumers, on=["cluster", "account", "stream", "consumer"], how="inner")
 if not sessions.empty:
-    sessions = sessions.merge(events[["account", "stream", "consumer"]].drop_duplicates(),
-                              on=["account", "stream", "consumer"], how="inner") if not events.empty else sessions.iloc[0:0]
+    sessions = sessions.merge(events[["cluster", "account", "stream", "consumer"]].drop_duplicates(),
+                              on=["cluster", "account", "stream", "consumer"], how="inner") if not events.empty else sessions.iloc[0:0]
 if not summary.empty:
     summary = summary[matches(summary)]
 
 st.caption(f"Sessions from {history.source}; {len(events)} pin events in range")
-actions = data.operator_actions(ui.store(s), since, until)
 if not actions.empty:
     actions = actions[matches(actions)]
-st.plotly_chart(charts.pin_timeline(sessions, events, "Pin timeline", actions=actions), key="pins_timeline")
+if len(ui.fleet_stores(s)) > 1:  # one lane per consumer of each cluster: its lane names its cluster
+    def in_cluster(f: pd.DataFrame) -> pd.DataFrame:
+        return f.assign(stream=f["cluster"].astype(str) + ": " + f["stream"].astype(str)) if not f.empty else f
+    timeline = charts.pin_timeline(in_cluster(sessions), in_cluster(events), "Pin timeline",
+                                   actions=in_cluster(actions))
+else:
+    timeline = charts.pin_timeline(sessions, events, "Pin timeline", actions=actions)
+st.plotly_chart(timeline, key="pins_timeline")
 
 now = until
 st.markdown("#### Per consumer")

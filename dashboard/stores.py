@@ -1,0 +1,182 @@
+"""The fleet's stores: one per cluster, each read on its own and the results put together.
+
+`--dbs` (files, or directories of `*.duckdb` files) names the stores; without it, `--db` is the one
+store (a directory there is read as a fleet too). Each store belongs to one cluster
+(store/clusters.py), and every frame that comes out of here carries a `cluster` column: a consumer
+named alike in two clusters stays two rows. Reads stay per store and parameterised: a read is a
+function of one `Store`, called once per store, never SQL assembled from names.
+
+No Streamlit here: caching sits in dashboard/ui.py, so this is tested with plain pytest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence, TypeVar
+
+import pandas as pd
+
+from jetwatch.core.settings import DEFAULT_CLUSTER, Settings
+from jetwatch.dashboard import data
+from jetwatch.health.rules import SEVERITY
+from jetwatch.store.clusters import duplicates, identity, store_paths
+from jetwatch.store.database import Store, StoreError, StoreMissing
+
+T = TypeVar("T")
+
+
+class DuplicateCluster(StoreError):
+    """Two of the stores given belong to one cluster."""
+
+
+class UnknownCluster(StoreError):
+    """A link or an action names a cluster none of the stores belongs to."""
+
+
+@dataclass(frozen=True)
+class ClusterStore:
+    cluster: str
+    path: str
+    server_url: str | None  # the server its collector last reported (no credentials)
+    lock_timeout: float = 15.0
+
+    @property
+    def store(self) -> Store:
+        return Store(self.path, lock_timeout=self.lock_timeout)
+
+
+def paths(settings: Settings) -> list[Path]:
+    """The store files named by --dbs (else --db): files as given, directories as their *.duckdb."""
+    return store_paths(settings.dbs, settings.db)
+
+
+def identify(settings: Settings) -> list[ClusterStore]:
+    """Every store with its cluster. A file not there yet is the default cluster's (the pages say
+    "no store yet"); two files of one cluster are refused in words."""
+    found: list[ClusterStore] = []
+    for path in paths(settings):
+        store = Store(path, lock_timeout=settings.lock_timeout)
+        ident = identity(store) if store.exists() else None
+        found.append(ClusterStore(ident.cluster if ident else DEFAULT_CLUSTER, str(path),
+                                  ident.server_url if ident else None, settings.lock_timeout))
+    twice = duplicates([(cs.cluster, cs.path) for cs in found])
+    if twice:
+        raise DuplicateCluster(twice)
+    return found
+
+
+def find(stores: Sequence[ClusterStore], cluster: str | None) -> ClusterStore:
+    """The store of `cluster`; with none named, the only store (or the first)."""
+    if cluster is None:
+        return stores[0]
+    for cs in stores:
+        if cs.cluster == cluster:
+            return cs
+    raise UnknownCluster(f"No store of cluster '{cluster}' among {', '.join(c.cluster for c in stores)}: "
+                         "add its store to --dbs.")
+
+
+def server_for(settings: Settings, cs: ClusterStore) -> str | None:
+    """Where actions on this cluster's consumers go: --server-for CLUSTER=URL, else the server the
+    cluster's collector reported, else --server (one store: exactly as before clusters)."""
+    mapped = dict(pair.split("=", 1) for pair in settings.server_for)
+    return mapped.get(cs.cluster) or cs.server_url or settings.server
+
+
+def acting(settings: Settings, cs: ClusterStore, several: bool) -> Settings:
+    """The settings an action on a consumer of `cs` runs with: that cluster's server and store
+    (audit rows go into the cluster's own store). One store: the settings as they are."""
+    if not several and not settings.server_for:
+        return settings
+    return settings.replace(server=server_for(settings, cs), db=cs.path, cluster=cs.cluster)
+
+
+def labelled(cluster: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with its cluster as the first column."""
+    out = frame.copy()
+    out.insert(0, "cluster", pd.Series([cluster] * len(out), index=out.index, dtype=object))
+    return out
+
+
+def union(parts: Sequence[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+    """Frames of several stores as one, each row with its cluster."""
+    frames = [labelled(c, f) for c, f in parts]
+    kept = [f for f in frames if not f.empty] or frames[:1]
+    if not kept:
+        return pd.DataFrame(columns=["cluster"])
+    return pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0].reset_index(drop=True)
+
+
+def each(stores: Sequence[ClusterStore], read: Callable[[ClusterStore], T]) -> list[tuple[str, T]]:
+    return [(cs.cluster, read(cs)) for cs in stores]
+
+
+def worst_first(consumers: pd.DataFrame) -> pd.DataFrame:
+    """The fleet's order over several clusters: fleet_verdicts.sql's ORDER BY (verdict severity,
+    then the oldest waiting work, then the biggest backlog), then the cluster. Held equal to the
+    query by tests/test_fleet_pages.py."""
+    if consumers.empty:
+        return consumers
+    rank = consumers["verdict"].map(SEVERITY)
+    age = pd.to_numeric(consumers["oldest_unacked_age_seconds"], errors="coerce").fillna(-1.0)
+    order = consumers.assign(_rank=rank, _age=age).sort_values(
+        ["_rank", "_age", "num_pending", "stream", "consumer", "cluster"],
+        ascending=[True, False, False, True, True, True], kind="stable")
+    return order.drop(columns=["_rank", "_age"]).reset_index(drop=True)
+
+
+def fleet(stores: Sequence[ClusterStore], read: Callable[[ClusterStore], data.Fleet]) -> data.Fleet:
+    """Every cluster's consumers in one fleet (worst first), and every cluster's collector."""
+    views = each(stores, read)
+    consumers = union([(c, v.consumers) for c, v in views])
+    if len(views) > 1:
+        consumers = worst_first(consumers)
+    collector = union([(c, v.collector) for c, v in views])
+    times = [v.as_of for _, v in views if v.as_of is not None]
+    return data.Fleet(consumers, collector, max(times) if times else None,
+                      store_exists=any(v.store_exists for _, v in views))
+
+
+def pin_history(stores: Sequence[ClusterStore], read: Callable[[ClusterStore], data.PinHistory]) -> data.PinHistory:
+    views = each(stores, read)
+    sources = sorted({v.source for _, v in views})
+    return data.PinHistory(union([(c, v.events) for c, v in views]), union([(c, v.sessions) for c, v in views]),
+                           union([(c, v.summary) for c, v in views]), "; ".join(sources))
+
+
+def audit_actions(stores: Sequence[ClusterStore], limit: int = 500) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one line per action, the raw chained rows) of every store, newest first. Each store keeps
+    its own chain: the rows are put together only for reading."""
+    logs = each(stores, lambda cs: data.audit(cs.store, limit))
+    actions = union([(c, data.audit_actions(log)) for c, log in logs])
+    if not actions.empty and "ts" in actions:
+        actions = actions.sort_values("ts", ascending=False).reset_index(drop=True)
+    return actions, union(logs)
+
+
+def operator_actions(stores: Sequence[ClusterStore], since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
+    return union(each(stores, lambda cs: data.operator_actions(cs.store, since, until)))
+
+
+def recent_changes(stores: Sequence[ClusterStore], limit: int = 20) -> pd.DataFrame:
+    changes = union(each(stores, lambda cs: data.recent_changes(cs.store, limit)))
+    if len(stores) > 1 and not changes.empty:
+        changes = changes.sort_values("ts", ascending=False).head(limit).reset_index(drop=True)
+    return changes
+
+
+def consumer_keys(stores: Sequence[ClusterStore]) -> pd.DataFrame:
+    """(cluster, account, stream, consumer) of every live consumer in every cluster. One store that
+    is not there yet raises StoreMissing (the page says how to start its collector); of several,
+    those not there yet have no consumers."""
+    def keys(cs: ClusterStore) -> pd.DataFrame:
+        try:
+            return cs.store.query("consumer_keys")
+        except StoreMissing:
+            if len(stores) == 1:
+                raise
+            return pd.DataFrame(columns=["account", "stream", "consumer"])
+
+    return union(each(stores, keys))

@@ -1,0 +1,105 @@
+"""A fleet bigger than one grid page: filters apply to the whole fleet on the server, counts
+follow them, and only one page of rows is built and sent (issue 14)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from jetwatch.dashboard.fleet_filters import FleetFilter, page_of, pages
+from tests.test_dashboard import app_env, consumers, frame, run_app  # noqa: F401 (app_env: a fixture)
+from tests.test_oncall_pages import fleet_badges, nobody_pulls, working, write_store
+
+FLEET = pd.DataFrame({
+    "stream": ["ORDERS", "ORDERS", "Billing", "billing_eu", "logs"],
+    "consumer": ["Alpha", "beta", "gamma", "Delta", "orders-tail"],
+    "verdict": ["STALLED", "OK", "OK", "NO_PULLERS", "OK"],
+    "priority_policy": ["pinned_client", None, "overflow", None, None],
+})
+
+
+@pytest.mark.parametrize("wanted, expected", [
+    (FleetFilter(), ["Alpha", "beta", "gamma", "Delta", "orders-tail"]),
+    (FleetFilter(streams=("ORDERS",)), ["Alpha", "beta"]),
+    (FleetFilter(verdicts=("OK",)), ["beta", "gamma", "orders-tail"]),
+    (FleetFilter(policies=("none",)), ["beta", "Delta", "orders-tail"]),
+    (FleetFilter(policies=("pinned_client", "overflow")), ["Alpha", "gamma"]),
+    (FleetFilter(search="ORDERS"), ["Alpha", "beta", "orders-tail"]),  # stream or consumer, any case
+    (FleetFilter(search="billing"), ["gamma", "Delta"]),
+    (FleetFilter(search="a.p"), []),  # a search is text, not a pattern
+    (FleetFilter(streams=("ORDERS",), verdicts=("OK",), search="b"), ["beta"]),
+])
+def test_fleet_filter_keeps_the_matching_rows_in_fleet_order(wanted, expected):
+    assert list(wanted.apply(FLEET)["consumer"]) == expected
+
+
+@pytest.mark.parametrize("rows, size, number, first, count, total", [
+    (0, 100, 1, None, 0, 1),
+    (100, 100, 1, 0, 100, 1),
+    (101, 100, 2, 100, 1, 2),
+    (250, 100, 3, 200, 50, 3),
+    (250, 100, 9, 200, 50, 3),  # past the end: the last page
+    (250, 100, 0, 0, 100, 3),
+])
+def test_page_of_takes_one_page_clamped_to_the_pages_there_are(rows, size, number, first, count, total):
+    frame_ = pd.DataFrame({"n": range(rows)})
+    page = page_of(frame_, number, size)
+    assert pages(rows, size) == total
+    assert len(page) == count
+    if count:
+        assert page["n"].iloc[0] == first
+
+
+@pytest.fixture(scope="module")
+def big_db(tmp_path_factory):
+    """250 consumers written and judged by the collector's path: 30 nobody pulls, the rest work."""
+    db = str(tmp_path_factory.mktemp("fleetpages") / "big.duckdb")
+    fleet = {("$G", f"S{i // 50}", f"w{i:03d}"): (nobody_pulls if i % 25 == 0 or i >= 230 else working)
+             for i in range(250)}
+    write_store(db, fleet, cycles=8)
+    return db
+
+
+def test_fleet_shows_one_page_of_a_big_fleet_and_pages_through_it(big_db, app_env):
+    app_env(big_db)
+    at = run_app()
+    first = consumers(frame(at, "Verdict"))
+    assert len(first) == 100
+    assert "100 of 250 matching consumers shown (page 1 of 3; 250 in all)" in "\n".join(c.value for c in at.caption)
+    assert fleet_badges(at) == ":red-badge[NO_PULLERS] 30  :green-badge[OK] 220"  # the whole fleet, not the page
+    at.number_input(key="fleet_page").set_value(3).run()
+    last = consumers(frame(at, "Verdict"))
+    assert len(last) == 50
+    seen = set(first) | set(last)
+    at.number_input(key="fleet_page").set_value(2).run()
+    seen |= set(consumers(frame(at, "Verdict")))
+    assert len(seen) == 250  # every consumer on exactly one page
+    assert set(first[:30]) == {f"w{i:03d}" for i in range(250) if i % 25 == 0 or i >= 230}  # worst first
+
+
+def test_a_filter_applies_to_the_whole_fleet_and_brings_the_page_back_in_range(big_db, app_env):
+    app_env(big_db)
+    at = run_app()
+    at.number_input(key="fleet_page").set_value(3).run()
+    at.text_input(key="fleet_search").input("w24").run()  # w240..w249: one page
+    table = consumers(frame(at, "Verdict"))
+    assert sorted(table) == [f"w24{i}" for i in range(10)]
+    assert not at.exception
+    at.text_input(key="fleet_search").input("").run()
+    at.multiselect(key="fleet_verdict").set_value(["NO_PULLERS"]).run()
+    assert len(consumers(frame(at, "Verdict"))) == 30  # found on every page of the unfiltered fleet
+    assert fleet_badges(at) == ":red-badge[NO_PULLERS] 30"
+
+
+def test_several_clusters_merge_in_the_order_one_store_reads(big_db):
+    """fleet_verdicts.sql orders one store worst first; dashboard/stores.worst_first orders the
+    union of several stores' fleets in pandas. The two must agree, or a second cluster would
+    reorder the first one's consumers."""
+    from jetwatch.dashboard import data
+    from jetwatch.dashboard.stores import worst_first
+    from jetwatch.store.database import Store
+
+    read = data.fleet(Store(big_db)).consumers
+    assert read["verdict"].nunique() > 1
+    merged = worst_first(read.sample(frac=1.0, random_state=7).assign(cluster="a"))
+    assert list(merged["consumer"]) == list(read["consumer"])
