@@ -17,7 +17,7 @@ import duckdb
 
 from jetwatch import sql
 from jetwatch.core.settings import DEFAULT_CLUSTER
-from jetwatch.store.database import Store, StoreError
+from jetwatch.store.database import Store, StoreError, StoreIsDirectory
 
 
 
@@ -60,6 +60,10 @@ def store_paths(dbs: Sequence[str], db: str) -> list[Path]:
     out: list[Path] = []
     for p in given:
         found = sorted(p.glob("*.duckdb")) if p.is_dir() else [p]
+        if not found:
+            raise StoreIsDirectory(
+                f"{p} is a directory, not a store file, and holds no *.duckdb stores: point --db at a store file "
+                f"(such as {p / 'jetwatch.duckdb'}), or --dbs at the directory the collectors write their stores to.")
         out += [f for f in found if f not in out]
     return out
 
