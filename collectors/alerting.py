@@ -47,11 +47,12 @@ CONSUMER_ALERTS: tuple[ConsumerAlert, ...] = (
 BY_VERDICT: dict[str, ConsumerAlert] = {v: a for a in CONSUMER_ALERTS for v in a.verdicts}
 
 
-def consumer_link(dashboard_url: str, account: str, stream: str, consumer: str) -> str:
-    """The dashboard's deep link to one consumer (Go's `urlquery` escaping, as in the rules)."""
+def consumer_link(dashboard_url: str, account: str, stream: str, consumer: str, cluster: str) -> str:
+    """The dashboard's deep link to one consumer of one cluster (Go's `urlquery` escaping, as in
+    the rules; an empty cluster opens the first cluster that has the consumer)."""
     base = dashboard_url if dashboard_url.endswith("/") else dashboard_url + "/"
     return (f"{base}consumer?account={quote_plus(account)}&stream={quote_plus(stream)}"
-            f"&consumer={quote_plus(consumer)}")
+            f"&consumer={quote_plus(consumer)}&cluster={quote_plus(cluster)}")
 
 
 def labels_for(alert: ConsumerAlert, verdict: str, cluster: str, account: str, stream: str, consumer: str,
@@ -70,7 +71,7 @@ def annotations_for(labels: dict[str, str], dashboard_url: str) -> dict[str, str
         "summary": f"{stream}/{consumer} is {labels['verdict']}",
         "description": f"jetwatch judged consumer {consumer} of stream {stream} (account {account}) "
                        f"{labels['verdict']}; its findings and actions are on the dashboard.",
-        "runbook_url": consumer_link(dashboard_url, account, stream, consumer),
+        "runbook_url": consumer_link(dashboard_url, account, stream, consumer, labels.get("cluster", "")),
     }
 
 
@@ -105,7 +106,8 @@ def firing(consumers: pd.DataFrame, now: dt.datetime, after_s: float, dashboard_
             "labels": labels, "annotations": annotations_for(labels, dashboard_url),
             "startsAt": rfc3339(fired_at.to_pydatetime()),
             "endsAt": rfc3339(now + dt.timedelta(seconds=resend_s)),
-            "generatorURL": consumer_link(dashboard_url, row.account, row.stream, row.consumer),
+            "generatorURL": consumer_link(dashboard_url, row.account, row.stream, row.consumer,
+                                          labels.get("cluster", "")),
         }
     return out
 
@@ -136,7 +138,8 @@ def resolved_from_changes(changes: pd.DataFrame, consumers: pd.DataFrame, now: d
         out[tuple(sorted(labels.items()))] = {
             "labels": labels, "annotations": annotations_for(labels, dashboard_url),
             "startsAt": rfc3339(fired_at.to_pydatetime()), "endsAt": rfc3339(now),
-            "generatorURL": consumer_link(dashboard_url, row.account, row.stream, row.consumer),
+            "generatorURL": consumer_link(dashboard_url, row.account, row.stream, row.consumer,
+                                          labels.get("cluster", "")),
         }
     return out
 

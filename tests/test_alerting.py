@@ -177,7 +177,7 @@ def test_a_stalled_pinned_worker_fires_one_alert_a_restart_keeps_it_and_recovery
             assert alert["labels"]["alertname"] == "JetwatchConsumerUnhealthy"
             assert alert["labels"]["verdict"] == "STALLED" and alert["labels"]["group"] == "jobs"
             assert alert["annotations"]["runbook_url"] == (
-                f"http://dash.example:8501/consumer?account=%24G&stream={stream}&consumer=work")
+                f"http://dash.example:8501/consumer?account=%24G&stream={stream}&consumer=work&cluster=default")
             change_at = rows(store, "SELECT max(ts) FROM verdict_changes WHERE stream = ? AND to_verdict = 'STALLED'",
                              [stream])[0][0]
             starts = _active(am_url, stream)[0]["startsAt"]
