@@ -71,11 +71,21 @@ def action_params(args: argparse.Namespace) -> dict[str, Any]:
 
 async def _act(args: argparse.Namespace, settings: Settings, target: ops.Target, params: dict[str, Any],
                tracker: DrainTracker | None) -> ops.ActionResult:
-    # SIGTERM (a detached drain being stopped) ends the action like Ctrl-C does: as an interruption
-    # the caller audits, never as a silent death.
+    # Ctrl-C and SIGTERM (a detached drain being stopped) end the action as an interruption the
+    # caller audits, never as a silent death. The cancellation is repeated until the action ends:
+    # nats-py swallows a cancellation that lands while it flushes a request, and a drain would then
+    # run on to its timeout as if nobody had pressed Ctrl-C.
     task = asyncio.current_task()
     assert task is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    loop = asyncio.get_running_loop()
+
+    def interrupt() -> None:
+        if not task.done():
+            task.cancel()
+            loop.call_later(0.1, interrupt)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, interrupt)
 
     def progress(state: str, start: int, in_flight: int | None, elapsed: float) -> None:
         _print_progress(state, start, in_flight, elapsed)

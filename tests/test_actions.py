@@ -7,6 +7,7 @@ import datetime as dt
 import sys
 
 import nats
+import pytest
 
 from jetwatch.actions import operations as ops
 from jetwatch.demo.workers import PullWorker
@@ -266,3 +267,33 @@ def test_cli_drain_interrupted_says_what_state_it_left(nats_server, uid, run):
         await nc.close()
 
     run(scenario())
+
+
+def test_ctrl_c_ends_an_action_even_when_the_client_swallows_the_first_cancellation(monkeypatch):
+    """nats-py swallows a cancellation that lands while it flushes a request (`except
+    CancelledError: pass`). One cancel, as asyncio.run gives on Ctrl-C, then left a drain running
+    to its timeout and exiting 1 instead of 130. The action is cancelled until it ends."""
+    import argparse
+    import os
+    import signal
+    import threading
+
+    from jetwatch.actions import cli as action_cli
+
+    async def swallows_once(*args, **kwargs):
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            pass  # what nats-py's flush does with a cancellation
+        await asyncio.sleep(60)
+        return "ran on as if nobody had pressed Ctrl-C"
+
+    monkeypatch.setattr(action_cli, "perform_on_account", swallows_once)
+    ctrl_c = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    ctrl_c.start()
+    try:
+        with pytest.raises((asyncio.CancelledError, KeyboardInterrupt)):
+            asyncio.run(action_cli._act(argparse.Namespace(command="drain"), None, ops.Target(None, "S", "c", None),
+                                        {}, None))
+    finally:
+        ctrl_c.cancel()

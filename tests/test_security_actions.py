@@ -585,7 +585,7 @@ def test_up_and_its_children_keep_the_password_and_operator_secret_out_of_argv_l
         at.button(key="op_enable").click().run()
         at.button(key="action_pause").click().run()
         dialog = _page_text(at)
-        assert f"on nats://127.0.0.1:{port}, as ana" in dialog.replace("\\", "")  # shown as escaped Markdown
+        assert f"on cluster default, nats://127.0.0.1:{port}, as ana" in dialog.replace("\\", "")  # escaped Markdown
         assert PASSWORD not in fleet + dialog and OP_SECRET not in fleet + dialog
     finally:
         proc.send_signal(signal.SIGINT)
