@@ -321,6 +321,7 @@ class Collector:
                         f"{self.backlog.dropped_cycles} oldest cycle(s), {self.backlog.dropped_samples} samples, given up")
 
         window = self.window
+        touched = []  # the state took this cycle's samples: a rollback leaves it ahead of the store
 
         def tx(con: Any) -> tuple[LiveState, JudgedCycle | BaseException]:
             for cycle in pending:
@@ -337,6 +338,7 @@ class Collector:
                 state = LiveState.seeded(con, server_now, thresholds.health_window)
             else:
                 state = window
+                touched.append(True)
                 for cycle in pending:
                     state.add(cycle.samples, cycle.accounts, cycle.kept, cycle.configs)
             try:
@@ -349,11 +351,13 @@ class Collector:
         try:
             state, judged = await self.write(tx)
         except StoreError as exc:
-            self.window = None  # it may hold samples the rollback took back: seeded again with the next cycle
+            if touched:  # it holds samples the rollback took back: seeded again with the next cycle
+                self.window = None
             raise StoreError(f"{exc} The cycle is kept: {len(self.backlog)} cycle(s), {self.backlog.samples} "
                              "samples wait in memory and are written with the next cycle that gets the file.") from None
         except BaseException:
-            self.window = None
+            if touched:
+                self.window = None
             raise
         self.backlog.written(pending)
         self._last_status = status
