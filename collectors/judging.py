@@ -66,7 +66,7 @@ def _findings_json(findings: list[Any]) -> np.ndarray:
     for i, f in enumerate(findings):
         key = id(f)
         if key not in cache:
-            cache[key] = f if isinstance(f, str) else json.dumps(f, default=_jsonable)
+            cache[key] = f if isinstance(f, str) else _ENCODER.encode(f)
         out[i] = cache[key]
     return out
 
@@ -77,6 +77,9 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (np.floating,)):
         return float(value)
     return str(value)
+
+
+_ENCODER = json.JSONEncoder(default=_jsonable)  # json.dumps(f, default=_jsonable), made once
 
 
 # A rate or an ETA that moved by less than this share of itself is not a change worth a write: the
@@ -108,7 +111,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     now_s = now.timestamp()
     now_ts = pd.Timestamp(now_s * 1e6, unit="us", tz="UTC")
     feats = state.features(now, live)
-    at_row = feats["row"].to_numpy(np.int64)
+    at_row = feats.pop("row").to_numpy(np.int64)
     position = np.full(n, -1, dtype=np.int64)
     position[live] = np.arange(m)
     pos = position[at_row]
@@ -124,7 +127,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
             event[c][rows[rows >= 0]] = pd.to_numeric(counts[c], errors="coerce").fillna(0).to_numpy()[rows >= 0]
     for c in COUNT_COLUMNS:
         feats[c] = event[c][at_row]
-    verdicts = evaluate_features(feats.drop(columns=["row"]), None, thresholds, None)
+    verdicts = evaluate_features(feats, None, thresholds, None)
 
     verdict = np.full(m, "COLLECTING", dtype=object)
     reason = np.full(m, NO_SAMPLES, dtype=object)
@@ -134,8 +137,11 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     if len(pos):
         verdict[pos] = verdicts["verdict"].to_numpy(object)
         reason[pos] = verdicts["reason"].to_numpy(object)
-        for p, f in zip(pos.tolist(), verdicts["findings"]):
-            findings[p] = f
+        if np.array_equal(pos, np.arange(m)):  # every live consumer has samples in the window
+            findings = verdicts["findings"].tolist()
+        else:
+            for p, f in zip(pos.tolist(), verdicts["findings"]):
+                findings[p] = f
         samples[pos] = verdicts["samples"].to_numpy(np.float64)
         for c in RATES:
             rates[c][pos] = pd.to_numeric(verdicts[c], errors="coerce").to_numpy(np.float64)
@@ -186,10 +192,9 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     for c in ACTIVITY:
         changed |= quiet & _differ(activity[c], state.activity[c][live])
     at = np.flatnonzero(changed)
-    keys = [state.keys[r] for r in live[at]]
+    keys = state.window.key_columns(live[at])
     written = pa.table({
-        "account": pa.array([k[0] for k in keys], pa.string()), "stream": pa.array([k[1] for k in keys], pa.string()),
-        "consumer": pa.array([k[2] for k in keys], pa.string()),
+        **{c: pa.array(keys[i], pa.string()) for i, c in enumerate(KEY)},
         "verdict": pa.array(verdict[at], pa.string()), "level": pa.array(level[at], pa.string()),
         "reason": pa.array(reason[at].astype(str), pa.string()), "findings": pa.array(findings_json[at], pa.string()),
         "since": _stamp_array(since[at]),
@@ -214,9 +219,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     }, columns=CHANGE_COLUMNS)
 
     def consumers() -> pd.DataFrame:
-        keys = [state.keys[r] for r in live]
-        out = pd.DataFrame({"account": [k[0] for k in keys], "stream": [k[1] for k in keys],
-                            "consumer": [k[2] for k in keys]})
+        out = pd.DataFrame(dict(zip(KEY, live_keys)))
         for c in STATE:
             out[c] = snapshot[c]
         for c in TIMES:
@@ -235,6 +238,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         return out
 
     snapshot = {c: state.state[c][live].copy() for c in STATE}  # the state as judged, for `consumers`
+    live_keys = state.window.key_columns(live)  # taken now: `commit` may renumber the rows
     judged = JudgedCycle(now, consumers, changes, written, gone)
     judged.stamped = (None if np.isnan(state.stamped) else
                       micros(np.array([state.stamped]))[0].item().replace(tzinfo=dt.timezone.utc))
@@ -300,19 +304,25 @@ def load_window(store: Store, now: dt.datetime, thresholds: Thresholds) -> LiveS
 
 def judge_stored_cycle(store: Store, now: dt.datetime, thresholds: Thresholds,
                        state: LiveState | None = None) -> JudgedCycle:
-    """The collector's judging after it committed a cycle's samples (and added them to `state`):
-    judged from memory, then one short write transaction keeps what changed. Without a state, it
-    is seeded from the store first (judge_cycle)."""
+    """Judging after a cycle's samples were committed (and added to `state`), in a write
+    transaction of its own: judged from memory, then what changed is kept. Without a state, it is
+    seeded from the store first (judge_cycle). The collector judges inside the cycle's own
+    transaction instead (judge_in)."""
     if state is None:
         return store.write(lambda con: judge_cycle(con, now, thresholds))
 
-    def tx(con: duckdb.DuckDBPyConnection) -> JudgedCycle:
-        judged = judge(state, now, thresholds, event_counts(con, now, thresholds))
-        keep(con, judged)
-        return judged
-
-    judged = store.write(tx)
+    judged = store.write(lambda con: judge_in(con, now, thresholds, state))
     judged.commit()
+    return judged
+
+
+def judge_in(con: duckdb.DuckDBPyConnection, now: dt.datetime, thresholds: Thresholds,
+             state: LiveState) -> JudgedCycle:
+    """Judge from `state` (which holds the cycle's samples) and keep what changed, in the caller's
+    write transaction: the collector's own, the one that wrote the samples, so a cycle is one
+    transaction. Call `commit()` on the result once that transaction committed."""
+    judged = judge(state, now, thresholds, event_counts(con, now, thresholds))
+    keep(con, judged)
     return judged
 
 

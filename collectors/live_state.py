@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from jetwatch import sql
-from jetwatch.collectors.window_state import WindowState, _features, first_column
+from jetwatch.collectors.window_state import WindowState, _features, first_column, lagged, previous_samples
 
 KEY = ("account", "stream", "consumer")
 # consumer_latest's columns, as fleet_latest.sql reads them: from the latest sample ...
@@ -244,23 +244,13 @@ class LiveState:
             return out
         t = w.t[rows, lo:n]
         valid = ~np.isnan(t)
-        cols = np.arange(n - lo)
-        run = np.maximum.accumulate(np.where(valid, cols, -1), axis=1)
-        prev = np.full_like(run, -1)
-        prev[:, 1:] = run[:, :-1]
-        has_prev = valid & (prev >= 0)
-        p = prev.clip(0)
+        has_prev, irregular, p = previous_samples(valid)
         dcs = w.values["delivered_consumer_seq"][rows, lo:n]
         afs = w.values["ack_floor_stream_seq"][rows, lo:n]
         waiting = w.values["num_waiting"][rows, lo:n]
-        before = np.maximum(cols - 1, 0)
-        irregular = np.flatnonzero((has_prev & (p != before)).any(axis=1))
 
         def previous(a: np.ndarray) -> np.ndarray:  # as window_state._features: by column, then the rest
-            out = a[:, before]
-            if len(irregular):
-                out[irregular] = np.take_along_axis(a[irregular], p[irregular], axis=1)
-            return out
+            return lagged(a, irregular, p)
 
         pulled = valid & ((waiting > 0) | (has_prev & (dcs > previous(dcs))))
         acked = has_prev & (afs > previous(afs))

@@ -32,7 +32,7 @@ from jetwatch.collectors.consumer_state import SampleBatch, Scope
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.lag import LagReader, LagStats
 from jetwatch.collectors.rejects import RejectBudget
-from jetwatch.collectors.judging import JudgedCycle, judge_stored_cycle, load_window
+from jetwatch.collectors.judging import JudgedCycle, event_counts, judge, keep, load_window
 from jetwatch.collectors.live_state import LiveState
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
 from jetwatch.collectors.metrics import CycleHistogram, MetricsExporter, PinCounts, Snapshot
@@ -320,7 +320,10 @@ class Collector:
             self._error(f"the store stayed unwritable past --write-backlog {self.settings.write_backlog} samples: "
                         f"{self.backlog.dropped_cycles} oldest cycle(s), {self.backlog.dropped_samples} samples, given up")
 
-        def tx(con: Any) -> None:
+        window = self.window
+        touched = []  # the state took this cycle's samples: a rollback leaves it ahead of the store
+
+        def tx(con: Any) -> tuple[LiveState, JudgedCycle | BaseException]:
             for cycle in pending:
                 writes.write_samples(con, cycle.accounts, cycle.samples, cycle.kept)
                 writes.write_configs(con, cycle.configs)
@@ -329,22 +332,40 @@ class Collector:
             if caught_up:  # cutoffs on the server's clock: the times compared are the server's
                 writes.reconcile_pins(con, server_now, self.settings.inference_grace)
             writes.write_status(con, status)
+            # Judged in the same transaction: a cycle's samples and their verdicts are kept together,
+            # on one connection (opening the file and committing cost more than the judging).
+            if window is None:  # none yet, or dropped by a failed cycle: as the store now holds it
+                state = LiveState.seeded(con, server_now, thresholds.health_window)
+            else:
+                state = window
+                touched.append(True)
+                for cycle in pending:
+                    state.add(cycle.samples, cycle.accounts, cycle.kept, cycle.configs)
+            try:
+                verdicts = judge(state, server_now, thresholds, event_counts(con, server_now, thresholds))
+            except Exception as exc:  # a fault in judging costs the verdicts, never the samples
+                return state, exc
+            keep(con, verdicts)
+            return state, verdicts
 
         try:
-            await self.write(tx)
+            state, judged = await self.write(tx)
         except StoreError as exc:
+            if touched:  # it holds samples the rollback took back: seeded again with the next cycle
+                self.window = None
             raise StoreError(f"{exc} The cycle is kept: {len(self.backlog)} cycle(s), {self.backlog.samples} "
                              "samples wait in memory and are written with the next cycle that gets the file.") from None
+        except BaseException:
+            if touched:
+                self.window = None
+            raise
         self.backlog.written(pending)
         self._last_status = status
         self._cycle_written()
-        window = self.window
-        if window is not None:  # the state holds what the store holds, no more
-            for cycle in pending:
-                window.add(cycle.samples, cycle.accounts, cycle.kept, cycle.configs)
-        # On the writer thread, so no other write slips between the samples and their verdicts.
-        judged = await asyncio.get_running_loop().run_in_executor(
-            self._writer, judge_stored_cycle, self.store, server_now, thresholds, window)
+        self.window = state  # the state holds what the store holds, no more
+        if isinstance(judged, BaseException):
+            raise judged
+        judged.commit()
         self.judged = judged
         self.seen = set(zip(batch.samples["account"], batch.samples["stream"], batch.samples["consumer"]))
         self.rejects_total += len(batch.rejects)

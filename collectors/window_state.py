@@ -57,6 +57,7 @@ class WindowState:
         self.keys: list[tuple[str, str, str]] = []
         self.used = 0  # columns in use
         self.horizon = -np.inf  # samples older than this are no longer needed
+        self._key_columns: tuple[np.ndarray, ...] | None = None  # `keys` column by column, while they hold
         self._alloc(64, max(columns, 4))
 
     def _alloc(self, rows: int, columns: int) -> None:
@@ -172,6 +173,15 @@ class WindowState:
             self.values[name][len(kept):] = 0
         self.keys = [k for k in self.keys if k in keep]
         self.rows = {k: i for i, k in enumerate(self.keys)}
+        self._key_columns = None
+
+    def key_columns(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Account, stream and consumer of `rows`, as object arrays (split once, not every cycle:
+        keys are only appended between two `forget`s)."""
+        if self._key_columns is None or len(self._key_columns[0]) != len(self.keys):
+            self._key_columns = tuple(np.array([k[i] for k in self.keys], dtype=object) for i in range(3))
+        account, stream, consumer = self._key_columns
+        return account[rows], stream[rows], consumer[rows]
 
     def features(self, since: dt.datetime, keys: Sequence[tuple[str, str, str]] | None = None) -> pd.DataFrame:
         """window_features.sql over the samples at or after `since`, one row per consumer with
@@ -195,6 +205,30 @@ def first_column(state: WindowState, since: float) -> int:
     with np.errstate(invalid="ignore"):
         late = (state.t[:, :state.used] >= since).any(axis=0)
     return int(np.argmax(late)) if late.any() else state.used
+
+
+def previous_samples(valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of each valid cell, whether a valid cell precedes it in its row; the rows where the one
+    before is not in the column before (a gap); and for those rows only, its column (0 where none)."""
+    cols = np.arange(valid.shape[1])
+    has_prev = valid & (cols > np.argmax(valid, axis=1)[:, None])  # a valid cell before it
+    gap = has_prev[:, 1:] & ~valid[:, :-1]
+    irregular = np.flatnonzero(gap.any(axis=1))
+    run = np.maximum.accumulate(np.where(valid[irregular], cols, -1), axis=1)
+    prev = np.zeros_like(run)
+    prev[:, 1:] = run[:, :-1].clip(0)
+    return has_prev, irregular, prev
+
+
+def lagged(a: np.ndarray, irregular: np.ndarray, prev: np.ndarray) -> np.ndarray:
+    """Each cell's value at the previous valid cell of its row (previous_samples): the column
+    before, or the gathered one in the irregular rows."""
+    out = np.empty(a.shape, a.dtype)
+    out[:, 1:] = a[:, :-1]
+    out[:, :1] = a[:, :1]
+    if len(irregular):
+        out[irregular] = np.take_along_axis(a[irregular], prev, axis=1)
+    return out
 
 
 def _rows_of(a: np.ndarray, rows: np.ndarray | slice, lo: int, n: int) -> np.ndarray:
@@ -223,41 +257,41 @@ def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: boo
                              _rows_of(state.pins, pick, lo, lo + n))
 
     # The previous sample in the window of every sample (window_features.sql's lag()).
-    cols = np.arange(n)
-    run = np.maximum.accumulate(np.where(v, cols, -1), axis=1)
-    prev = np.full_like(run, -1)
-    prev[:, 1:] = run[:, :-1]
-    has_prev = v & (prev >= 0)
-    p = prev.clip(0)
+    has_prev, irregular, p = previous_samples(v)
     # Mostly the previous sample is in the column before (every consumer read every cycle): one
-    # gather by column for all rows, the general per-row gather only for the rows where it is not.
-    before = np.maximum(cols - 1, 0)
-    irregular = np.flatnonzero((has_prev & (p != before)).any(axis=1))
+    # shift by a column for all rows, the general per-row gather only for the rows where it is not.
 
-    def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        out = a[:, before]
-        if len(irregular):
-            out[irregular] = np.take_along_axis(a[irregular], idx[irregular], axis=1)
-        return out
+    def _take(a: np.ndarray) -> np.ndarray:
+        return lagged(a, irregular, p)
 
-    p_dcs, p_created = _take(dcs, p), _take(created, p)
+    p_dcs, p_created = _take(dcs), _take(created)
 
     with np.errstate(invalid="ignore"):
         reset = has_prev & ((dcs < p_dcs) | (~np.isnan(created) & ~np.isnan(p_created) & (created != p_created)))
-    reset_t = np.where(reset, t, -np.inf).max(axis=1)
-    reset_t = np.where(np.isinf(reset_t), _NEVER, reset_t)
+    # Resets are rare: the latest one looked for only in the rows that have one.
+    reset_rows = np.flatnonzero(reset.any(axis=1))
+    reset_t = np.full(len(t), _NEVER)
+    if len(reset_rows):
+        found = np.where(reset[reset_rows], t[reset_rows], -np.inf).max(axis=1)
+        reset_t[reset_rows] = np.where(np.isinf(found), _NEVER, found)
     nopin = (pins == NO_PIN) & (pending > 0)
     breaks = v & ~nopin
     last_break = np.where(breaks, t, -np.inf).max(axis=1)  # -inf: no break (SQL: NULL)
 
-    with np.errstate(invalid="ignore"):
-        s = v & (t >= reset_t[:, None])
-        stepped = s & has_prev & (t > reset_t[:, None])
+    if len(reset_rows):
+        with np.errstate(invalid="ignore"):
+            s = v & (t >= reset_t[:, None])
+            stepped = s & has_prev & (t > reset_t[:, None])
+    else:  # no reset in any row: every sample in the window counts, every one after the first steps
+        s, stepped = v, has_prev
     count = s.sum(axis=1)
     first = np.argmax(s, axis=1)
     last = n - 1 - np.argmax(s[:, ::-1], axis=1)
-    after = np.cumsum(s[:, ::-1], axis=1)[:, ::-1]
-    recent = s & (after <= 3)
+    # The last three samples: in a row without gaps the three columns up to the last, else counted.
+    recent = s & (np.arange(n) >= (last - 2)[:, None])
+    gaps = np.flatnonzero(count != last - first + 1)
+    if len(gaps):
+        recent[gaps] = s[gaps] & (np.cumsum(s[gaps, ::-1], axis=1)[:, ::-1] <= 3)
 
     def first_last(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return _at(a, first), _at(a, last)
@@ -278,12 +312,12 @@ def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: boo
         backlog_slope = np.where(var > 0, sxy / var, np.nan)
         backlog_se = np.where((count > 2) & (var > 0),
                               np.sqrt(np.maximum(syy - sxy * sxy / var, 0) / np.maximum(count - 2, 1) / var), np.nan)
-    d_pending = pending - _take(pending, p)
-    d_redelivered = redelivered - _take(redelivered, p)
+    d_pending = pending - _take(pending)
+    d_redelivered = redelivered - _take(redelivered)
     steps = stepped.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         rising = np.where(steps > 0, (stepped & (d_pending > 0)).sum(axis=1) / np.maximum(steps, 1), 0.0)
-    p_pins = _take(pins, p)
+    p_pins = _take(pins)
     switches = (stepped & (pins != NO_PIN) & (p_pins != NO_PIN) & (pins != p_pins)).sum(axis=1)
     trailing = s & nopin & (t > last_break[:, None])
     has_trailing = trailing.any(axis=1)
@@ -294,12 +328,13 @@ def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: boo
     afs_first, afs_last = first_last(afs)
     red_first, red_last = first_last(redelivered)
 
-    keys = [state.keys[r] for r in rows]
+    account, stream, consumer = state.key_columns(rows)
     out = pd.DataFrame({
-        "account": [k[0] for k in keys], "stream": [k[1] for k in keys], "consumer": [k[2] for k in keys],
+        "account": account, "stream": stream, "consumer": consumer,
         "samples": count.astype(np.int64),
         "span_seconds": t_last - t_first,
-        "last_ts": pd.to_datetime(np.round(t_last * 1e6).astype("int64"), unit="us", utc=True),
+        "last_ts": pd.DatetimeIndex(np.round(t_last * 1e6).astype("int64").astype("datetime64[us]")
+                                    .astype("datetime64[ns]")).tz_localize("UTC"),
         "pending_first": pending_first, "pending_last": pending_last,
         "pending_min": masked_min(pending, s),
         "pending_slope": slope,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -292,6 +292,41 @@ def _collecting(c: Ctx, th: Thresholds) -> Finding:
                    {"samples": _n(c["samples"]), "seconds": round(c["span_seconds"])})
 
 
+class _Columns:
+    """A frame's columns as lists of Python values (as `to_dict("records")` gives them), each
+    made on first use."""
+
+    def __init__(self, frame: Frame) -> None:
+        self.frame = frame
+        self.made: dict[str, list[Any]] = {}
+
+    def __getitem__(self, name: str) -> list[Any]:
+        made = self.made.get(name)
+        if made is None:
+            if name not in self.frame.columns:
+                raise KeyError(name)
+            made = self.made[name] = self.frame[name].tolist()
+        return made
+
+
+class _Row(Mapping[str, Any]):
+    """One row of a `_Columns`, as a read-only mapping (a rule's Ctx)."""
+
+    __slots__ = ("columns", "at")
+
+    def __init__(self, columns: _Columns, at: int) -> None:
+        self.columns, self.at = columns, at
+
+    def __getitem__(self, name: str) -> Any:
+        return self.columns[name][self.at]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.columns.frame.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns.frame.columns)
+
+
 def judge(f: Frame, th: Thresholds) -> list[list[Finding]]:
     """All findings per consumer (row of `f`), most severe first; COLLECTING or OK when none."""
     collecting = ((f["samples"] < th.health_min_samples) | (f["span_seconds"] < th.health_min_span)).to_numpy()
@@ -304,11 +339,13 @@ def judge(f: Frame, th: Thresholds) -> list[list[Finding]]:
         if rule.suppressed_by_pause:
             mask &= ~paused
         fired.append(mask)
-    # Words only for the consumers something fired on (or still collecting): one row as a dict
-    # each, read once, since taking rows out of a frame one by one costs more than the rules.
+    # Words only for the consumers something fired on (or still collecting): each such row read
+    # through its frame's columns, a column made into Python values once and only when a rule's
+    # words ask for it (taking rows out of a frame one by one costs more than the rules).
     speaks = collecting | np.logical_or.reduce(fired) if fired else collecting
     rows = np.flatnonzero(speaks)
-    ctx = dict(zip(rows.tolist(), f.iloc[rows].to_dict("records")))
+    columns = _Columns(f.iloc[rows])
+    ctx = {i: _Row(columns, at) for at, i in enumerate(rows.tolist())}
     out: list[list[Finding]] = []
     for i in range(len(f)):
         if not speaks[i]:

@@ -505,3 +505,54 @@ def test_a_collector_killed_mid_write_loses_nothing_it_committed_and_the_store_o
 
 def _samples(store: Store, stream: str) -> int:
     return rows(store, "SELECT count(*) FROM samples WHERE stream = ?", [stream])[0][0]
+
+
+def test_a_fault_in_judging_costs_that_cycle_its_verdicts_never_its_samples(nats_server, db_path, uid, run,
+                                                                            monkeypatch):
+    """Verdicts are judged in the cycle's own write transaction: when judging itself fails (here
+    the rules raise, cycle after cycle), each cycle's samples are still committed while it lasts,
+    the error is said, and once mended the cycles judge again from a state that holds exactly what
+    the store holds (no sample twice, none missing)."""
+    from jetwatch.collectors import runner
+
+    stream = f"{uid}_JUDGED"
+    real, failures, mended = runner.judge, [], []
+    stamps: list[dt.datetime] = []
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        if not mended:
+            failures.append(len(stamps))  # the stamps sampled so far, this cycle's included
+            raise RuntimeError("the rules broke")
+        return real(*args, **kwargs)
+
+    async def main() -> tuple[list[dt.datetime], list[int], dt.datetime]:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}judged.>"])
+        await make_consumer(api, stream, "c")
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3)
+        async with collecting(settings) as collector:
+            _note_stamps(collector, stamps)
+            monkeypatch.setattr(runner, "judge", failing)
+            await eventually(lambda: collector.last_error and "the rules broke" in collector.last_error[0],
+                             timeout=30, message="the judging fault said")
+            await eventually(lambda: len(failures) >= 3, timeout=30, message="three cycles that could not be judged")
+            failed_by = failures[1]  # the second failed cycle's samples: committed before the third began
+            stored = {r[0] for r in rows(Store(db_path), "SELECT DISTINCT ts FROM samples WHERE stream = ?", [stream])}
+            assert [t for t in stamps[:failed_by] if t not in stored] == [], "stored while judging fails"
+            mended.append(True)
+            done = collector.cycles
+            await eventually(lambda: collector.cycles >= done + 2, timeout=30, message="two cycles judged after it")
+        await nc.close()
+        # Stopped: the samples of the consumer in the collector's memory, against the store's.
+        since = collector.judged.at - dt.timedelta(seconds=3600)
+        kept = collector.window.window.features(since)
+        return stamps[:failed_by], kept.loc[kept["stream"] == stream, "samples"].tolist(), since
+
+    unjudged, in_memory, since = run(main())
+    store = Store(db_path)
+    stored = {r[0] for r in rows(store, "SELECT DISTINCT ts FROM samples WHERE stream = ?", [stream])}
+    assert [t for t in unjudged if t not in stored] == [], "the cycles whose judging failed kept their samples"
+    assert in_memory == [r[0] for r in rows(store, "SELECT count(*) FROM samples WHERE stream = ? AND ts >= ?",
+                                            [stream, since])]
+    assert rows(store, "SELECT verdict FROM verdicts_current WHERE stream = ?", [stream]) != []
