@@ -12,6 +12,7 @@ import nats
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from jetwatch.demo.server import NatsServer, ServerStartError, free_port, nats_server_binary
 from jetwatch.core.jsapi import JetStreamAPI
@@ -19,6 +20,13 @@ from jetwatch.core.processes import describe, marked, new_tree_token
 from jetwatch.store.database import Store
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
 from tests.scenario import pin_story
+
+# The suite is a gate: the same generated examples every run, so a red build means the change, not
+# the dice. `pytest --hypothesis-profile=explore` searches new examples (and keeps failures in
+# .hypothesis/ to replay).
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", derandomize=False)
+hypothesis_settings.load_profile("ci")
 
 _counter = itertools.count()
 
