@@ -78,6 +78,9 @@ class LiveState:
         self.written = np.zeros(0, dtype=bool)  # has a row in verdicts_current
         self.activity_seeded = np.zeros(0, dtype=bool)
         self.stamped = np.nan  # when this state last judged (every verdict judged afresh carries it)
+        # Every consumer's latest config, live or not: its rows may be forgotten while it is not
+        # live, its config is not (the store keeps it in consumer_configs).
+        self.configs: dict[tuple[str, str, str], tuple[Any, ...]] = {}
 
     # -- rows ---------------------------------------------------------------------------------
 
@@ -136,10 +139,14 @@ class LiveState:
         if configs:
             rows = self.rows_of([(c["account"], c["stream"], c["consumer"]) for c in configs])
             for row, config in zip(rows, configs):  # in order: the latest config wins
-                for c in CONFIG_STATE:
-                    self.state[c][row] = config.get(c)
+                values = tuple(config.get(c) for c in CONFIG_STATE)
+                self.configs[(config["account"], config["stream"], config["consumer"])] = values
+                for c, v in zip(CONFIG_STATE, values):
+                    self.state[c][row] = v
+        before = len(self.window.keys)
         self.window.add(samples)
         self._grow()
+        self._configure(range(before, len(self.window.keys)))
         n = len(self.window.keys)
         if accounts is not None:
             accounts = set(accounts)
@@ -163,6 +170,14 @@ class LiveState:
                 column[:] = list(values)
             self.state[c][rows] = column
 
+    def _configure(self, rows: Iterable[int]) -> None:
+        """New rows (a consumer sampled again after its row was forgotten) take its kept config."""
+        for row in rows:
+            values = self.configs.get(self.window.keys[row])
+            if values is not None:
+                for c, v in zip(CONFIG_STATE, values):
+                    self.state[c][row] = v
+
     # -- seeding ------------------------------------------------------------------------------
 
     @classmethod
@@ -177,6 +192,11 @@ class LiveState:
         state.window.seed(con.execute("SELECT * FROM window_samples").df())
         latest = con.execute(sql.query("fleet_latest")).df()
         previous = con.execute(sql.query("verdicts_previous")).df()
+        configs = con.execute(sql.query("latest_configs")).df()
+        if not configs.empty:
+            columns = [configs[c].astype(object).where(configs[c].notna(), None).tolist() for c in CONFIG_STATE]
+            state.configs = {k: v for k, v in zip(zip(configs["account"], configs["stream"], configs["consumer"]),
+                                                  zip(*columns))}
         if not latest.empty:
             rows = state.rows_of(list(zip(latest["account"], latest["stream"], latest["consumer"])))
             state.live[rows] = True

@@ -183,3 +183,34 @@ def test_the_fleet_reads_the_kept_activity_and_looks_it_up_for_rows_written_befo
     looked_up = data.fleet(store, th, now=now).consumers.iloc[0]
     assert looked_up["last_pull"] == kept["last_pull"] and looked_up["last_ack"] == kept["last_ack"]
     assert pd.notna(looked_up["first_seen"])  # the oldest sample looked at: "not since at least then"
+
+
+def test_a_config_written_before_the_consumers_first_sample_still_sets_its_limits(tmp_path):
+    """The first cycle writes every config, but stream S2's listing failed, so consumer c has no
+    sample and no live row yet. When c is sampled at its max_ack_pending, the collector's state
+    judges it SATURATED, as the store (and a fresh start) does: it did not, having dropped the
+    config with c's row."""
+    store = Store(str(tmp_path / "jetwatch.duckdb"))
+    store.migrate()
+    state = load_window(store, T0, TH)
+    for i in range(6):
+        now = T0 + dt.timedelta(seconds=5 * i)
+        rows = [_sample(now, "S1", "a", delivered_consumer_seq=i, delivered_stream_seq=i,
+                        ack_floor_consumer_seq=i, ack_floor_stream_seq=i, num_waiting=1)]
+        if i:
+            rows.append(_sample(now, "S2", "c", num_ack_pending=4, num_waiting=1, delivered_consumer_seq=i + 4,
+                                delivered_stream_seq=i + 4, ack_floor_consumer_seq=i, ack_floor_stream_seq=i))
+        kept = [] if i else [("A", "S2")]
+        samples = {k: [r[k] for r in rows] for k in rows[0]}
+        configs = CONFIGS if i == 0 else []
+
+        def tx(con, samples=samples, kept=kept, configs=configs):
+            writes.write_configs(con, configs)
+            writes.write_samples(con, ["A"], samples, kept)
+
+        store.write(tx)
+        state.add(samples, ["A"], kept, configs)
+        judge_stored_cycle(store, now, TH, state)
+    kept_verdicts = store.query("verdicts_previous").set_index(KEY)
+    assert kept_verdicts.loc[("A", "S2", "c"), "verdict"] == "SATURATED"
+    assert _fresh(store, now).written.num_rows == 0
