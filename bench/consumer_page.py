@@ -18,6 +18,7 @@ from jetwatch.store.database import Store
 
 from bench.fleet import CURRENT, GENERATE
 from bench.machine import print_header
+from bench.timing import p95, timed
 
 # Pin stories for every fifth consumer: pinned, unpinned and pinned again over the last hours.
 ADVISORIES = """
@@ -47,19 +48,6 @@ def before(store: Store, account: str, stream: str, consumer: str, since: dt.dat
 def after(store: Store, account: str, stream: str, consumer: str, since: dt.datetime, until: dt.datetime):
     detail = data.consumer_detail(store, account, stream, consumer, since, until)
     return detail.pins, detail.latest
-
-
-def timed(fn, runs: int, *args) -> tuple[list[float], object]:
-    times, out = [], None
-    for _ in range(runs):
-        t = time.perf_counter()
-        out = fn(*args)
-        times.append(time.perf_counter() - t)
-    return sorted(times), out
-
-
-def p95(times: list[float]) -> float:
-    return times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
 
 
 def main(rows: int, consumers: int, runs: int) -> None:

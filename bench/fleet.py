@@ -15,7 +15,6 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
 
 from jetwatch.collectors.judging import judge_stored_cycle, load_window
 from jetwatch.core.clock import utcnow
@@ -23,6 +22,7 @@ from jetwatch.dashboard.data import fleet
 from jetwatch.health.rules import Thresholds, evaluate_features
 from jetwatch.store.database import Store
 from bench.machine import print_header
+from bench.timing import summary
 
 # Synthetic history, generated inside DuckDB: `consumers` consumers sampled every 5 s up to now.
 GENERATE = """
@@ -60,16 +60,6 @@ def page_evaluation(store: Store, th: Thresholds) -> object:
     return evaluate_features(features, limits, th, counts)
 
 
-def percentiles(fn: Callable[[], object], runs: int) -> tuple[float, float, object]:
-    times, out = [], None
-    for _ in range(runs):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    times.sort()
-    return statistics.median(times), times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))], out
-
-
 FORGET_ACTIVITY = "UPDATE verdicts_current SET last_pull = NULL, last_ack = NULL, first_seen = NULL"
 
 
@@ -91,7 +81,7 @@ def main(rows: int, consumers: int, runs: int, db: str | None) -> None:
         judged = judge_stored_cycle(store, now, th, load_window(store, now, th))
         print(f"judged as the collector does (state seeded from the store at start, then a cycle judged): "
               f"{time.perf_counter() - t:.2f}s ({judged.consumers['verdict'].value_counts().to_dict()})")
-        f50, f95, view = percentiles(lambda: fleet(store, th), runs)
+        f50, f95, view = summary(lambda: fleet(store, th), runs)
         assert len(view.consumers) == consumers
         quiet = view.consumers[view.consumers["verdict"].isin(["NO_PULLERS", "STALLED"])]
         kept = int(quiet["last_ack"].notna().sum() + quiet["first_seen"].notna().sum())
@@ -117,11 +107,11 @@ def main(rows: int, consumers: int, runs: int, db: str | None) -> None:
         store.checkpoint()
         print(f"store grown by {rows:,} older samples to {2 * rows:,} ({time.perf_counter() - t:.1f}s), "
               f"{store.path.stat().st_size / 2**30:.2f} GiB")
-        g50, g95, _ = percentiles(lambda: fleet(store, th), runs)
+        g50, g95, _ = summary(lambda: fleet(store, th), runs)
         print(f"Fleet page reads at {2 * rows:,} samples: p50 {g50 * 1000:.0f} ms, p95 {g95 * 1000:.0f} ms; "
               f"ratio to {rows:,} samples: {g50 / f50:.2f}x (p50), {g95 / f95:.2f}x (p95)")
         store.write(lambda con: con.execute(FORGET_ACTIVITY))  # rows as written before the collector kept it
-        s50, s95, old = percentiles(lambda: fleet(store, th), runs)
+        s50, s95, old = summary(lambda: fleet(store, th), runs)
         looked_up = old.consumers[old.consumers["verdict"].isin(["NO_PULLERS", "STALLED"])]
         same_words = int((looked_up.set_index(["account", "stream", "consumer"])["last_ack"]
                           .reindex(quiet.set_index(["account", "stream", "consumer"]).index)

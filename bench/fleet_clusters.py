@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bench.fleet import CURRENT, GENERATE
 from bench.machine import print_header
+from bench.timing import p95
 from jetwatch.collectors.judging import judge_stored_cycle
 from jetwatch.core.clock import utcnow
 from jetwatch.dashboard import stores
@@ -32,10 +33,6 @@ def _timed(fns, runs: int) -> list[list[float]]:
             fn()
             times[i].append(time.perf_counter() - t)
     return [sorted(ts) for ts in times]
-
-
-def _p95(times: list[float]) -> float:
-    return times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
 
 
 def main(rows: int, consumers: int, runs: int) -> None:
@@ -57,9 +54,9 @@ def main(rows: int, consumers: int, runs: int) -> None:
         both, singles = _timed([lambda: stores.fleet(fleet_stores, lambda cs: fleet(cs.store, th)),
                                 lambda: [fleet(cs.store, th) for cs in fleet_stores]], runs)
         print(f"Fleet data over two clusters (dashboard/stores.py): p50 {statistics.median(both) * 1000:.0f} ms, "
-              f"p95 {_p95(both) * 1000:.0f} ms ({runs} runs)")
+              f"p95 {p95(both) * 1000:.0f} ms ({runs} runs)")
         print(f"baseline, the two single-store Fleet reads one after the other: p50 "
-              f"{statistics.median(singles) * 1000:.0f} ms, p95 {_p95(singles) * 1000:.0f} ms")
+              f"{statistics.median(singles) * 1000:.0f} ms, p95 {p95(singles) * 1000:.0f} ms")
         print(f"ratio: two clusters cost {statistics.median(both) / statistics.median(singles):.2f}x the sum of singles")
 
 

@@ -15,7 +15,6 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 import pyarrow as pa
@@ -30,6 +29,7 @@ from jetwatch.store.database import Store
 
 from bench.fleet import CURRENT, GENERATE
 from bench.machine import print_header
+from bench.timing import p95, timed
 
 SIZE = PAGE_SIZES[0]
 
@@ -41,19 +41,6 @@ def render(fleet: pd.DataFrame, wanted: FleetFilter, paged: bool, now: dt.dateti
     shown["verdict"].value_counts()  # the badges above the grid count every matching row either way
     rows = page_of(shown, 1, SIZE) if paged else shown
     return visible_frame(tables.fleet_table(rows, now))
-
-
-def timed(fn: Callable[[], pd.DataFrame], runs: int) -> tuple[list[float], pd.DataFrame]:
-    times, out = [], pd.DataFrame()
-    for _ in range(runs):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return sorted(times), out
-
-
-def p95(times: list[float]) -> float:
-    return times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
 
 
 def figures(name: str, times: list[float]) -> str:

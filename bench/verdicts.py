@@ -21,18 +21,18 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Callable
 
 from jetwatch.collectors.judging import judge_in, judge_stored_cycle, load_window
 from jetwatch.health.features import SAMPLE_FIELDS
 from jetwatch.collectors.metrics import MetricsExporter, PinCounts, Snapshot
-from jetwatch.core.clock import utcnow
 from jetwatch.dashboard.data import fleet
 from jetwatch.health.rules import Thresholds
 from jetwatch.store.database import Store
 
 from bench.fleet import CURRENT, GENERATE, page_evaluation
 from bench.machine import print_header
+from bench import timing
+from bench.timing import summary
 
 # Every tenth consumer has work pending and nobody pulling (NO_PULLERS), so the default
 # cardinality exports a realistic share of per-consumer series.
@@ -42,20 +42,10 @@ WHERE CAST(substr(consumer, 2) AS INTEGER) % 10 = 0
 """
 
 
-def timed(fn: Callable[[], object], runs: int) -> tuple[float, float, object]:
-    times, out = [], None
-    for _ in range(runs):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    times.sort()
-    return statistics.median(times), times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))], out
-
-
 def _summary(runs: list[tuple[float, float, object]]) -> tuple[float, float, object]:
     """Median and p95 of single timed runs, with the last one's output."""
     times = sorted(t for t, _, _ in runs)
-    return statistics.median(times), times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))], runs[-1][2]
+    return statistics.median(times), timing.p95(times), runs[-1][2]
 
 
 def main(rows: int, consumers: int, runs: int) -> None:
@@ -117,11 +107,11 @@ def main(rows: int, consumers: int, runs: int) -> None:
         # Interleaved, one of each in turn: on a shared machine both see the same load.
         judging, paging = [], []
         for _ in range(runs):
-            judging.append(timed(collector_judging, 1))
-            paging.append(timed(lambda: page_evaluation(store, th), 1))
+            judging.append(summary(collector_judging, 1))
+            paging.append(summary(lambda: page_evaluation(store, th), 1))
         _, _, judged = _summary(judging)
         spent.sort()
-        j50, j95 = statistics.median(spent), spent[min(len(spent) - 1, int(round(0.95 * (len(spent) - 1))))]
+        j50, j95 = statistics.median(spent), timing.p95(sorted(spent))
         o50 = statistics.median(opened)
         p50, p95, _ = _summary(paging)
         counts = judged.consumers["verdict"].value_counts().to_dict()
@@ -136,12 +126,12 @@ def main(rows: int, consumers: int, runs: int) -> None:
         print(f"ratio per-page evaluation / judging once per cycle: {p50 / j50:.2f}x "
               f"({p50 / (j50 + statistics.median(added)):.2f}x with the cycle into the state)")
 
-        f50, f95, view = timed(lambda: fleet(store), runs)
+        f50, f95, view = summary(lambda: fleet(store), runs)
         assert len(view.consumers) == consumers
         print(f"Fleet page data from verdicts_current: median {f50 * 1000:.0f} ms, p95 {f95 * 1000:.0f} ms; "
               f"{p50 / f50:.1f}x cheaper than the per-page evaluation")
         quiet = int(view.consumers["verdict"].isin(["NO_PULLERS", "STALLED"]).sum())
-        b50, _, _ = timed(lambda: fleet(store, since_when=False), runs)
+        b50, _, _ = summary(lambda: fleet(store, since_when=False), runs)
         print(f"the same Fleet read without the since-when columns (the last pull and ack the collector kept "
               f"for the {quiet:,} NO_PULLERS/STALLED consumers, the unpin reasons): median {b50 * 1000:.0f} ms; "
               f"ratio with / without {f50 / b50:.2f}x")
@@ -150,9 +140,9 @@ def main(rows: int, consumers: int, runs: int) -> None:
             exporter = MetricsExporter(cardinality)
             snapshot = Snapshot(at=judged.at, consumers=judged.consumers, pins=PinCounts(), cycle_buckets=[0] * 10,
                                 cycle_sum=0.0, cycles=1, capture_backlog=0, rejects=0)
-            r50, r95, text = timed(lambda: exporter.render(snapshot), max(3, runs // 3))
+            r50, r95, text = summary(lambda: exporter.render(snapshot), max(3, runs // 3))
             host, port = exporter.serve("127.0.0.1:0")
-            s50, s95, _ = timed(lambda: urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=30).read(), runs)
+            s50, s95, _ = summary(lambda: urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=30).read(), runs)
             exporter.close()
             series = sum(1 for line in text.splitlines() if line and not line.startswith(b"#"))
             print(f"/metrics at {consumers:,} consumers, cardinality {cardinality}: {series:,} series, "

@@ -1,0 +1,29 @@
+"""How every bench times a call: the call run `runs` times, durations sorted, the last result
+kept (to check it against the baseline's)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+
+def timed(fn: Callable[..., Any], runs: int, *args: Any) -> tuple[list[float], Any]:
+    """The sorted durations of `runs` calls of fn(*args), and the last call's result."""
+    times, out = [], None
+    for _ in range(runs):
+        t = time.perf_counter()
+        out = fn(*args)
+        times.append(time.perf_counter() - t)
+    return sorted(times), out
+
+
+def p95(times: list[float]) -> float:
+    """The 95th percentile of sorted durations (the nearest rank)."""
+    return times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+
+
+def summary(fn: Callable[[], Any], runs: int) -> tuple[float, float, Any]:
+    """Median and p95 of `runs` calls of fn(), and the last call's result."""
+    times, out = timed(fn, runs)
+    return statistics.median(times), p95(times), out
