@@ -30,6 +30,7 @@ from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE, Cursor, GapT
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import SampleBatch, Scope
 from jetwatch.collectors.filters import NameFilter
+from jetwatch.collectors.gc_policy import GcPolicy
 from jetwatch.collectors.lag import LagReader, LagStats
 from jetwatch.collectors.rejects import RejectBudget
 from jetwatch.collectors.judging import JudgedCycle, event_counts, judge, keep, load_window
@@ -112,6 +113,7 @@ class Collector:
         self.retained: dict[str, int] = {}  # rows the latest retention pass deleted, per query
         self.lag: LagReader | None = None  # time lag of the connection's account (collectors/lag.py)
         self._lag_refused: set[str] = set()  # streams whose message reads were refused (said once)
+        self.gc = GcPolicy()  # full collections between cycles, not inside them
 
     async def write(self, fn: Callable[[Any], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._writer, self.store.write, fn)
@@ -536,6 +538,7 @@ class Collector:
                 log.exception("sampling cycle failed")
                 self._error(f"sampling failed: {type(exc).__name__}: {exc}")
                 await self._report_failed_cycle()
+            self.gc.between_cycles()
             wait = max(0.0, self.settings.interval - (time.monotonic() - began))
             try:
                 await asyncio.wait_for(stop.wait(), wait)
@@ -590,6 +593,7 @@ class Collector:
                     pass
 
     async def run(self, stop: asyncio.Event) -> None:
+        self.gc.apply()
         try:
             await self.start()
             await asyncio.gather(self._sample_loop(stop), self._event_loop(stop), self._retention_loop(stop))
@@ -608,3 +612,4 @@ class Collector:
             self._alerts_pool.shutdown(wait=True)  # a post under way finishes (bounded by its timeout)
             if self.metrics is not None:
                 self.metrics.close()
+            self.gc.restore()

@@ -20,7 +20,7 @@ SMALL = {
     "fleet": ["--rows", "20000", "--consumers", "200", "--runs", "3"],
     "verdicts": ["--rows", "20000", "--consumers", "200", "--runs", "3"],
     "pipeline": ["--rows", "20000", "--consumers", "50"],
-    "scale": ["--consumers", "300", "--streams", "10", "--cycles", "2"],
+    "scale": ["--consumers", "300", "--streams", "10", "--cycles", "2", "--interval", "0"],
     "consumer_page": ["--rows", "20000", "--consumers", "500", "--runs", "3"],
     "fleet_page": ["--rows", "20000", "--consumers", "500", "--runs", "3"],
     "fleet_clusters": ["--rows", "20000", "--consumers", "200", "--runs", "3"],
