@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import duckdb
@@ -110,7 +111,9 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     m = len(live)
     now_s = now.timestamp()
     now_ts = pd.Timestamp(now_s * 1e6, unit="us", tz="UTC")
-    feats = state.features(now, live)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-judge") as pool:
+        feats = state.features(now, live, pool)
+    activity, folded = state.recent_activity(now, live)
     at_row = feats.pop("row").to_numpy(np.int64)
     position = np.full(n, -1, dtype=np.int64)
     position[live] = np.arange(m)
@@ -179,7 +182,6 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     same = kept == verdict
     since = np.where(same, state.kept_since[live], now_s)
     level = np.array([BY_NAME[v].level for v in verdict], dtype=object)
-    activity = state.recent_activity(now, live)
 
     # What changed against the row kept: only those rows are written.
     numbers = {"samples": samples, **rates, **{c: eta[c].to_numpy(np.float64) for c in ETA_COLUMNS[1:]}}
@@ -256,6 +258,8 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         state.kept_judged_at[live] = judged_at
         for c in ACTIVITY:
             state.activity[c][live] = activity[c]
+        state.folded[live] = folded
+        state.window.reordered.clear()
         state.written[gone_rows] = False
         state.stamped = now_s
         state.forget_gone()

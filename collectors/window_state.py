@@ -58,6 +58,7 @@ class WindowState:
         self.used = 0  # columns in use
         self.horizon = -np.inf  # samples older than this are no longer needed
         self._key_columns: tuple[np.ndarray, ...] | None = None  # `keys` column by column, while they hold
+        self.reordered: set[int] = set()  # rows a reading was sorted into, since the owner last looked
         self._alloc(64, max(columns, 4))
 
     def _alloc(self, rows: int, columns: int) -> None:
@@ -145,6 +146,7 @@ class WindowState:
             order = np.argsort(np.where(np.isnan(times), np.inf, times), kind="stable")
             for array in self._arrays():
                 array[row, :self.used] = array[row, :self.used][order]
+            self.reordered.add(int(row))
 
     def seed(self, samples: pd.DataFrame) -> None:
         """Load the window's samples already in the store (a restart keeps judging over the
@@ -171,6 +173,8 @@ class WindowState:
             array[len(kept):] = np.nan if array.dtype == np.float64 else (NO_PIN if array.dtype == np.int64 else False)
         for name in NUMBERS:
             self.values[name][len(kept):] = 0
+        renumbered = {old: new for new, old in enumerate(kept)}
+        self.reordered = {renumbered[r] for r in self.reordered if r in renumbered}
         self.keys = [k for k in self.keys if k in keep]
         self.rows = {k: i for i, k in enumerate(self.keys)}
         self._key_columns = None
@@ -231,6 +235,14 @@ def lagged(a: np.ndarray, irregular: np.ndarray, prev: np.ndarray) -> np.ndarray
     return out
 
 
+def picked(rows: np.ndarray) -> np.ndarray | slice:
+    """`rows` as a slice when they are consecutive (the collector's case: every row, in order),
+    so that reading them takes views of the arrays, not copies."""
+    if len(rows) and rows[-1] - rows[0] == len(rows) - 1 and np.array_equal(rows, np.arange(rows[0], rows[-1] + 1)):
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
+
+
 def _rows_of(a: np.ndarray, rows: np.ndarray | slice, lo: int, n: int) -> np.ndarray:
     return a[rows, lo:n]
 
@@ -238,8 +250,7 @@ def _rows_of(a: np.ndarray, rows: np.ndarray | slice, lo: int, n: int) -> np.nda
 def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: bool = False) -> pd.DataFrame:
     n, lo = state.used, first_column(state, since)
     # Every row in order (the collector's case): slices are views, not copies.
-    pick: np.ndarray | slice = (slice(0, len(rows)) if len(rows) and rows[0] == 0
-                                and np.array_equal(rows, np.arange(len(rows))) else rows)
+    pick = picked(rows)
     t = _rows_of(state.t, pick, lo, n)
     v = ~np.isnan(t) & (t >= since)
     any_v = v.any(axis=1)

@@ -345,15 +345,21 @@ def judge(f: Frame, th: Thresholds) -> list[list[Finding]]:
     speaks = collecting | np.logical_or.reduce(fired) if fired else collecting
     rows = np.flatnonzero(speaks)
     columns = _Columns(f.iloc[rows])
-    ctx = {i: _Row(columns, at) for at, i in enumerate(rows.tolist())}
-    out: list[list[Finding]] = []
-    for i in range(len(f)):
-        if not speaks[i]:
-            out.append([OK])
-        elif collecting[i]:
-            out.append([_collecting(ctx[i], th)])
-        else:
-            out.append([rule.says(ctx[i], th) for rule, mask in zip(RULES, fired) if mask[i]])
+    quiet = [OK]  # shared by every consumer nothing fired on: read, never changed
+    out: list[list[Finding]] = [quiet] * len(f)
+    at_of = {i: at for at, i in enumerate(rows.tolist())}
+    for i in np.flatnonzero(collecting).tolist():
+        out[i] = [_collecting(_Row(columns, at_of[i]), th)]
+    # Each firing (consumer, rule) pair, consumer by consumer and in severity order within one.
+    firing = rows[~collecting[rows]]
+    if len(firing) and fired:
+        which, rule_at = np.nonzero(np.column_stack(fired)[firing])
+        current, ctx = -1, None
+        for k, r in zip(firing[which].tolist(), rule_at.tolist()):
+            if k != current:
+                current, ctx = k, _Row(columns, at_of[k])
+                out[k] = []
+            out[k].append(RULES[r].says(ctx, th))
     return out
 
 

@@ -214,3 +214,39 @@ def test_a_config_written_before_the_consumers_first_sample_still_sets_its_limit
     kept_verdicts = store.query("verdicts_previous").set_index(KEY)
     assert kept_verdicts.loc[("A", "S2", "c"), "verdict"] == "SATURATED"
     assert _fresh(store, now).written.num_rows == 0
+
+
+def test_activity_kept_cycle_by_cycle_counts_steps_across_gaps_and_readings_out_of_order(tmp_path):
+    """Each cycle folds only the samples not folded yet: a pull seen across a gap of missed cycles
+    (its sample before lies well back) and a reading older than the one before it (a clock that
+    stepped back: the row is read again) count as consumer_activity.sql counts them."""
+    store = Store(str(tmp_path / "jetwatch.duckdb"))
+    store.migrate()
+    state = load_window(store, T0, TH)
+    # Per cycle, (seconds, {consumer: (delivered sequence, ack floor)}); a consumer left out was
+    # missed. "late"'s reading at 22 s arrives after the one at 25 s and is the only one whose ack
+    # floor moved; "gap" is missed twice, then has pulled.
+    cycles = [(0, {"gap": (1, 0), "late": (0, 0)}), (5, {"gap": (1, 0), "late": (0, 0)}),
+              (20, {"gap": (1, 0), "late": (0, 0)}), (25, {"gap": (1, 0), "late": (0, 0)}), (22, {"late": (0, 2)}),
+              (30, {"late": (0, 0)}), (35, {"late": (0, 0)}), (40, {"gap": (4, 0), "late": (0, 0)}),
+              (45, {"gap": (4, 0), "late": (0, 0)})]
+    keys = [("A", "S1", "gap"), ("A", "S1", "late"), ("A", "S1", "steady")]
+    for seconds, read in cycles:
+        now = T0 + dt.timedelta(seconds=seconds)
+        rows = [_sample(now, "S1", "steady", delivered_consumer_seq=seconds, delivered_stream_seq=seconds)]
+        rows += [_sample(now, "S1", name, delivered_consumer_seq=dcs, delivered_stream_seq=dcs,
+                         ack_floor_consumer_seq=afs, ack_floor_stream_seq=afs) for name, (dcs, afs) in read.items()]
+        samples = {k: [r[k] for r in rows] for k in rows[0]}
+        kept = [k for k in keys if k[2] != "steady" and k[2] not in read]
+        store.write(lambda con, samples=samples, kept=kept: writes.write_samples(con, ["A"], samples, kept))
+        state.add(samples, ["A"], kept)
+        judge_stored_cycle(store, max(now, T0 + dt.timedelta(seconds=25)), TH, state)
+    found = _activity_sql(store, keys)
+    for key in keys:
+        for column in ("last_pull", "last_ack", "first_seen"):
+            ours = state.activity[column][state.window.rows[key]]
+            theirs = found.loc[key, column]
+            theirs = float("nan") if pd.isna(theirs) else pd.Timestamp(theirs).timestamp()
+            assert ours == theirs or (np.isnan(ours) and np.isnan(theirs)), (key, column, ours, theirs)
+    assert state.activity["last_pull"][state.window.rows[keys[0]]] == (T0 + dt.timedelta(seconds=40)).timestamp()
+    assert state.activity["last_ack"][state.window.rows[keys[1]]] == (T0 + dt.timedelta(seconds=22)).timestamp()

@@ -5,12 +5,14 @@ consumers, missing readings, pins coming and going, cut by windows that start an
 from __future__ import annotations
 
 import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jetwatch.collectors.live_state import SPLIT_AT, LiveState
 from jetwatch.collectors.window_state import FEATURES, WindowState
 from jetwatch.health.features import SAMPLE_FIELDS, window_features
 
@@ -142,3 +144,34 @@ def test_consumers_no_longer_watched_are_forgotten_and_the_rest_kept():
     state.forget({("A", "S", "keep")})
     assert list(state.features(T0)["consumer"]) == ["keep"]
     _same(state.features(T0), _reference(frame[frame["consumer"] == "keep"], T0))
+
+
+def test_a_large_state_judged_in_two_halves_at_once_equals_the_sql_definition():
+    """From SPLIT_AT consumers the collector computes the features in two halves on two threads;
+    the halves meet where a consumer with readings only before the window sits."""
+    consumers = SPLIT_AT + 101
+    rng = np.random.default_rng(7)
+    rows = []
+    for cycle in range(14):
+        for c in range(consumers):
+            if c == consumers // 2 and cycle > 2:
+                continue  # read only early on: no samples in the window, at the seam
+            if rng.integers(0, 25) == 0:
+                continue  # a reading missed
+            dcs = cycle * (c % 7) - (5 if c % 97 == 0 and cycle > 9 else 0)  # a few reset
+            rows.append({"account": "A", "stream": f"S{c % 13}", "consumer": f"c{c}",
+                         "ts": T0 + dt.timedelta(seconds=5 * cycle), "created": None,
+                         "num_pending": int(rng.integers(0, 9)), "num_ack_pending": int(rng.integers(0, 4)),
+                         "num_waiting": int(rng.integers(0, 3)), "num_redelivered": int(rng.integers(0, 2)),
+                         "delivered_consumer_seq": dcs, "delivered_stream_seq": dcs, "ack_floor_stream_seq": max(dcs - 1, 0),
+                         "paused": bool(c % 31 == 0), "pinned_id": [None, "pinA", "pinB"][int(rng.integers(0, 3))],
+                         "oldest_unacked_age_seconds": float(rng.integers(0, 50))})
+    frame = pd.DataFrame(rows, columns=SAMPLE_FIELDS)
+    state = LiveState(window_seconds=40)
+    for cycle in _by_cycle(frame):
+        state.add(cycle)
+    now = T0 + dt.timedelta(seconds=65)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        ours = state.features(now, np.arange(len(state.keys)), pool)
+    assert consumers - 1 <= len(ours) <= consumers
+    _same(ours.drop(columns="row"), _reference(frame, now - dt.timedelta(seconds=40)))
