@@ -26,7 +26,7 @@ from jetwatch import sql
 from jetwatch.collectors.live_state import (ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros,
                                             stamps)
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta
-from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, evaluate_features
+from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, verdict_columns
 from jetwatch.store.database import Store
 
 KEY = ["account", "stream", "consumer"]
@@ -130,24 +130,24 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
             event[c][rows[rows >= 0]] = pd.to_numeric(counts[c], errors="coerce").fillna(0).to_numpy()[rows >= 0]
     for c in COUNT_COLUMNS:
         feats[c] = event[c][at_row]
-    verdicts = evaluate_features(feats, None, thresholds, None)
+    verdicts = verdict_columns(feats, thresholds) if len(feats) else None
 
     verdict = np.full(m, "COLLECTING", dtype=object)
     reason = np.full(m, NO_SAMPLES, dtype=object)
     findings: list[Any] = [NO_SAMPLES_FINDINGS] * m
     samples = np.zeros(m)
     rates = {c: np.full(m, np.nan) for c in RATES}
-    if len(pos):
-        verdict[pos] = verdicts["verdict"].to_numpy(object)
-        reason[pos] = verdicts["reason"].to_numpy(object)
+    if verdicts is not None:
+        verdict[pos] = verdicts["verdict"]
+        reason[pos] = verdicts["reason"]
         if np.array_equal(pos, np.arange(m)):  # every live consumer has samples in the window
-            findings = verdicts["findings"].tolist()
+            findings = verdicts["findings"]
         else:
             for p, f in zip(pos.tolist(), verdicts["findings"]):
                 findings[p] = f
-        samples[pos] = verdicts["samples"].to_numpy(np.float64)
+        samples[pos] = verdicts["samples"]
         for c in RATES:
-            rates[c][pos] = pd.to_numeric(verdicts[c], errors="coerce").to_numpy(np.float64)
+            rates[c][pos] = verdicts[c]
 
     # The drain ETA (health/eta.py): the backlog now, its trend over the window.
     slope, slope_se = np.full(m, np.nan), np.full(m, np.nan)

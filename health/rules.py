@@ -387,6 +387,22 @@ def evaluate_features(feats: pd.DataFrame, limits: pd.DataFrame | None, threshol
         feats = feats.merge(limits[KEY + [c for c in LIMIT_COLUMNS if c in limits]], on=KEY, how="left")
     if counts is not None and not counts.empty:
         feats = feats.merge(counts, on=KEY, how="left")
+    judged = verdict_columns(feats, thresholds)
+    out = pd.DataFrame({"account": feats["account"].to_numpy(), "stream": feats["stream"].to_numpy(),
+                        "consumer": feats["consumer"].to_numpy(), **judged,
+                        "last_ts": feats["last_ts"].reset_index(drop=True)})
+    return out[VERDICT_COLUMNS]
+
+
+def _floats(column: pd.Series) -> np.ndarray:
+    return pd.to_numeric(column, errors="coerce").to_numpy(np.float64, na_value=np.nan)
+
+
+def verdict_columns(feats: pd.DataFrame, thresholds: Thresholds) -> dict[str, Any]:
+    """The verdict, reason, findings, samples and rates of each row of `feats` (features with the
+    limits and event counts beside, missing ones taken as unknown or none), as arrays: the
+    collector's judging reads them so, `evaluate_features` puts them in a frame."""
+    feats = feats.copy(deep=False)
     for name, default in (("is_pull", True), ("filtered", False), ("max_ack_pending", None),
                           ("max_waiting", None), ("priority_policy", None)):
         feats[name] = _col(feats, name, default)
@@ -397,16 +413,16 @@ def evaluate_features(feats: pd.DataFrame, limits: pd.DataFrame | None, threshol
     for name in ("max_ack_pending", "max_waiting"):
         feats[name] = pd.to_numeric(feats[name], errors="coerce")
     all_findings = judge(feats, thresholds)
-    as_dicts = {id(OK): [{"verdict": "OK", "reason": OK.reason, "numbers": {}}]}  # the common case, shared
-    findings = [as_dicts[id(f[0])] if len(f) == 1 and f[0] is OK else
+    ok = [{"verdict": "OK", "reason": OK.reason, "numbers": {}}]  # the common case, shared
+    findings = [ok if len(f) == 1 and f[0] is OK else
                 [{"verdict": x.verdict, "reason": x.reason, "numbers": x.numbers} for x in f] for f in all_findings]
-    span = feats["span_seconds"].where(feats["span_seconds"] > 0)
+    span = _floats(feats["span_seconds"].where(feats["span_seconds"] > 0))
     redelivered = np.maximum(0.0, feats["deliveries"] - feats["stream_delivered"]).where(~feats["filtered"])
-    out = pd.DataFrame({
-        "account": feats["account"], "stream": feats["stream"], "consumer": feats["consumer"],
-        "verdict": [f[0].verdict for f in all_findings], "reason": [f[0].reason for f in all_findings],
-        "findings": findings, "samples": feats["samples"].astype(int), "last_ts": feats["last_ts"],
-        "delivered_per_second": feats["deliveries"] / span, "acked_per_second": feats["acked"] / span,
-        "redelivered_per_second": redelivered / span,
-    })
-    return out[VERDICT_COLUMNS].reset_index(drop=True)
+    return {
+        "verdict": np.array([f[0].verdict for f in all_findings], dtype=object),
+        "reason": np.array([f[0].reason for f in all_findings], dtype=object),
+        "findings": findings, "samples": feats["samples"].to_numpy().astype(int),
+        "delivered_per_second": _floats(feats["deliveries"]) / span,
+        "acked_per_second": _floats(feats["acked"]) / span,
+        "redelivered_per_second": _floats(redelivered) / span,
+    }
