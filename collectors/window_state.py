@@ -286,8 +286,6 @@ def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: boo
         found = np.where(reset[reset_rows], t[reset_rows], -np.inf).max(axis=1)
         reset_t[reset_rows] = np.where(np.isinf(found), _NEVER, found)
     nopin = (pins == NO_PIN) & (pending > 0)
-    breaks = v & ~nopin
-    last_break = np.where(breaks, t, -np.inf).max(axis=1)  # -inf: no break (SQL: NULL)
 
     if len(reset_rows):
         with np.errstate(invalid="ignore"):
@@ -310,14 +308,21 @@ def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: boo
     def masked_min(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return np.where(mask, a, np.inf).min(axis=1)
 
+    # Mostly every consumer was read every cycle of the window: then no sample is masked out,
+    # and the masking passes are skipped (the same sums, in the same order).
+    full = bool(s.all())
+
+    def counted(a: np.ndarray, fill: float) -> np.ndarray:
+        return a if full else np.where(s, a, fill)
+
     t_first, t_last = first_last(t)
-    tt = np.where(s, t - (np.where(s, t, 0).sum(axis=1) / count)[:, None], 0.0)
-    pp = np.where(s, pending - (np.where(s, pending, 0).sum(axis=1) / count)[:, None], 0.0)
+    tt = counted(t - (counted(t, 0).sum(axis=1) / count)[:, None], 0.0)
+    pp = counted(pending - (counted(pending, 0).sum(axis=1) / count)[:, None], 0.0)
     var = (tt * tt).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         slope = (tt * pp).sum(axis=1) / var  # NaN for a single reading, as DuckDB's regr_slope
     backlog = pending + ack
-    bb = np.where(s, backlog - (np.where(s, backlog, 0).sum(axis=1) / count)[:, None], 0.0)
+    bb = counted(backlog - (counted(backlog, 0).sum(axis=1) / count)[:, None], 0.0)
     sxy, syy = (tt * bb).sum(axis=1), (bb * bb).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         backlog_slope = np.where(var > 0, sxy / var, np.nan)
@@ -330,9 +335,16 @@ def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: boo
         rising = np.where(steps > 0, (stepped & (d_pending > 0)).sum(axis=1) / np.maximum(steps, 1), 0.0)
     p_pins = _take(pins)
     switches = (stepped & (pins != NO_PIN) & (p_pins != NO_PIN) & (pins != p_pins)).sum(axis=1)
-    trailing = s & nopin & (t > last_break[:, None])
-    has_trailing = trailing.any(axis=1)
-    nopin_seconds = np.where(has_trailing, t_last - np.where(trailing, t, np.inf).min(axis=1), 0.0)
+    # The trailing run of samples with work and no pin, after the last sample that breaks it:
+    # only rows with such a sample can have one.
+    nopin_seconds = np.zeros(len(t))
+    unpinned = np.flatnonzero((s & nopin).any(axis=1))
+    if len(unpinned):
+        tu, nu = t[unpinned], nopin[unpinned]
+        last_break = np.where(v[unpinned] & ~nu, tu, -np.inf).max(axis=1)  # -inf: no break (SQL: NULL)
+        trailing = s[unpinned] & nu & (tu > last_break[:, None])
+        nopin_seconds[unpinned] = np.where(trailing.any(axis=1),
+                                           t_last[unpinned] - np.where(trailing, tu, np.inf).min(axis=1), 0.0)
     pending_first, pending_last = first_last(pending)
     dcs_first, dcs_last = first_last(dcs)
     dss_first, dss_last = first_last(dss)
@@ -347,13 +359,13 @@ def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: boo
         "last_ts": pd.DatetimeIndex(np.round(t_last * 1e6).astype("int64").astype("datetime64[us]")
                                     .astype("datetime64[ns]")).tz_localize("UTC"),
         "pending_first": pending_first, "pending_last": pending_last,
-        "pending_min": masked_min(pending, s),
+        "pending_min": counted(pending, np.inf).min(axis=1),
         "pending_slope": slope,
         "pending_rising_share": rising,
-        "ack_pending_min": masked_min(ack, s),
+        "ack_pending_min": counted(ack, np.inf).min(axis=1),
         "ack_pending_last": _at(ack, last),
         "ack_pending_recent_min": masked_min(ack, recent),
-        "waiting_max": np.where(s, waiting, -np.inf).max(axis=1),
+        "waiting_max": counted(waiting, -np.inf).max(axis=1),
         "waiting_last": _at(waiting, last),
         "waiting_recent_min": masked_min(waiting, recent),
         "delivered_moved": dcs_last > dcs_first,
