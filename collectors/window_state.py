@@ -44,7 +44,14 @@ def _pin_codes(values: Sequence[Any]) -> np.ndarray:
 
 
 def _numbers(values: Sequence[Any]) -> np.ndarray:
-    return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").fillna(0).to_numpy(np.float64)
+    """Numbers, missing ones as zero (numpy reads ints and None directly; anything else, such as
+    a string that is not a number, goes through pandas' coercion to NaN, then zero)."""
+    try:
+        out = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").fillna(0).to_numpy(np.float64)
+    out[np.isnan(out)] = 0.0
+    return out
 
 
 class WindowState:
@@ -124,6 +131,9 @@ class WindowState:
         width = int(rank.max()) + 1
         self._make_room(width)
         cols = self.used + rank
+        # Each reading against the one in the column before (the row's newest, mostly): only rows
+        # where that is missing or newer can be out of time order.
+        before = self.t[rows, cols - 1] if self.used else np.full(len(rows), np.nan)
         self.t[rows, cols] = ts
         self.created[rows, cols] = _seconds(samples["created"])[order]
         for name in NUMBERS:  # a batch made without time lag has no age: none
@@ -131,7 +141,8 @@ class WindowState:
         self.paused[rows, cols] = np.asarray([bool(v) for v in samples["paused"]], dtype=bool)[order]
         self.pins[rows, cols] = _pin_codes(samples["pinned_id"])[order]
         self.used += width
-        self._reorder(np.unique(rows))
+        with np.errstate(invalid="ignore"):
+            self._reorder(np.unique(rows[np.isnan(before) | (ts < before)]))
 
     def _reorder(self, rows: np.ndarray) -> None:
         """Put back in time order the rows where a reading is older than one before it (a
