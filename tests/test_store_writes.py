@@ -1,0 +1,106 @@
+"""The collector's write path (store/writes.py write_samples) on real DuckDB files: the samples
+stored are the collector's columns as DuckDB casts them, and consumer_current after each write is
+what the rule says (a sampled account's rows replaced by its cycle; a stream whose listing failed,
+a rejected entry and an account not sampled keep their last state), in this process and as
+another process reads it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
+from jetwatch.core.clock import parse_rfc3339
+from jetwatch.store import writes
+from jetwatch.store.database import Store
+from tests.helpers import rows
+
+TIMES = ("ts", "created", "delivered_last_active", "ack_floor_last_active", "pause_until", "pinned_ts")
+
+
+def _cycle(keys: list[tuple[str, str, str]], at: dt.datetime, pending: int) -> dict[str, list[Any]]:
+    """One cycle's samples as the collector hands them over: times as the server's strings."""
+    n = len(keys)
+    cols: dict[str, list[Any]] = {c: [None] * n for c in SAMPLE_COLUMNS}
+    stamp = at.strftime("%Y-%m-%dT%H:%M:%S.%f") + "123Z"  # nanoseconds, as Go writes them
+    cols.update(ts=[stamp] * n, account=[k[0] for k in keys], stream=[k[1] for k in keys],
+                consumer=[k[2] for k in keys], server=["n1"] * n, num_pending=[pending + i for i in range(n)],
+                num_ack_pending=[1] * n, num_waiting=[0] * n, num_redelivered=[0] * n,
+                delivered_consumer_seq=[pending] * n, delivered_stream_seq=[pending] * n,
+                ack_floor_consumer_seq=[pending] * n, ack_floor_stream_seq=[pending] * n, paused=[False] * n,
+                created=["2026-11-20T10:00:00.987654321+01:00"] * n, delivered_last_active=[stamp] * n,
+                ack_floor_last_active=[None if i % 2 else stamp for i in range(n)], pinned_id=["p"] * n,
+                pinned_ts=["2026-11-21T09:00:00Z"] * n, oldest_unacked_age_seconds=[1.5] * n,
+                oldest_unacked_age_kind=["exact"] * n)
+    return cols
+
+
+def test_the_samples_stored_are_the_collectors_columns_with_the_times_parse_rfc3339_reads(db_path):
+    """The write path against an independent one: each value as the collector read it, the times
+    by parse_rfc3339 (nanoseconds cut to the microsecond the store keeps)."""
+    store = Store(db_path)
+    cycle = _cycle([("A", "S", f"c{i}") for i in range(5)], dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc), 7)
+    store.write(lambda con: writes.write_samples(con, ["A"], cycle))
+    expected = sorted(tuple(parse_rfc3339(v) if c in TIMES and v is not None else v for c, v in zip(SAMPLE_COLUMNS, row))
+                      for row in zip(*(cycle[c] for c in SAMPLE_COLUMNS)))
+    for table in ("samples", "consumer_current"):
+        assert rows(store, f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM {table} ORDER BY consumer") == expected
+
+
+READER = """
+import json, sys, duckdb
+con = duckdb.connect(sys.argv[1], read_only=True)
+print(json.dumps(con.execute("SELECT account, stream, consumer, num_pending FROM consumer_current").fetchall()))
+"""
+
+
+def read_current_elsewhere(db_path: str) -> dict[tuple[str, str, str], int]:
+    """consumer_current as another process reads it, read-only, after the writer closed the file."""
+    out = subprocess.run([sys.executable, "-c", READER, db_path], capture_output=True, text=True, timeout=60, check=True)
+    found = json.loads(out.stdout)
+    assert len(found) == len({tuple(r[:3]) for r in found}), "one row per consumer"
+    return {tuple(r[:3]): r[3] for r in found}
+
+
+KEYS = [(a, s, c) for a in ("A", "B") for s in ("S1", "S2") for c in ("c1", "c2")]
+
+
+@st.composite
+def history(draw: Any) -> list[tuple[list[str], list[tuple[str, str, str]], list[tuple[str, ...]]]]:
+    """Cycles of (accounts sampled, consumers read, kept): a stream's listing fails now and then
+    (kept, none of its consumers read), an entry is rejected (kept, not read), an account is not
+    sampled at all, consumers come and go."""
+    cycles = []
+    for _ in range(draw(st.integers(1, 6))):
+        accounts = draw(st.lists(st.sampled_from(["A", "B"]), min_size=1, max_size=2, unique=True))
+        failed = draw(st.lists(st.sampled_from([(a, s) for a in accounts for s in ("S1", "S2")]), max_size=2, unique=True))
+        live = [k for k in KEYS if k[0] in accounts and k[:2] not in failed and draw(st.booleans())]
+        rejected = draw(st.lists(st.sampled_from(live), max_size=1, unique=True)) if live else []
+        read = [k for k in live if k not in rejected]
+        cycles.append((accounts, read, [*failed, *rejected]))
+    return cycles
+
+
+@settings(max_examples=25, deadline=None)
+@given(history())
+def test_consumer_current_is_the_latest_cycle_of_each_account_but_what_was_kept(tmp_path_factory, cycles):
+    """Against a model in plain Python: a sampled account's rows are replaced by its cycle, except
+    the streams and entries kept, which keep their last state; an account not sampled keeps all."""
+    db_path = str(tmp_path_factory.mktemp("current") / "w.duckdb")
+    store = Store(db_path)
+    model: dict[tuple[str, str, str], int] = {}
+    for i, (accounts, read, kept) in enumerate(cycles):
+        cycle = _cycle(read, dt.datetime(2026, 11, 22, 12, i, tzinfo=dt.timezone.utc), 100 * i)
+        store.write(lambda con, c=cycle, a=accounts, k=kept: writes.write_samples(con, a, c, k))
+        model = {key: n for key, n in model.items()
+                 if key[0] not in accounts or key[:2] in kept or key in kept}
+        model.update({key: 100 * i + j for j, key in enumerate(read)})
+        assert dict(((a, s, c), n) for a, s, c, n in rows(store, "SELECT account, stream, consumer, num_pending "
+                                                          "FROM consumer_current")) == model
+    assert read_current_elsewhere(db_path) == model
