@@ -16,9 +16,12 @@ def rfc3339(t: dt.datetime) -> str:
 
 def _rfc3339_shape(text: str) -> bool:
     """Date, 'T' (or space), time, and a Z or ±HH:MM zone: the extended form Go writes (the
-    basic and week forms that fromisoformat would also take are not RFC 3339)."""
-    return (len(text) >= 20 and text[4] == "-" and text[7] == "-" and text[10] in "Tt " and text[13] == ":"
-            and (text[-1] in "Zz" or (text[-6] in "+-" and text[-3] == ":")))
+    basic and week forms that fromisoformat would also take are not RFC 3339). The lower-case
+    't' and 'z' RFC 3339 allows are refused: Go never writes them and the store's cast does not
+    read them, so one such value would fail the whole cycle's write, every retry, instead of
+    its own entry."""
+    return (len(text) >= 20 and text[4] == "-" and text[7] == "-" and text[10] in "T " and text[13] == ":"
+            and (text[-1] == "Z" or (text[-6] in "+-" and text[-3] == ":")))
 
 
 def parse_rfc3339(text: object) -> dt.datetime:
@@ -32,6 +35,6 @@ def parse_rfc3339(text: object) -> dt.datetime:
     if not _rfc3339_shape(text):
         raise ValueError(f"not an RFC 3339 time: {text!r:.60}")
     try:
-        return dt.datetime.fromisoformat(text[:-1] + "+00:00" if text[-1] in "Zz" else text)
+        return dt.datetime.fromisoformat(text[:-1] + "+00:00" if text[-1] == "Z" else text)
     except ValueError:
         raise ValueError(f"not a valid time: {text!r:.60}") from None

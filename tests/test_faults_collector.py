@@ -165,6 +165,35 @@ def test_a_consumer_with_a_field_of_the_wrong_type_is_rejected_alone_in_list_mod
     run(scenario())
 
 
+def test_a_time_the_store_cannot_read_is_rejected_alone_and_the_cycles_go_on(nats_server, db_path, uid, run):
+    """RFC 3339 allows a lower-case 't' and 'z', which DuckDB's cast does not read: such a time
+    once reached the store and failed the whole cycle's write, and every retry of it."""
+    stream = f"{uid}_LOW"
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.low"])
+        for name in ("good", "bad"):
+            await make_consumer(api, stream, name)
+        async with collecting(collector_settings(nats_server.url, db_path, (stream,), interval=3600)) as collector:
+            page = sorted(await api.consumer_list(stream), key=lambda c: c["name"])
+            page[0] = _corrupt(page[0], created=page[0]["created"].replace("T", "t").replace("Z", "z"))  # "bad"
+            page[1] = _corrupt(page[1], num_pending=7)  # "good"
+            await collector.store_cycle(collector.sampler.batch_from_pages([(stream, page)]))
+            assert rows(store, "SELECT consumer, num_pending FROM consumer_current WHERE stream = ? ORDER BY consumer",
+                        [stream]) == [("bad", 0), ("good", 7)]
+            rejected = rows(store, "SELECT error FROM rejects WHERE subject = ?", [f"CONSUMER.LIST.{stream}"])
+            assert rejected == [(f"created: not an RFC 3339 time: {page[0]['created']!r:.60}",)]
+            assert len(collector.backlog) == 0  # nothing left waiting for the store
+            await collector.sample_once()
+            assert rows(store, "SELECT count(*) FROM consumer_current WHERE stream = ?", [stream]) == [(2,)]
+        await nc.close()
+
+    run(scenario())
+
+
 def test_a_consumer_with_a_bad_timestamp_is_rejected_alone_in_jsz_mode(nats_server, db_path, uid, run):
     stream = f"{uid}_JMAL"
     store = Store(db_path)
