@@ -75,6 +75,11 @@ class WindowState:
         self.paused = np.zeros((rows, columns), dtype=bool)
         self.pins = np.full((rows, columns), NO_PIN, dtype=np.int64)
 
+    def _empty_cells(self) -> list[tuple[np.ndarray, Any]]:
+        """Each array with what its cells hold where there is no sample (as `_alloc` fills them)."""
+        return [(self.t, np.nan), (self.created, np.nan), (self.paused, False), (self.pins, NO_PIN),
+                *((a, 0.0) for a in self.values.values())]
+
     def _arrays(self) -> list[np.ndarray]:
         return [self.t, self.created, self.paused, self.pins, *self.values.values()]
 
@@ -90,13 +95,16 @@ class WindowState:
             new[:n, :width] = old[:n, keep]
 
     def _row_of(self, keys: list[tuple[str, str, str]]) -> np.ndarray:
-        rows = np.empty(len(keys), dtype=np.int64)
-        for i, key in enumerate(keys):
-            row = self.rows.get(key)
-            if row is None:
-                row = self.rows[key] = len(self.keys)
-                self.keys.append(key)
-            rows[i] = row
+        found = [self.rows.get(key) for key in keys]
+        if None in found:  # consumers not seen before get the next rows
+            for i, key in enumerate(keys):
+                if found[i] is None:
+                    row = self.rows.get(key)
+                    if row is None:
+                        row = self.rows[key] = len(self.keys)
+                        self.keys.append(key)
+                    found[i] = row
+        rows = np.array(found, dtype=np.int64)
         if len(self.keys) > self.t.shape[0]:
             self._resize(max(len(self.keys), 2 * self.t.shape[0]), self.t.shape[1], slice(0, self.used))
         return rows
@@ -108,9 +116,14 @@ class WindowState:
             return
         live = ~np.isnan(self.t[:, :self.used]) & (self.t[:, :self.used] >= self.horizon)
         first = int(np.argmax(live.any(axis=0))) if live.any() else self.used
-        width = max(self.t.shape[1], 2 * (self.used - first + columns))
-        self._resize(self.t.shape[0], width, slice(first, self.used))
-        self.used -= first
+        keep = self.used - first
+        if 2 * (keep + columns) <= self.t.shape[1]:  # room enough once they go: moved left in place
+            for array, empty in self._empty_cells():
+                array[:, :keep] = array[:, first:self.used]
+                array[:, keep:self.used] = empty
+        else:
+            self._resize(self.t.shape[0], max(self.t.shape[1], 2 * (keep + columns)), slice(first, self.used))
+        self.used = keep
 
     def add(self, samples: Mapping[str, Sequence[Any]]) -> None:
         """Append one cycle's samples (the collector's column-wise batch: SAMPLE_COLUMNS)."""
