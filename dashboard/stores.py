@@ -21,14 +21,10 @@ import pandas as pd
 from jetwatch.core.settings import DEFAULT_CLUSTER, Settings
 from jetwatch.dashboard import data
 from jetwatch.health.rules import SEVERITY
-from jetwatch.store.clusters import duplicates, identity, store_paths
+from jetwatch.store.clusters import DuplicateCluster, duplicates, identity, store_paths
 from jetwatch.store.database import Store, StoreError, StoreMissing
 
 T = TypeVar("T")
-
-
-class DuplicateCluster(StoreError):
-    """Two of the stores given belong to one cluster."""
 
 
 class UnknownCluster(StoreError):
