@@ -31,9 +31,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, help: str, groups: tuple[str, ...]) -> argparse.ArgumentParser:
+    def command(name: str, help: str, groups: tuple[str, ...], without: tuple[str, ...] = ()) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help, allow_abbrev=False)
-        settings_mod.add_arguments(p, groups)
+        settings_mod.add_arguments(p, groups, without)
         return p
 
     command("collect", "Sample consumer state and capture advisories into the store until stopped.",
@@ -79,11 +79,15 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--until", help="End of the window (RFC 3339; default now).")
     run.add_argument("--master", dest="spark_master", help="Spark master URL (default local[*]).")
 
-    stat = command("status", "Print every consumer's verdict as the collector last judged it.", STORE)
+    # status and check read every store of --dbs: their --cluster picks clusters (a filter), it
+    # does not name the collector's own cluster.
+    stat = command("status", "Print every consumer's verdict as the collector last judged it, of every store "
+                   "of --dbs.", STORE, without=("cluster",))
     stat.add_argument("--json", action="store_true", help="JSON, one object per consumer, findings included.")
     status_mod.add_filters(stat)
     chk = command("check", "Exit 0 OK, 1 WARNING, 2 CRITICAL (3 UNKNOWN) from the worst verdict, with a "
-                  "one-line summary: the monitoring-plugin convention.", STORE)
+                  "one-line summary: the monitoring-plugin convention. With --dbs, the worst over every store; a "
+                  "store not read is UNKNOWN.", STORE, without=("cluster",))
     chk.add_argument("--stale-after", dest="stale_after", metavar="STALE_AFTER",
                      help="Verdicts older than this are UNKNOWN (default: the stale_after setting).")
     status_mod.add_filters(chk)

@@ -4,6 +4,11 @@
 `check` follows the monitoring-plugin convention (Nagios, Icinga, CI gates): one line of summary
 and the exit status 0 OK, 1 WARNING, 2 CRITICAL from the worst verdict's `level` in
 health/rules.py VERDICTS, or 3 UNKNOWN when there is nothing recent to judge by.
+
+Both read every store of the fleet (`--dbs`, or a directory, as the dashboard does: one store per
+cluster, store/clusters.py); each row carries its store's cluster. `check` judges each store on its
+own (a cluster whose store is missing, unreadable, empty or stale is UNKNOWN, said by name) and
+reports the worst state over all of them: never OK while one cluster is unseen.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import argparse
 import datetime as dt
 import fnmatch
 import json
+import sys
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -19,35 +26,92 @@ import pandas as pd
 from jetwatch.core.clock import utcnow
 from jetwatch.core.settings import Settings
 from jetwatch.health.rules import SEVERITY
-from jetwatch.store.database import Store, StoreMissing
+from jetwatch.store import clusters
+from jetwatch.store.database import Store, StoreError
 
 EXIT = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 LEVEL_STATE = {"critical": "CRITICAL", "warning": "WARNING"}  # info, ok, unknown (COLLECTING): OK
+# Worst over several stores, in the order aggregating plugins use (check_multi's default): a CRITICAL
+# is never hidden behind another cluster's UNKNOWN, and an UNKNOWN is never hidden behind an OK.
+WORST = ("OK", "UNKNOWN", "WARNING", "CRITICAL")
+NO_VERDICTS = "no verdicts in the store yet (is `jetwatch collect` running?)"
 
 
 def add_filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cluster", dest="clusters", action="append",
+                   help="Only the stores of clusters matching this glob (repeatable).")
     p.add_argument("--account", action="append", help="Only accounts matching this glob (repeatable).")
     p.add_argument("--stream", action="append", help="Only streams matching this glob (repeatable).")
     p.add_argument("--consumer", action="append", help="Only consumers matching this glob (repeatable).")
     p.add_argument("--verdict", action="append", help="Only these verdicts (repeatable).")
 
 
+def _glob(value: Any, patterns: list[str] | None) -> bool:
+    return not patterns or any(fnmatch.fnmatchcase(str(value), p) for p in patterns)
+
+
 def _matches(values: pd.Series, patterns: list[str] | None) -> pd.Series:
     if not patterns:
         return pd.Series(True, index=values.index)
-    return values.map(lambda v: any(fnmatch.fnmatchcase(str(v), p) for p in patterns))
+    return values.map(lambda v: _glob(v, patterns))
 
 
-def verdicts(store: Store, args: argparse.Namespace) -> pd.DataFrame:
-    """verdicts_current, filtered as asked, worst first."""
-    frame = store.query("verdicts_status")
+@dataclass(frozen=True)
+class Read:
+    """One store's verdicts (all of them, unfiltered), or why they could not be read."""
+    path: str
+    cluster: str | None  # None: the store could not be read, so its cluster is not known either
+    frame: pd.DataFrame | None
+    error: StoreError | None = None
+
+    @property
+    def name(self) -> str:
+        return f"cluster {self.cluster}" if self.cluster is not None else f"the store {self.path}"
+
+
+def read_stores(settings: Settings, args: argparse.Namespace) -> list[Read]:
+    """Every store of the fleet whose cluster --cluster keeps; a store that cannot be read is kept
+    (with its error) whatever --cluster says, since its cluster is not known."""
+    found: list[Read] = []
+    for path in clusters.store_paths(settings.dbs, settings.db):
+        store = Store(path, lock_timeout=settings.lock_timeout)
+        try:
+            cluster = clusters.identity(store).cluster
+            found.append(Read(str(path), cluster, store.query("verdicts_status")))
+        except StoreError as exc:
+            found.append(Read(str(path), None, None, exc))
+    twice = clusters.duplicates([(r.cluster, r.path) for r in found if r.cluster is not None])
+    if twice:
+        raise clusters.DuplicateCluster(twice)
+    return [r for r in found if r.cluster is None or _glob(r.cluster, getattr(args, "clusters", None))]
+
+
+def filtered(read: Read, args: argparse.Namespace) -> pd.DataFrame:
+    """One readable store's verdicts, with its cluster, filtered as asked."""
+    frame = read.frame
     keep = (_matches(frame["account"], args.account) & _matches(frame["stream"], args.stream)
             & _matches(frame["consumer"], args.consumer))
     if args.verdict:
         keep &= frame["verdict"].isin([v.upper() for v in args.verdict])
     out = frame[keep].copy()
-    out["_rank"] = out["verdict"].map(SEVERITY)
-    return out.sort_values(["_rank", "account", "stream", "consumer"]).drop(columns="_rank").reset_index(drop=True)
+    out.insert(0, "cluster", pd.Series([read.cluster] * len(out), index=out.index, dtype=object))
+    return out
+
+
+def worst_first(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Verdicts of every store as one, worst first (then account, stream, consumer, cluster)."""
+    kept = [f for f in frames if not f.empty] or frames[:1]
+    if not kept:
+        return pd.DataFrame(columns=["cluster", "account", "stream", "consumer", "verdict"])
+    out = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0]
+    out = out.assign(_rank=out["verdict"].map(SEVERITY))
+    return (out.sort_values(["_rank", "account", "stream", "consumer", "cluster"], kind="stable")
+            .drop(columns="_rank").reset_index(drop=True))
+
+
+def verdicts(reads: list[Read], args: argparse.Namespace) -> pd.DataFrame:
+    """verdicts_current of every readable store, filtered as asked, worst first."""
+    return worst_first([filtered(r, args) for r in reads if r.frame is not None])
 
 
 def _iso(value: Any) -> str | None:
@@ -63,9 +127,9 @@ def _text(value: Any) -> str | None:
 
 
 def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{"account": r.account, "stream": r.stream, "consumer": r.consumer, "verdict": r.verdict,
-             "level": r.level, "reason": r.reason, "since": _iso(r.since), "judged_at": _iso(r.judged_at),
-             "findings": json.loads(r.findings),
+    return [{"cluster": r.cluster, "account": r.account, "stream": r.stream, "consumer": r.consumer,
+             "verdict": r.verdict, "level": r.level, "reason": r.reason, "since": _iso(r.since),
+             "judged_at": _iso(r.judged_at), "findings": json.loads(r.findings),
              "oldest_unacked": {"age_seconds": _num(r.oldest_unacked_age_seconds),
                                 "kind": _text(r.oldest_unacked_age_kind)},
              "oldest_undelivered": {"age_seconds": _num(r.oldest_undelivered_age_seconds),
@@ -76,21 +140,29 @@ def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def status(args: argparse.Namespace, settings: Settings) -> int:
-    store = Store(settings.db, lock_timeout=settings.lock_timeout)
-    frame = verdicts(store, args)  # StoreMissing is a JetwatchError: printed in words
+    reads = read_stores(settings, args)
+    unread = [r for r in reads if r.error is not None]
+    if len(reads) == 1 and unread:
+        raise unread[0].error  # one store: said in words, exactly as before clusters
+    frame = verdicts(reads, args)
+    for r in unread:  # the others are printed; which store is missing is said beside them
+        print(f"jetwatch: {r.name} not read: {r.error}", file=sys.stderr)
+    code = max((r.error.exit_code for r in unread), default=0)
     if args.json:
         print(json.dumps(as_json(frame), indent=2))
-        return 0
+        return code
     if frame.empty:
-        print("no verdicts yet: the collector judges every consumer after each cycle")
-        return 0
+        print("no verdicts yet: the collector judges every consumer after each cycle" if reads
+              else f"no store of a cluster matching {', '.join(args.clusters)}")
+        return code
     now = utcnow()
-    table = pd.DataFrame({
-        "VERDICT": frame["verdict"], "SINCE": [_age(s, now) for s in frame["since"]],
-        "ACCOUNT": frame["account"], "STREAM": frame["stream"], "CONSUMER": frame["consumer"],
-        "REASON": frame["reason"]})
+    table = pd.DataFrame({"VERDICT": frame["verdict"], "SINCE": [_age(s, now) for s in frame["since"]]})
+    if len(reads) > 1:  # one store reads as before clusters
+        table["CLUSTER"] = frame["cluster"]
+    table = table.assign(ACCOUNT=frame["account"], STREAM=frame["stream"], CONSUMER=frame["consumer"],
+                         REASON=frame["reason"])
     print(table.to_string(index=False))
-    return 0
+    return code
 
 
 def _age(ts: Any, now: dt.datetime) -> str:
@@ -98,30 +170,72 @@ def _age(ts: Any, now: dt.datetime) -> str:
     return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f}m" if seconds < 7200 else f"{seconds / 3600:.1f}h"
 
 
-def summary(frame: pd.DataFrame, now: dt.datetime, stale_after: float) -> tuple[str, str]:
-    """(state, one line) for `check`."""
+def _stale(frame: pd.DataFrame, now: dt.datetime, stale_after: float) -> float | None:
+    """The newest verdict's age when it is older than stale_after, else None."""
+    age = (pd.Timestamp(now) - pd.to_datetime(frame["judged_at"], utc=True).max()).total_seconds()
+    return age if age > stale_after else None
+
+
+def summary(frame: pd.DataFrame, now: dt.datetime, stale_after: float, named: bool = False) -> tuple[str, str]:
+    """(state, one line) for `check` of (filtered) verdicts; `named`: each consumer with its cluster."""
     if frame.empty:
-        return "UNKNOWN", "no verdicts in the store yet (is `jetwatch collect` running?)"
-    newest = pd.to_datetime(frame["judged_at"], utc=True).max()
-    age = (pd.Timestamp(now) - newest).total_seconds()
-    if age > stale_after:
+        return "UNKNOWN", NO_VERDICTS
+    age = _stale(frame, now, stale_after)
+    if age is not None:
         return "UNKNOWN", f"the newest verdict is {age:.0f}s old (collector stopped?); last known below"
     states = frame["level"].map(lambda lv: LEVEL_STATE.get(lv, "OK"))
     state = "CRITICAL" if (states == "CRITICAL").any() else "WARNING" if (states == "WARNING").any() else "OK"
     bad = frame[states != "OK"]
     counts = ", ".join(f"{n} {v}" for v, n in frame["verdict"].value_counts().items())
-    worst = "; ".join(f"{r.stream}/{r.consumer} {r.verdict}" for r in bad.head(5).itertuples())
+    worst = "; ".join(f"{r.cluster + ': ' if named else ''}{r.stream}/{r.consumer} {r.verdict}"
+                      for r in bad.head(5).itertuples())
     more = f" (+{len(bad) - 5} more)" if len(bad) > 5 else ""
     return state, f"{len(frame)} consumers: {counts}" + (f" | {worst}{more}" if worst else "")
 
 
+def unseen(read: Read, args: argparse.Namespace, now: dt.datetime, stale_after: float) -> str | None:
+    """Why one store leaves its cluster unseen (UNKNOWN), else None: it cannot be read, holds no
+    verdicts, or the verdicts asked for (else any of its verdicts) are older than stale_after."""
+    if read.error is not None:
+        return f"{read.name} not read: {read.error}"
+    if read.frame.empty:
+        return f"{read.name}: {NO_VERDICTS}"
+    mine = filtered(read, args)
+    age = _stale(mine if not mine.empty else read.frame, now, stale_after)
+    if age is not None:
+        return f"{read.name}: the newest verdict is {age:.0f}s old (collector stopped?)"
+    return None
+
+
+def fleet_summary(reads: list[Read], args: argparse.Namespace, now: dt.datetime,
+                  stale_after: float) -> tuple[str, str]:
+    """(state, one line) for `check` over every store: the worst of the verdicts of the stores
+    seen, and UNKNOWN for each store not seen, said by name."""
+    if not reads:
+        return "UNKNOWN", f"no store of a cluster matching {', '.join(args.clusters)}"
+    if len(reads) == 1:  # one store: exactly as before clusters
+        r = reads[0]
+        if r.error is not None:
+            return "UNKNOWN", str(r.error)
+        return summary(filtered(r, args), now, stale_after)
+    missing = {r.path: unseen(r, args, now, stale_after) for r in reads}
+    seen = verdicts([r for r in reads if missing[r.path] is None], args)
+    words = [w for w in missing.values() if w]
+    if seen.empty:
+        return "UNKNOWN", "; ".join(words) if words else "no verdicts match the filters in any store"
+    state, line = summary(seen, now, stale_after, named=True)
+    if words:
+        state = max(state, "UNKNOWN", key=WORST.index)
+        line += " | UNKNOWN: " + "; ".join(words)
+    return state, line
+
+
 def check(args: argparse.Namespace, settings: Settings) -> int:
-    store = Store(settings.db, lock_timeout=settings.lock_timeout)
     try:
-        frame = verdicts(store, args)
-    except StoreMissing as exc:
+        reads = read_stores(settings, args)
+    except StoreError as exc:  # no store at all where --db/--dbs point, or two of one cluster
         print(f"JETWATCH UNKNOWN - {exc}")
         return EXIT["UNKNOWN"]
-    state, line = summary(frame, utcnow(), settings.stale_after)
+    state, line = fleet_summary(reads, args, utcnow(), settings.stale_after)
     print(f"JETWATCH {state} - {line}")
     return EXIT[state]

@@ -31,7 +31,7 @@ from jetwatch.store import audit, clusters
 from jetwatch.dashboard import identities
 from jetwatch.dashboard.gate import allowed_hosts, read_only_reason
 from jetwatch.dashboard.identities import IdentityError
-from jetwatch.store.database import Store
+from jetwatch.store.database import Store, StoreError
 
 log = logging.getLogger("jetwatch")
 
@@ -139,17 +139,42 @@ def setup(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def audit_verify(args: argparse.Namespace, settings: Settings) -> int:
-    """`jetwatch audit verify`: 0 when the chain holds, 1 (saying where) when it does not."""
-    verdict = audit.verify(Store(settings.db, lock_timeout=settings.lock_timeout))
+    """`jetwatch audit verify`: 0 when the chain holds, 1 (saying where) when it does not. With
+    --dbs (or a directory), each store's own chain, each said by cluster; 1 when any one broke or
+    could not be read."""
+    paths = clusters.store_paths(settings.dbs, settings.db)
+    if len(paths) == 1:  # one store: exactly as before clusters
+        return 0 if _verify_one(Store(paths[0], lock_timeout=settings.lock_timeout), "") else 1
+    failed: list[str] = []
+    for path in paths:
+        store = Store(path, lock_timeout=settings.lock_timeout)
+        try:
+            name = f"cluster {clusters.identity(store).cluster} ({path})"
+            intact = _verify_one(store, f"{name}: ")
+        except StoreError as exc:
+            name, intact = f"the store {path}", False
+            print(f"{name}: NOT VERIFIED: {exc}")
+        if not intact:
+            failed.append(name)
+    if failed:
+        print(f"audit chains of {len(paths)} stores: {len(failed)} BROKEN or not read: {'; '.join(failed)}")
+        return 1
+    print(f"audit chains of {len(paths)} stores: all intact")
+    return 0
+
+
+def _verify_one(store: Store, prefix: str) -> bool:
+    """Walk one store's chain, printing each line with `prefix` (the store's cluster); True when intact."""
+    verdict = audit.verify(store)
     for line in verdict.breaks:
-        print(f"BROKEN: {line}")
+        print(f"{prefix}BROKEN: {line}")
     if verdict.unchained:
-        print(f"{verdict.unchained} rows from before the chain (schema version 3) cannot be checked")
+        print(f"{prefix}{verdict.unchained} rows from before the chain (schema version 3) cannot be checked")
     for action_id in verdict.open_actions:
-        print(f"action {action_id} has an intent row and no outcome yet (still running, or its process died)")
+        print(f"{prefix}action {action_id} has an intent row and no outcome yet (still running, or its process died)")
     state = "intact" if verdict.intact else "BROKEN"
-    print(f"audit chain {state}: {verdict.rows} rows, head {verdict.head}")
-    return 0 if verdict.intact else 1
+    print(f"{prefix}audit chain {state}: {verdict.rows} rows, head {verdict.head}")
+    return verdict.intact
 
 
 def print_settings(args: argparse.Namespace, settings: Settings) -> int:

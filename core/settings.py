@@ -170,7 +170,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("db", "jetwatch-data/jetwatch.duckdb", "Path of the DuckDB store file.", str, "store"),
     # store: several clusters, one store each (issue 14)
     Setting("cluster", DEFAULT_CLUSTER, "Name of the cluster (or account) the collector watches. A store belongs to the cluster that first wrote it, and a collector of another cluster refuses to write into it: one store per cluster. Every row that leaves a store (pages, exports, /metrics, alerts) carries it.", parse_cluster, "store"),
-    Setting("dbs", (), "The stores of a fleet, comma separated: store files, or directories whose `*.duckdb` files are all read. The dashboard and the pipeline read all of them (instead of --db); each is its own cluster.", parse_list, "store"),
+    Setting("dbs", (), "The stores of a fleet, comma separated: store files, or directories whose `*.duckdb` files are all read. The dashboard, the pipeline, `status`, `check` and `audit verify` read all of them (instead of --db); each is its own cluster.", parse_list, "store"),
     Setting("lock_timeout", 15.0, "Longest wait for the store file when another process holds it.", parse_duration, "store", minimum=0.1, maximum=86400.0),
     Setting("raw_retention", 7 * 86400.0, "How long raw samples are kept; older history lives on as rollups.", parse_duration, "store", minimum=3600.0),
     Setting("event_retention", 90 * 86400.0, "How long advisories and rejects are kept.", parse_duration, "store", minimum=3600.0),
@@ -255,10 +255,11 @@ class Settings:
         }
 
 
-def add_arguments(parser: argparse.ArgumentParser, groups: tuple[str, ...]) -> None:
-    """Add a flag for each setting of the named groups; unset flags stay None."""
+def add_arguments(parser: argparse.ArgumentParser, groups: tuple[str, ...], without: tuple[str, ...] = ()) -> None:
+    """Add a flag for each setting of the named groups (but those named in `without`, whose flag
+    means something else to this command); unset flags stay None."""
     for setting in SETTINGS:
-        if setting.group in groups and setting.has_flag:
+        if setting.group in groups and setting.has_flag and setting.name not in without:
             parser.add_argument(setting.flag, dest=setting.name, default=None, help=setting.help,
                                 metavar=setting.name.upper())
 

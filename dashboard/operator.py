@@ -13,7 +13,7 @@ import datetime as dt
 import json
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 import streamlit as st
@@ -35,7 +35,7 @@ from jetwatch.store.database import Store, StoreError
 
 PENDING = "pending_action"
 RESULT = "action_result"  # the latest result (the Consumer page follows its new pin)
-RESULTS = "action_results"  # target key -> the latest result for that consumer: its banner
+RESULTS = "action_results"  # (cluster, stream, consumer) -> the latest result for that consumer: its banner
 FRESH = "action_requested"  # set by a button in a fragment: the page reruns whole to open the dialog
 PIN_MOVED = "action_pin_moved"  # why the pending unpin was not sent and is asked again
 
@@ -287,7 +287,7 @@ def dialog(s: Settings, store: Store) -> None:
                 st.session_state[PIN_MOVED] = result.message
             else:
                 st.session_state[RESULT] = result
-                st.session_state.setdefault(RESULTS, {})[key_of(result.target)] = result
+                st.session_state.setdefault(RESULTS, {})[key_of(result.target, pending.get("cluster"))] = result
                 st.session_state.pop(PENDING, None)
                 st.session_state.pop(PIN_MOVED, None)
             st.rerun()
@@ -299,14 +299,19 @@ def dialog(s: Settings, store: Store) -> None:
     confirm()
 
 
-def key_of(target: ops.Target) -> tuple[str, str]:
-    """A result's consumer, as banners match it: stream and consumer (the account a result names is
-    the one the server reported, which a page built from a deep link may not know yet)."""
-    return (target.stream, target.consumer)
+Key = tuple[str | None, str, str]
 
 
-def belongs(result: ops.ActionResult, target: ops.Target) -> bool:
-    return key_of(result.target) == key_of(target)
+def key_of(target: ops.Target, cluster: str | None) -> Key:
+    """A result's consumer, as banners match it: its cluster (the same names in two clusters are two
+    consumers), stream and consumer (the account a result names is the one the server reported,
+    which a page built from a deep link may not know yet)."""
+    return (cluster, target.stream, target.consumer)
+
+
+def result_for(target: ops.Target, cluster: str | None) -> ops.ActionResult | None:
+    """The latest result of an action on this consumer of this cluster (until dismissed)."""
+    return st.session_state.get(RESULTS, {}).get(key_of(target, cluster))
 
 
 def _drain_state(store: Store | None, result: ops.ActionResult) -> tuple[bool, str] | None:
@@ -327,32 +332,37 @@ def _drain_state(store: Store | None, result: ops.ActionResult) -> tuple[bool, s
     return d["state"] not in ("failed", "timed_out", "interrupted"), f"now {state}{message}"
 
 
-def banner_text(result: ops.ActionResult, final: tuple[bool, str] | None = None) -> tuple[bool, str]:
-    """'<action> <stream> / <consumer> (account …): <what happened>', with a drain's state now."""
+def banner_text(result: ops.ActionResult, final: tuple[bool, str] | None = None,
+                cluster: str | None = None) -> tuple[bool, str]:
+    """'<action> <stream> / <consumer> ([cluster …, ]account …): <what happened>', with a drain's state now."""
     t = result.target
     ok, said = (result.ok, result.message) if final is None else (final[0], f"{result.message}; {final[1]}")
-    return ok, f"{result.action} {t.stream} / {t.consumer} (account {t.account or 'default'}): {said}"
+    where = (f"cluster {cluster}, " if cluster is not None else "") + f"account {t.account or 'default'}"
+    return ok, f"{result.action} {t.stream} / {t.consumer} ({where}): {said}"
 
 
-def _dismiss(key: tuple[str, str]) -> None:
-    st.session_state.get(RESULTS, {}).pop(key, None)
-    last = st.session_state.get(RESULT)
-    if last is not None and key_of(last.target) == key:
+def _dismiss(key: Key) -> None:
+    dismissed = st.session_state.get(RESULTS, {}).pop(key, None)
+    if dismissed is not None and st.session_state.get(RESULT) is dismissed:
         st.session_state.pop(RESULT, None)
 
 
-def show_result(target: ops.Target | None = None, store: Store | None = None) -> None:
-    """The result banners: on a consumer's page only that consumer's; on the Fleet (no target),
-    each with its target named. A drain's banner follows the drain to its end; each is dismissable."""
-    results: dict[tuple[str, str], ops.ActionResult] = st.session_state.get(RESULTS, {})
+def show_result(by_cluster: Mapping[str | None, Store], target: ops.Target | None = None,
+                cluster: str | None = None) -> None:
+    """The result banners: on a consumer's page (`target` in `cluster`) only that consumer's; on the
+    Fleet (no target), each with its target named, and its cluster when `by_cluster` (the stores
+    shown, by cluster) holds several. A drain's banner follows the drain to its end in its cluster's
+    store; each is dismissable."""
+    results: dict[Key, ops.ActionResult] = st.session_state.get(RESULTS, {})
     for key, result in list(results.items()):
-        if target is not None and key != key_of(target):
+        if target is not None and key != key_of(target, cluster):
             continue
-        ok, text = banner_text(result, _drain_state(store, result))
+        named = key[0] if len(by_cluster) > 1 else None
+        ok, text = banner_text(result, _drain_state(by_cluster.get(key[0]), result), named)
         box, close = st.columns([12, 1])
         (box.success if ok else box.error)(md(text))
-        close.button("✕", key=f"dismiss_{result.action}_{'_'.join(key)}", help="dismiss", on_click=_dismiss,
-                     args=(key,))
+        close.button("✕", key=f"dismiss_{result.action}_{'_'.join(str(k) for k in key)}", help="dismiss",
+                     on_click=_dismiss, args=(key,))
         if result.reply is not None:
             with box.expander("the server's reply"):
                 st.json(visible_value(result.reply), expanded=False)

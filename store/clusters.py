@@ -25,6 +25,10 @@ class WrongCluster(StoreError):
     """A collector of one cluster was pointed at another cluster's store."""
 
 
+class DuplicateCluster(StoreError):
+    """Two of the stores given belong to one cluster."""
+
+
 @dataclass(frozen=True)
 class Identity:
     cluster: str

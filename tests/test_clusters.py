@@ -199,6 +199,40 @@ def test_a_pause_on_cluster_bs_consumer_reaches_server_b_and_not_a(fleet, dash, 
         asyncio.run(resume())
 
 
+def test_a_result_banner_shows_on_its_own_clusters_consumer_only(fleet, dash, tmp_path):
+    """A real resume of cluster a's consumer `work`: its banner is on a's page of `work`, not on
+    b's consumer of the same name, and the Fleet names its cluster."""
+    dbs = {c: tmp_path / f"{c}.duckdb" for c in "ab"}
+    for c, db in dbs.items():
+        shutil.copy(fleet["dbs"][c], db)
+    dash.setenv("JETWATCH_DBS", f"{dbs['a']},{dbs['b']}")
+    dash.setenv("JETWATCH_OPERATORS_FILE", operators_file(tmp_path, "ana"))
+    dash.setenv("JETWATCH_DATA_DIR", str(tmp_path))
+    at = run_app("views/consumer.py", cluster="a", stream=STREAM, consumer=SHARED)
+    at.text_input(key="op_name").input("ana")
+    at.text_input(key="op_secret").input(OPERATOR_PASSWORD)
+    at.button(key="op_enable").click().run()
+    at.button(key="action_resume").click().run()
+    at.button(key="action_confirm").click().run()
+    assert not at.exception
+    assert at.session_state["action_result"].ok, at.session_state["action_result"].message
+    assert rows(Store(dbs["a"]), "SELECT action, outcome FROM audit WHERE phase = 'outcome'") == [("resume", "ok")]
+
+    def banners() -> list[str]:
+        return [str(a.value).replace("\\", "") for a in list(at.success) + list(at.error)
+                if str(a.value).startswith("resume ")]
+
+    assert [b.split(":")[0] for b in banners()] == [f"resume {STREAM} / {SHARED} (account $G)"]
+    at.selectbox(key="consumer_cluster").set_value("b").run()
+    assert not at.exception
+    assert at.selectbox(key="consumer_pick").value[1:] == (STREAM, SHARED)  # b's consumer of the same name
+    assert banners() == []
+    at.selectbox(key="consumer_cluster").set_value("a").run()
+    assert len(banners()) == 1
+    at.switch_page("views/fleet.py").run()
+    assert [b.split(":")[0] for b in banners()] == [f"resume {STREAM} / {SHARED} (cluster a, account $G)"]
+
+
 def test_server_for_overrides_where_a_clusters_actions_go():
     cs = stores.ClusterStore("b", "/x/b.duckdb", "nats://reported:4222")
     assert stores.server_for(Settings({"server": "nats://own:4222"}), cs) == "nats://reported:4222"

@@ -91,15 +91,44 @@ def test_a_filter_applies_to_the_whole_fleet_and_brings_the_page_back_in_range(b
     assert fleet_badges(at) == ":red-badge[NO_PULLERS] 30"
 
 
+def _fleet_order(row) -> tuple:
+    """The fleet's order written out by hand (independent of the query and of the merge): verdict
+    severity, the oldest waiting work first (none: -1), the biggest backlog first (none: last),
+    stream, consumer, cluster."""
+    from jetwatch.health.rules import SEVERITY
+
+    age = -1.0 if pd.isna(row["oldest_unacked_age_seconds"]) else float(row["oldest_unacked_age_seconds"])
+    pending = row["num_pending"]
+    return (SEVERITY[row["verdict"]], -age, pd.isna(pending), 0 if pd.isna(pending) else -pending,
+            row["stream"], row["consumer"], row.get("cluster", ""))
+
+
+def test_one_store_reads_in_the_fleet_order(big_db):
+    """fleet_verdicts.sql orders one store worst first, as the order written out by hand does."""
+    from jetwatch.dashboard import data
+    from jetwatch.store.database import Store
+
+    read = data.fleet(Store(big_db)).consumers
+    assert read["verdict"].nunique() > 1
+    assert list(read["consumer"]) == [r["consumer"] for r in sorted(read.to_dict("records"), key=_fleet_order)]
+
+
 def test_several_clusters_merge_in_the_order_one_store_reads(big_db):
-    """fleet_verdicts.sql orders one store worst first; dashboard/stores.worst_first orders the
-    union of several stores' fleets in pandas. The two must agree, or a second cluster would
-    reorder the first one's consumers."""
+    """dashboard/stores.worst_first merges several stores' fleets, each already worst first: the
+    result is the same rows, each with its cluster, in the order written out by hand over all of
+    them (rows of one store equal in every key keep the store's order)."""
     from jetwatch.dashboard import data
     from jetwatch.dashboard.stores import worst_first
     from jetwatch.store.database import Store
 
     read = data.fleet(Store(big_db)).consumers
-    assert read["verdict"].nunique() > 1
-    merged = worst_first(read.sample(frac=1.0, random_state=7).assign(cluster="a"))
-    assert list(merged["consumer"]) == list(read["consumer"])
+    # four clusters: every other row, the whole fleet again (the same names), every third row, none
+    parts = [("b", read.iloc[::2]), ("a", read), ("c", read.iloc[1::3]), ("d", read.iloc[0:0])]
+    merged = worst_first(parts)
+    whole = pd.concat([part.assign(cluster=c) for c, part in parts], ignore_index=True)
+    records = whole.to_dict("records")
+    order = sorted(range(len(records)), key=lambda i: _fleet_order(records[i]))  # a stable sort too
+    expected = whole.iloc[order][["cluster", *read.columns]].reset_index(drop=True)
+    assert len(merged) == len(read) + len(read.iloc[::2]) + len(read.iloc[1::3])
+    assert list(zip(merged["cluster"], merged["consumer"])) == list(zip(expected["cluster"], expected["consumer"]))
+    pd.testing.assert_frame_equal(merged, expected)

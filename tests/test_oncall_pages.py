@@ -209,14 +209,15 @@ def test_a_drain_that_cannot_finish_warns_first_and_hand_off_needs_a_pin(tmp_pat
 def test_a_result_banner_belongs_to_its_consumer_shows_the_drain_as_it_ended_and_can_be_dismissed(tmp_path, app_env):
     from jetwatch import sql
     from jetwatch.actions.operations import ActionResult, Target
+    from jetwatch.core.settings import DEFAULT_CLUSTER
 
     db = str(tmp_path / "stalled.duckdb")
-    _stalled_store(db)
+    _stalled_store(db)  # one store no collector claimed: the default cluster's
     started = dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=6)
     Store(db).write(lambda con: con.execute(sql.query("upsert_drain"), [
         "d1", started, started + dt.timedelta(seconds=60), "ana", "A", "ORDERS", "fulfilment", "resume", "timed_out",
         20, 20, "timed out after 60s with 20 still in flight"]))
-    results = {("ORDERS", "fulfilment"): ActionResult("drain", Target("A", "ORDERS", "fulfilment"), True,
+    results = {(DEFAULT_CLUSTER, "ORDERS", "fulfilment"): ActionResult("drain", Target("A", "ORDERS", "fulfilment"), True,
                                                       "drain d1 started; it runs on if this page closes", None,
                                                       {"drain_id": "d1"})}
     app_env(db, health_window="60s")
@@ -229,7 +230,7 @@ def test_a_result_banner_belongs_to_its_consumer_shows_the_drain_as_it_ended_and
     assert banner.startswith("drain ORDERS / fulfilment (account A): drain d1 started")
     assert banner.endswith("now timed out: timed out after 60s with 20 still in flight")  # its final state
     assert any(e.value.replace("\\", "").startswith("drain ORDERS / fulfilment") for e in at.error)  # red: it failed
-    at.button(key="dismiss_drain_ORDERS_fulfilment").click().run()
+    at.button(key="dismiss_drain_default_ORDERS_fulfilment").click().run()
     assert not [t for t in texts_of_alerts(at) if "drain" in t]
 
 

@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from jetwatch.dashboard.tables import link_target
 from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.settings import DEFAULT_CLUSTER
 from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
 from tests.helpers import (OPERATOR_PASSWORD, LoopThread, make_consumer, make_stream, operators_file, publish, rows,
@@ -303,7 +304,7 @@ def test_every_page_shows_hostile_names_pin_ids_actors_and_errors_as_literal_tex
     at = login(at)
     assert not at.exception, [e.message for e in at.exception]
     at.session_state["action_result"] = hostile_store["result"]  # a result whose message the server wrote
-    at.session_state["action_results"] = {(stream, consumer): hostile_store["result"]}  # its banner
+    at.session_state["action_results"] = {(DEFAULT_CLUSTER, stream, consumer): hostile_store["result"]}  # its banner
     at.run()
     fleet = assert_all_literal(at, [HOSTILE])  # the result message, last_error
     assert "⟨U\\+202E⟩orders" in fleet  # the override shown, not obeyed

@@ -114,7 +114,7 @@ def live() -> None:
         st.error(ui.md(exc))
         return
     now = data.utcnow()
-    operator.show_result(Target(account, stream, consumer), store)  # this consumer's results only
+    operator.show_result({cluster: store}, Target(account, stream, consumer), cluster)  # this consumer's only
     st.subheader(f"{ui.md(stream)} / {ui.md(consumer)}")
     if detail.latest.empty:
         st.warning("This consumer is not in the latest sample: it was deleted, or is filtered out.")
@@ -148,8 +148,8 @@ def live() -> None:
                           help="backlog over the health window's net drain rate (acks minus arrivals), with its range")
         if row["paused"]:
             st.info(f"Paused until {ui.md(ui.since(row['pause_until'], now))}")
-        result = st.session_state.get(operator.RESULT)
-        if result is not None and result.ok and result.action == "unpin" and operator.belongs(result, Target(account, stream, consumer)):
+        result = operator.result_for(Target(account, stream, consumer), cluster)
+        if result is not None and result.ok and result.action == "unpin":
             fresh = operator.new_pin_after(store, result)
             new = fresh.iloc[-1]["pinned_id"] if not fresh.empty else None
             st.caption(f"new pin: {ui.md(ui.pin_tail(new))} (pin id {ui.md(new)})" if new else "waiting for the new pin...")

@@ -22,8 +22,8 @@ operator.dialog(s, store)
 @st.fragment(run_every=s.refresh)
 def live() -> None:
     now = data.utcnow()
-    operator.show_result(None, store)  # every result, each naming its consumer
     try:
+        operator.show_result({cs.cluster: cs.store for cs in ui.fleet_stores(s)})  # each naming its consumer
         view = ui.fleet_view(s, ui.thresholds(s))
         gaps = ui.fleet_capture_gaps(s, now - GAPS_SHOWN, now)
     except StoreError as exc:  # held by another process for longer than --lock-timeout
