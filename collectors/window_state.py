@@ -268,7 +268,10 @@ def picked(rows: np.ndarray) -> np.ndarray | slice:
 
 
 def _rows_of(a: np.ndarray, rows: np.ndarray | slice, lo: int, n: int) -> np.ndarray:
-    return a[rows, lo:n]
+    """The cells of `rows` from column `lo` to `n`, contiguous: numpy runs its loops over a
+    strided slice of wide arrays row by row (50 against 38 ms for the features at 10,000
+    consumers, arrays twice the window wide), a copy costs less than that."""
+    return np.ascontiguousarray(a[rows, lo:n])
 
 
 def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: bool = False) -> pd.DataFrame:
