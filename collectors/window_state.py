@@ -110,19 +110,24 @@ class WindowState:
         return rows
 
     def _make_room(self, columns: int) -> None:
-        """Drop the leading columns that hold nothing at or after the horizon; grow if that
-        does not free enough."""
+        """Drop the leading columns that hold nothing at or after the horizon, moving the rest
+        left in place; grow (doubling while the window fills, to the window and a quarter once
+        it is full) or shrink only when that leaves too little or far too much room. The arrays
+        stay near the window's width: at 100,000 consumers each column costs 9 MB."""
         if self.used + columns <= self.t.shape[1]:
             return
         live = ~np.isnan(self.t[:, :self.used]) & (self.t[:, :self.used] >= self.horizon)
         first = int(np.argmax(live.any(axis=0))) if live.any() else self.used
         keep = self.used - first
-        if 2 * (keep + columns) <= self.t.shape[1]:  # room enough once they go: moved left in place
+        room = keep + columns + max(4, keep // 4)
+        width = self.t.shape[1]
+        if room <= width <= 2 * room:
             for array, empty in self._empty_cells():
                 array[:, :keep] = array[:, first:self.used]
                 array[:, keep:self.used] = empty
         else:
-            self._resize(self.t.shape[0], max(self.t.shape[1], 2 * (keep + columns)), slice(first, self.used))
+            self._resize(self.t.shape[0], room if first or room < width else max(room, 2 * width),
+                         slice(first, self.used))
         self.used = keep
 
     def add(self, samples: Mapping[str, Sequence[Any]]) -> None:
