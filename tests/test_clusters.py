@@ -161,15 +161,22 @@ def test_the_consumer_page_reads_the_store_its_link_names(fleet, dash):
     assert {o for o in at.selectbox(key="consumer_pick").options if ONLY["a"] in o} == set()
 
 
-def test_a_pause_on_cluster_bs_consumer_reaches_server_b_and_not_a(fleet, dash, tmp_path):
-    """The dashboard is given no server at all: the action goes where cluster b's collector said
-    it sampled, and its audit rows go into b's store."""
+def _dashboard_on_copies(fleet, dash, tmp_path) -> dict[str, Path]:
+    """The dashboard over copies of both clusters' stores (a test's actions write to its own),
+    with operator "ana" able to act."""
     dbs = {c: tmp_path / f"{c}.duckdb" for c in "ab"}
     for c, db in dbs.items():
         shutil.copy(fleet["dbs"][c], db)
     dash.setenv("JETWATCH_DBS", f"{dbs['a']},{dbs['b']}")
     dash.setenv("JETWATCH_OPERATORS_FILE", operators_file(tmp_path, "ana"))
     dash.setenv("JETWATCH_DATA_DIR", str(tmp_path))
+    return dbs
+
+
+def test_a_pause_on_cluster_bs_consumer_reaches_server_b_and_not_a(fleet, dash, tmp_path):
+    """The dashboard is given no server at all: the action goes where cluster b's collector said
+    it sampled, and its audit rows go into b's store."""
+    dbs = _dashboard_on_copies(fleet, dash, tmp_path)
     urls = {c: s.url for c, s in fleet["servers"].items()}
     assert not asyncio.run(_paused(urls["a"], SHARED)) and not asyncio.run(_paused(urls["b"], SHARED))
     at = run_app("views/consumer.py", cluster="b", stream=STREAM, consumer=SHARED)
@@ -202,12 +209,7 @@ def test_a_pause_on_cluster_bs_consumer_reaches_server_b_and_not_a(fleet, dash, 
 def test_a_result_banner_shows_on_its_own_clusters_consumer_only(fleet, dash, tmp_path):
     """A real resume of cluster a's consumer `work`: its banner is on a's page of `work`, not on
     b's consumer of the same name, and the Fleet names its cluster."""
-    dbs = {c: tmp_path / f"{c}.duckdb" for c in "ab"}
-    for c, db in dbs.items():
-        shutil.copy(fleet["dbs"][c], db)
-    dash.setenv("JETWATCH_DBS", f"{dbs['a']},{dbs['b']}")
-    dash.setenv("JETWATCH_OPERATORS_FILE", operators_file(tmp_path, "ana"))
-    dash.setenv("JETWATCH_DATA_DIR", str(tmp_path))
+    dbs = _dashboard_on_copies(fleet, dash, tmp_path)
     at = run_app("views/consumer.py", cluster="a", stream=STREAM, consumer=SHARED)
     at.text_input(key="op_name").input("ana")
     at.text_input(key="op_secret").input(OPERATOR_PASSWORD)

@@ -128,6 +128,16 @@ def _corrupt(entry: dict, **fields: object) -> dict:
     return {**entry, **fields}
 
 
+async def _good_and_bad(url: str, stream: str, subject: str) -> tuple[nats.NATS, JetStreamAPI]:
+    """A stream with two consumers, "good" and "bad" (the one a test corrupts)."""
+    nc = await nats.connect(url)
+    api = JetStreamAPI(nc)
+    await make_stream(api, stream, [subject])
+    for name in ("good", "bad"):
+        await make_consumer(api, stream, name)
+    return nc, api
+
+
 def test_a_consumer_with_a_field_of_the_wrong_type_is_rejected_alone_in_list_mode(nats_server, db_path, uid, run):
     """The real server never sends `"num_pending": "5"`; a real page from it, with that one field
     changed, goes through the parsing and storing the collector really does."""
@@ -135,11 +145,7 @@ def test_a_consumer_with_a_field_of_the_wrong_type_is_rejected_alone_in_list_mod
     store = Store(db_path)
 
     async def scenario() -> None:
-        nc = await nats.connect(nats_server.url)
-        api = JetStreamAPI(nc)
-        await make_stream(api, stream, [f"{uid}.mal"])
-        for name in ("good", "bad"):
-            await make_consumer(api, stream, name)
+        nc, api = await _good_and_bad(nats_server.url, stream, f"{uid}.mal")
         await publish(nc, f"{uid}.mal", 5)
         # One real cycle at start, then the test drives the cycles.
         async with collecting(collector_settings(nats_server.url, db_path, (stream,), interval=3600)) as collector:
@@ -172,11 +178,7 @@ def test_a_time_the_store_cannot_read_is_rejected_alone_and_the_cycles_go_on(nat
     store = Store(db_path)
 
     async def scenario() -> None:
-        nc = await nats.connect(nats_server.url)
-        api = JetStreamAPI(nc)
-        await make_stream(api, stream, [f"{uid}.low"])
-        for name in ("good", "bad"):
-            await make_consumer(api, stream, name)
+        nc, api = await _good_and_bad(nats_server.url, stream, f"{uid}.low")
         async with collecting(collector_settings(nats_server.url, db_path, (stream,), interval=3600)) as collector:
             page = sorted(await api.consumer_list(stream), key=lambda c: c["name"])
             page[0] = _corrupt(page[0], created=page[0]["created"].replace("T", "t").replace("Z", "z"))  # "bad"
@@ -199,11 +201,7 @@ def test_a_consumer_with_a_bad_timestamp_is_rejected_alone_in_jsz_mode(nats_serv
     store = Store(db_path)
 
     async def scenario() -> None:
-        nc = await nats.connect(nats_server.url)
-        api = JetStreamAPI(nc)
-        await make_stream(api, stream, [f"{uid}.jmal"])
-        for name in ("good", "bad"):
-            await make_consumer(api, stream, name)
+        nc, api = await _good_and_bad(nats_server.url, stream, f"{uid}.jmal")
         settings = collector_settings(nats_server.url, db_path, (stream,), monitor_url=(nats_server.monitor_url,),
                                       interval=3600)
         async with collecting(settings) as collector:
