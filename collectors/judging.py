@@ -4,7 +4,7 @@ The collector keeps what judging needs in memory (collectors/live_state.py: the 
 samples, the live state with its limits, the verdicts it kept and each consumer's last activity),
 seeded from the store once when it starts. A cycle is judged without reading the store back: the
 window features come from the in-memory window (held equal to window_features.sql by
-tests/test_window_state.py), `health.rules.evaluate_features` (the one health definition) judges
+tests/test_window_state.py), `health.rules.verdict_columns` (the one health definition) judges
 them, and only the verdicts that changed (verdict, reason, findings, numbers; a quiet consumer's
 activity) are written to `verdicts_current`, with each transition appended to `verdict_changes`.
 Pages, `jetwatch status`, /metrics and alerts read what this wrote instead of recomputing windows.
