@@ -5,9 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import threading
+from typing import Callable, TypeVar
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from jetwatch.dashboard import data, stores, tables
 from jetwatch.dashboard.text import (duration, pin_tail, since, utc, visible, visible_frame,  # noqa: F401
@@ -17,6 +20,8 @@ from jetwatch.health import rules
 from jetwatch.health.rules import Thresholds
 from jetwatch.core.settings import Settings, resolve
 from jetwatch.store.database import Store
+
+T = TypeVar("T")
 
 RANGES = {"15 minutes": dt.timedelta(minutes=15), "1 hour": dt.timedelta(hours=1),
           "6 hours": dt.timedelta(hours=6), "24 hours": dt.timedelta(hours=24),
@@ -62,8 +67,21 @@ def _identified(dbs: tuple[str, ...], db: str, lock_timeout: float) -> list[stor
 
 
 def fleet_view(s: Settings, th: Thresholds) -> data.Fleet:
-    """Every cluster's fleet in one, each store read once per its collector's cycle."""
-    return stores.fleet(fleet_stores(s), lambda cs: cached_fleet(cs.path, s.lock_timeout, th))
+    """Every cluster's fleet in one, each store read once per its collector's cycle, the stores
+    at once."""
+    return stores.fleet(fleet_stores(s), lambda cs: cached_fleet(cs.path, s.lock_timeout, th), _in_this_script)
+
+
+def _in_this_script(read: Callable[[], T]) -> Callable[[], T]:
+    """A read to run on another thread as part of this script run (its cache and its session),
+    as Streamlit asks of threads a script starts."""
+    ctx = get_script_run_ctx()
+
+    def run() -> T:
+        add_script_run_ctx(threading.current_thread(), ctx)
+        return read()
+
+    return run
 
 
 def fleet_pin_history(s: Settings, span: dt.timedelta, th: Thresholds) -> data.PinHistory:

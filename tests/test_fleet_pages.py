@@ -132,3 +132,33 @@ def test_several_clusters_merge_in_the_order_one_store_reads(big_db):
     assert len(merged) == len(read) + len(read.iloc[::2]) + len(read.iloc[1::3])
     assert list(zip(merged["cluster"], merged["consumer"])) == list(zip(expected["cluster"], expected["consumer"]))
     pd.testing.assert_frame_equal(merged, expected)
+
+
+def test_several_clusters_stores_are_read_at_once_and_a_failing_one_still_says_so(big_db, tmp_path):
+    """stores.fleet reads the stores on threads of their own (two clusters cost about one): each
+    read here waits at a barrier for the other, which only a read at the same time can pass; the
+    fleet is what the reads one after the other give. A store that cannot be read raises, as
+    before."""
+    import shutil
+    import threading
+
+    from jetwatch.dashboard import data, stores
+    from jetwatch.store.database import Store, StoreMissing
+
+    copy = tmp_path / "b.duckdb"
+    shutil.copy(big_db, copy)
+    both = [stores.ClusterStore("a", str(big_db), None), stores.ClusterStore("b", str(copy), None)]
+    barrier = threading.Barrier(2, timeout=60)
+
+    def read(cs: stores.ClusterStore) -> data.Fleet:
+        barrier.wait()  # broken (an error) if the other store's read does not run meanwhile
+        return data.fleet(cs.store)
+
+    together = stores.fleet(both, read)
+    one_by_one = stores.worst_first([(cs.cluster, data.fleet(cs.store).consumers) for cs in both])
+    pd.testing.assert_frame_equal(together.consumers, one_by_one)
+    assert set(together.consumers["cluster"]) == {"a", "b"}
+
+    missing = [both[0], stores.ClusterStore("c", str(tmp_path / "none.duckdb"), None)]
+    with pytest.raises(StoreMissing):
+        stores.fleet(missing, lambda cs: data.fleet(cs.store) if cs.cluster == "a" else Store(cs.path).query("fleet_latest"))
