@@ -27,30 +27,41 @@ FULL_EVERY = 60.0
 
 
 class GcPolicy:
-    """Applied for a collector's run and restored after it (tests run many collectors in one process)."""
+    """Applied for a collector's run and restored after it (tests run many collectors in one
+    process, some at once: the thresholds found before the first are put back after the last)."""
+
+    _active = 0  # policies applied in this process
+    _found: tuple[int, int, int] | None = None  # the thresholds before the first was applied
 
     def __init__(self, full_every: float = FULL_EVERY, clock: Callable[[], float] = time.monotonic) -> None:
         self.full_every = full_every
         self.clock = clock
-        self._saved: tuple[int, int, int] | None = None
+        self._applied = False
         self._last_full = clock()
         self.full_collections = 0
         self.full_seconds = 0.0  # time spent in the full collections run between cycles
 
     def apply(self) -> None:
-        if self._saved is None:
-            self._saved = gc.get_threshold()
-            gc.set_threshold(YOUNG, MIDDLE, OLD)
-            self._last_full = self.clock()
+        if self._applied:
+            return
+        if GcPolicy._active == 0:
+            GcPolicy._found = gc.get_threshold()
+        GcPolicy._active += 1
+        self._applied = True
+        gc.set_threshold(YOUNG, MIDDLE, OLD)
+        self._last_full = self.clock()
 
     def restore(self) -> None:
-        if self._saved is not None:
-            gc.set_threshold(*self._saved)
-            self._saved = None
+        if not self._applied:
+            return
+        self._applied = False
+        GcPolicy._active -= 1
+        if GcPolicy._active == 0 and GcPolicy._found is not None:
+            gc.set_threshold(*GcPolicy._found)
 
     def between_cycles(self) -> bool:
         """Run the full collection if one is due (call it once a cycle has ended); True if it ran."""
-        if self._saved is None or self.clock() - self._last_full < self.full_every:
+        if not self._applied or self.clock() - self._last_full < self.full_every:
             return False
         began = time.perf_counter()
         gc.collect()

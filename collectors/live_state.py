@@ -273,9 +273,9 @@ class LiveState:
         from the sample before, the last with the ack floor up, the first sample seen; and each
         row's newest sample now folded in (for `folded`, once the judged cycle is kept).
 
-        Only the samples not folded into the kept activity yet are read, each with the sample
-        before it: folding is a max (a min for first seen), so the older ones would change
-        nothing. A reading sorted in among older ones (a clock that stepped back) has its row
+        Only the samples not folded into the kept activity yet are read (from the newest folded
+        time on: a later reading may carry the same time), each with the sample before it:
+        folding is a max (a min for first seen), so the older ones would change nothing. A reading sorted in among older ones (a clock that stepped back) has its row
         read again from the window's start."""
         w = self.window
         since = now.timestamp() - w.window
@@ -289,7 +289,7 @@ class LiveState:
             folded = self.folded[rows].copy()
         pick = picked(rows)
         with np.errstate(invalid="ignore"):
-            fresh = (w.t[pick, lo:n] > np.nan_to_num(folded, nan=-np.inf)[:, None]).any(axis=0)
+            fresh = (w.t[pick, lo:n] >= np.nan_to_num(folded, nan=-np.inf)[:, None]).any(axis=0)
         if not fresh.any():
             return out, folded
         first_fresh = lo + int(np.argmax(fresh))

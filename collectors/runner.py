@@ -595,6 +595,12 @@ class Collector:
     async def run(self, stop: asyncio.Event) -> None:
         self.gc.apply()
         try:
+            await self._run(stop)
+        finally:  # however the run ends, its shutdown included
+            self.gc.restore()
+
+    async def _run(self, stop: asyncio.Event) -> None:
+        try:
             await self.start()
             await asyncio.gather(self._sample_loop(stop), self._event_loop(stop), self._retention_loop(stop))
             # Last flush: whatever arrived before the stop is stored and acknowledged.
@@ -612,4 +618,3 @@ class Collector:
             self._alerts_pool.shutdown(wait=True)  # a post under way finishes (bounded by its timeout)
             if self.metrics is not None:
                 self.metrics.close()
-            self.gc.restore()

@@ -49,6 +49,8 @@ def _numbers(values: Sequence[Any]) -> np.ndarray:
     try:
         out = np.array(values, dtype=np.float64)
     except (TypeError, ValueError):
+        out = None
+    if out is None or out.ndim != 1:
         return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").fillna(0).to_numpy(np.float64)
     out[np.isnan(out)] = 0.0
     return out

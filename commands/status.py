@@ -217,7 +217,7 @@ def fleet_summary(reads: list[Read], args: argparse.Namespace, now: dt.datetime,
         r = reads[0]
         if r.error is not None:
             return "UNKNOWN", str(r.error)
-        return summary(filtered(r, args), now, stale_after)
+        return summary(verdicts([r], args), now, stale_after)
     missing = {r.path: unseen(r, args, now, stale_after) for r in reads}
     seen = verdicts([r for r in reads if missing[r.path] is None], args)
     words = [w for w in missing.values() if w]

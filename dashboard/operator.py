@@ -347,6 +347,12 @@ def _dismiss(key: Key) -> None:
         st.session_state.pop(RESULT, None)
 
 
+def dismiss_key(action: str, key: Key) -> str:
+    """The dismiss button's widget key: the result's key written out unambiguously (joined with
+    "_", cluster "a_b" and stream "c" would meet cluster "a" and stream "b_c")."""
+    return f"dismiss_{action}_{json.dumps([str(k) for k in key])}"
+
+
 def show_result(by_cluster: Mapping[str | None, Store], target: ops.Target | None = None,
                 cluster: str | None = None) -> None:
     """The result banners: on a consumer's page (`target` in `cluster`) only that consumer's; on the
@@ -361,7 +367,7 @@ def show_result(by_cluster: Mapping[str | None, Store], target: ops.Target | Non
         ok, text = banner_text(result, _drain_state(by_cluster.get(key[0]), result), named)
         box, close = st.columns([12, 1])
         (box.success if ok else box.error)(md(text))
-        close.button("✕", key=f"dismiss_{result.action}_{'_'.join(str(k) for k in key)}", help="dismiss",
+        close.button("✕", key=dismiss_key(result.action, key), help="dismiss",
                      on_click=_dismiss, args=(key,))
         if result.reply is not None:
             with box.expander("the server's reply"):

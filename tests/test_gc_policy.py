@@ -66,3 +66,16 @@ def test_without_the_policy_applied_nothing_is_collected_between_cycles():
     policy = GcPolicy(full_every=0.0, clock=clock)
     assert policy.between_cycles() is False
     assert policy.full_collections == 0
+
+
+def test_collectors_run_at_once_put_back_the_thresholds_found_before_the_first_after_the_last():
+    before = gc.get_threshold()
+    first, second = GcPolicy(), GcPolicy()
+    first.apply()
+    second.apply()
+    first.restore()
+    assert gc.get_threshold() == (YOUNG, MIDDLE, OLD)  # the second still runs
+    second.restore()
+    assert gc.get_threshold() == before
+    second.restore()  # a second restore changes nothing
+    assert gc.get_threshold() == before

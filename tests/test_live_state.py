@@ -250,3 +250,19 @@ def test_activity_kept_cycle_by_cycle_counts_steps_across_gaps_and_readings_out_
             assert ours == theirs or (np.isnan(ours) and np.isnan(theirs)), (key, column, ours, theirs)
     assert state.activity["last_pull"][state.window.rows[keys[0]]] == (T0 + dt.timedelta(seconds=40)).timestamp()
     assert state.activity["last_ack"][state.window.rows[keys[1]]] == (T0 + dt.timedelta(seconds=22)).timestamp()
+
+
+def test_a_later_reading_with_the_time_already_folded_still_counts(tmp_path):
+    """A server that stamps two cycles alike (or a sample without its own time, stamped by the
+    collector): the second reading is folded all the same; here it is the only pull."""
+    store = Store(str(tmp_path / "jetwatch.duckdb"))
+    store.migrate()
+    state = load_window(store, T0, TH)
+    for seconds, dcs in ((0, 1), (5, 1), (5, 3)):
+        now = T0 + dt.timedelta(seconds=seconds)
+        rows = [_sample(now, "S1", "a", delivered_consumer_seq=dcs, delivered_stream_seq=dcs)]
+        samples = {k: [r[k] for r in rows] for k in rows[0]}
+        store.write(lambda con, samples=samples: writes.write_samples(con, ["A"], samples))
+        state.add(samples, ["A"])
+        judge_stored_cycle(store, now, TH, state)
+    assert state.activity["last_pull"][state.window.rows[("A", "S1", "a")]] == (T0 + dt.timedelta(seconds=5)).timestamp()

@@ -172,6 +172,22 @@ def test_check_warns_on_a_warning_level_verdict(db_path, capsys):
     assert capsys.readouterr().out.startswith("JETWATCH WARNING")
 
 
+def test_check_names_the_worst_consumers_first_whatever_their_names(db_path, capsys):
+    """Five warnings named before the one critical consumer: the line lists the critical first,
+    not five warnings and "(+1 more)"."""
+    from jetwatch.cli import main
+
+    store = Store(db_path)
+    _two_consumers(store, dt.datetime.now(dt.timezone.utc), idle_pending=0)
+    store.write(lambda con: (
+        con.execute("INSERT INTO verdicts_current SELECT v.* REPLACE ('A' || i AS consumer, 'LAGGING' AS verdict, "
+                    "'warning' AS level) FROM verdicts_current v, range(1, 6) t(i) WHERE v.consumer = 'D'"),
+        con.execute("UPDATE verdicts_current SET verdict = 'STALLED', level = 'critical' WHERE consumer = 'D'")))
+    assert main(["check", "--db", db_path]) == 2
+    listed = capsys.readouterr().out.split(" | ")[1]
+    assert listed.split("; ")[0].endswith("/D STALLED"), listed
+
+
 def test_the_kept_verdict_carries_the_drain_eta_of_the_backlogs_trend(db_path):
     """A backlog draining unevenly (acks moving, pullers waiting) over six cycles: the ETA kept
     with the verdict is the latest backlog over minus the least-squares slope, and its range the

@@ -10,6 +10,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from jetwatch.collectors.judging import judge_cycle
+from jetwatch.dashboard.operator import dismiss_key
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store
@@ -230,7 +231,7 @@ def test_a_result_banner_belongs_to_its_consumer_shows_the_drain_as_it_ended_and
     assert banner.startswith("drain ORDERS / fulfilment (account A): drain d1 started")
     assert banner.endswith("now timed out: timed out after 60s with 20 still in flight")  # its final state
     assert any(e.value.replace("\\", "").startswith("drain ORDERS / fulfilment") for e in at.error)  # red: it failed
-    at.button(key="dismiss_drain_default_ORDERS_fulfilment").click().run()
+    at.button(key=dismiss_key("drain", ("default", "ORDERS", "fulfilment"))).click().run()
     assert not [t for t in texts_of_alerts(at) if "drain" in t]
 
 
