@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jetwatch.collectors import live_state
 from jetwatch.collectors.live_state import SPLIT_AT, LiveState
 from jetwatch.collectors.window_state import FEATURES, WindowState
 from jetwatch.health.features import SAMPLE_FIELDS, window_features
@@ -147,11 +148,16 @@ def test_consumers_no_longer_watched_are_forgotten_and_the_rest_kept():
     _same(state.features(T0), _reference(frame[frame["consumer"] == "keep"], T0))
 
 
-@pytest.mark.parametrize("missed", [True, False], ids=["readings-missed", "every-reading"])
-def test_a_large_state_judged_in_two_halves_at_once_equals_the_sql_definition(missed):
+@pytest.mark.parametrize("missed, chunk", [(True, None), (False, None), (True, 1000)],
+                         ids=["readings-missed", "every-reading", "in-chunks"])
+def test_a_large_state_judged_in_two_halves_at_once_equals_the_sql_definition(missed, chunk, monkeypatch):
     """From SPLIT_AT consumers the collector computes the features in two halves on two threads;
     the halves meet where a consumer with readings only before the window sits. With every
-    consumer read every cycle, nothing is masked out (the path the collector mostly takes)."""
+    consumer read every cycle, nothing is masked out (the path the collector mostly takes). A
+    fleet larger than CHUNK goes in chunks, every other one on the pool's thread (here CHUNK is
+    made small: five chunks)."""
+    if chunk is not None:
+        monkeypatch.setattr(live_state, "CHUNK", chunk)
     consumers = SPLIT_AT + 101
     rng = np.random.default_rng(7)
     rows = []
