@@ -94,6 +94,16 @@ def _activity_sql(store: Store, keys: list[tuple[str, str, str]]) -> pd.DataFram
         "froms": [T0 - dt.timedelta(days=1)] * len(keys)}).set_index(KEY)
 
 
+def _stored(store: Store, state: LiveState, samples: dict, kept: list = (), configs: list = ()) -> None:
+    """A cycle of account A as the collector keeps it: written to the store, then into its state."""
+    def tx(con):
+        writes.write_configs(con, list(configs))
+        writes.write_samples(con, ["A"], samples, kept)
+
+    store.write(tx)
+    state.add(samples, ["A"], kept, configs)
+
+
 def _same_number(a: object, b: object) -> bool:
     a, b = float("nan") if a is None else float(a), float("nan") if b is None else float(b)
     return (np.isnan(a) and np.isnan(b)) or a == b or abs(a - b) <= 1e-3 * abs(a)
@@ -109,13 +119,7 @@ def test_the_collectors_state_judges_as_a_fresh_start_and_writes_only_what_chang
     for i, (now, rows, kept) in enumerate(history):
         samples = {k: [r[k] for r in rows] for k in rows[0]} if rows else {k: [] for k in _sample(now, "S", "x")}
         configs = CONFIGS if i == 0 else []
-
-        def tx(con, samples=samples, kept=kept, configs=configs):
-            writes.write_configs(con, configs)
-            writes.write_samples(con, ["A"], samples, kept)
-
-        store.write(tx)
-        state.add(samples, ["A"], kept, configs)
+        _stored(store, state, samples, kept, configs)
         before = store.query("verdicts_previous").set_index(KEY)
         judged = judge_stored_cycle(store, now, TH, state)
 
@@ -203,13 +207,7 @@ def test_a_config_written_before_the_consumers_first_sample_still_sets_its_limit
         kept = [] if i else [("A", "S2")]
         samples = {k: [r[k] for r in rows] for k in rows[0]}
         configs = CONFIGS if i == 0 else []
-
-        def tx(con, samples=samples, kept=kept, configs=configs):
-            writes.write_configs(con, configs)
-            writes.write_samples(con, ["A"], samples, kept)
-
-        store.write(tx)
-        state.add(samples, ["A"], kept, configs)
+        _stored(store, state, samples, kept, configs)
         judge_stored_cycle(store, now, TH, state)
     kept_verdicts = store.query("verdicts_previous").set_index(KEY)
     assert kept_verdicts.loc[("A", "S2", "c"), "verdict"] == "SATURATED"
@@ -238,8 +236,7 @@ def test_activity_kept_cycle_by_cycle_counts_steps_across_gaps_and_readings_out_
                          ack_floor_consumer_seq=afs, ack_floor_stream_seq=afs) for name, (dcs, afs) in read.items()]
         samples = {k: [r[k] for r in rows] for k in rows[0]}
         kept = [k for k in keys if k[2] != "steady" and k[2] not in read]
-        store.write(lambda con, samples=samples, kept=kept: writes.write_samples(con, ["A"], samples, kept))
-        state.add(samples, ["A"], kept)
+        _stored(store, state, samples, kept)
         judge_stored_cycle(store, max(now, T0 + dt.timedelta(seconds=25)), TH, state)
     found = _activity_sql(store, keys)
     for key in keys:
@@ -262,7 +259,6 @@ def test_a_later_reading_with_the_time_already_folded_still_counts(tmp_path):
         now = T0 + dt.timedelta(seconds=seconds)
         rows = [_sample(now, "S1", "a", delivered_consumer_seq=dcs, delivered_stream_seq=dcs)]
         samples = {k: [r[k] for r in rows] for k in rows[0]}
-        store.write(lambda con, samples=samples: writes.write_samples(con, ["A"], samples))
-        state.add(samples, ["A"])
+        _stored(store, state, samples)
         judge_stored_cycle(store, now, TH, state)
     assert state.activity["last_pull"][state.window.rows[("A", "S1", "a")]] == (T0 + dt.timedelta(seconds=5)).timestamp()
