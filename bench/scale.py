@@ -132,6 +132,8 @@ async def main(consumers: int, streams: int, cycles: int, interval: float) -> No
                              ("judge", spent["judge"]), ("total", t3 - t0), ("cpu", time.process_time() - cpu0)):
                     parts[k].append(v)
                 judged_cycles.append(bool((judged.consumers["verdict"] != "COLLECTING").any()))
+                if len(judged_cycles) < cycles:  # as the runner: a cycle's pages and batch are gone after it
+                    del pages, batch
                 policy.between_cycles()  # as the runner: between cycles, outside the cycle's time
                 await asyncio.sleep(max(0.0, interval - (time.perf_counter() - t0)))
             policy.restore()

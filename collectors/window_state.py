@@ -86,15 +86,23 @@ class WindowState:
         return [self.t, self.created, self.paused, self.pins, *self.values.values()]
 
     def _resize(self, rows: int, columns: int, keep: slice) -> None:
-        """New arrays of the given shape holding the columns `keep` of the old ones, at the left."""
-        old_t, old_created, old_paused, old_pins = self.t, self.created, self.paused, self.pins
-        old_values = self.values
-        width = len(range(*keep.indices(old_t.shape[1])))
-        n = min(old_t.shape[0], rows)
-        self._alloc(rows, columns)
-        for new, old in ((self.t, old_t), (self.created, old_created), (self.paused, old_paused),
-                         (self.pins, old_pins), *((self.values[k], old_values[k]) for k in NUMBERS)):
+        """New arrays of the given shape holding the columns `keep` of the old ones, at the left.
+        One array at a time, each old one let go before the next new one is made: at 100,000
+        consumers all of them at once would hold old and new together, ~0.9 GB at the peak."""
+        width = len(range(*keep.indices(self.t.shape[1])))
+        n = min(self.t.shape[0], rows)
+
+        def moved(old: np.ndarray, empty: Any) -> np.ndarray:
+            new = np.full((rows, columns), empty, dtype=old.dtype)
             new[:n, :width] = old[:n, keep]
+            return new
+
+        self.t = moved(self.t, np.nan)
+        self.created = moved(self.created, np.nan)
+        self.paused = moved(self.paused, False)
+        self.pins = moved(self.pins, NO_PIN)
+        for name in NUMBERS:
+            self.values[name] = moved(self.values[name], 0.0)
 
     def _row_of(self, keys: list[tuple[str, str, str]]) -> np.ndarray:
         found = [self.rows.get(key) for key in keys]
@@ -113,9 +121,9 @@ class WindowState:
 
     def _make_room(self, columns: int) -> None:
         """Drop the leading columns that hold nothing at or after the horizon, moving the rest
-        left in place; grow (doubling while the window fills, to the window and a quarter once
-        it is full) or shrink only when that leaves too little or far too much room. The arrays
-        stay near the window's width: at 100,000 consumers each column costs 9 MB."""
+        left in place; grow or shrink to what is kept and a quarter more only when that leaves
+        too little or more than twice the spare room. The arrays stay near the window's width:
+        at 100,000 consumers each column costs 9 MB."""
         if self.used + columns <= self.t.shape[1]:
             return
         live = ~np.isnan(self.t[:, :self.used]) & (self.t[:, :self.used] >= self.horizon)
@@ -123,13 +131,12 @@ class WindowState:
         keep = self.used - first
         room = keep + columns + max(4, keep // 4)
         width = self.t.shape[1]
-        if room <= width <= 2 * room:
+        if room <= width <= room + max(4, keep // 4):
             for array, empty in self._empty_cells():
                 array[:, :keep] = array[:, first:self.used]
                 array[:, keep:self.used] = empty
         else:
-            self._resize(self.t.shape[0], room if first or room < width else max(room, 2 * width),
-                         slice(first, self.used))
+            self._resize(self.t.shape[0], room, slice(first, self.used))
         self.used = keep
 
     def add(self, samples: Mapping[str, Sequence[Any]]) -> None:

@@ -5,6 +5,7 @@ consumers, missing readings, pins coming and going, cut by windows that start an
 from __future__ import annotations
 
 import datetime as dt
+import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from jetwatch.collectors import live_state
 from jetwatch.collectors.live_state import SPLIT_AT, LiveState
-from jetwatch.collectors.window_state import FEATURES, WindowState
+from jetwatch.collectors.window_state import FEATURES, NUMBERS, WindowState
 from jetwatch.health.features import SAMPLE_FIELDS, window_features
 
 T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.timezone.utc)
@@ -212,3 +213,35 @@ def test_a_long_run_over_a_short_window_moves_its_columns_in_place_and_still_equ
         if cycle >= 60:
             arrays.add(id(state.t))
     assert state.used < 20 and len(arrays) == 1  # compacted many times since, never reallocated
+
+
+def test_growing_the_window_holds_at_most_one_array_twice_at_once():
+    """At 100,000 consumers the window's arrays hold hundreds of MB: when they grow, the old and
+    the new copy of every array at once was the collector's peak. One array at a time instead."""
+    consumers = 5_000
+    state = WindowState(window=300, columns=16)
+
+    def cycle(k: int) -> dict:
+        at = T0 + dt.timedelta(seconds=10 * k)
+        return {"account": ["A"] * consumers, "stream": ["S"] * consumers,
+                "consumer": [f"c{c}" for c in range(consumers)], "ts": [at] * consumers, "created": [None] * consumers,
+                **{name: [k] * consumers for name in NUMBERS}, "paused": [False] * consumers,
+                "pinned_id": [None] * consumers}
+
+    tracemalloc.start()  # before the arrays are made, so that letting one go counts
+    try:
+        for k in range(16):
+            state.add(cycle(k))
+        batch = cycle(16)
+        held = sum(a.nbytes for a in (state.t, state.created, state.paused, state.pins, *state.values.values()))
+        before, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        state.add(batch)  # the arrays are full: they grow
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    arrays = [state.t, state.created, state.paused, state.pins, *state.values.values()]
+    growth = sum(a.nbytes for a in arrays) - held
+    assert growth > 0
+    # What the arrays grew by, one array held twice, and the cycle's own small columns.
+    assert peak - before < growth + 2 * max(a.nbytes for a in arrays), (peak - before, growth)
