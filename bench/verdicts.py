@@ -8,6 +8,8 @@ the kept verdicts costs, and what a /metrics render costs, on one synthetic stor
   the cycle's samples pay for anyway (and the samples' own writes, not made here). Against the per-page window
   evaluation the Fleet page did before verdicts were kept (features over the stored samples and
   the rules on every render), measured in the same run on the same store;
+- judging in the collector's own cycle: the runner's one transaction (samples, the cycle into
+  the state, judged, kept, COMMIT and close) against the same cycle without judging, in turn;
 - Fleet page data from verdicts_current (data.fleet), with and without the since-when columns;
 - /metrics render of the judged cycle at the default cardinality (non-OK consumers) and in full.
 """
@@ -16,17 +18,23 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import shutil
 import statistics
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
 from jetwatch.collectors.judging import judge_in, judge_stored_cycle, load_window
 from jetwatch.health.features import SAMPLE_FIELDS
 from jetwatch.collectors.metrics import MetricsExporter, PinCounts, Snapshot
 from jetwatch.dashboard.data import fleet
 from jetwatch.health.rules import Thresholds
+from jetwatch.store import writes
 from jetwatch.store.database import Store
 
 from bench.fleet import CURRENT, GENERATE, page_evaluation
@@ -46,6 +54,69 @@ def _summary(runs: list[tuple[float, float, object]]) -> tuple[float, float, obj
     """Median and p95 of single timed runs, with the last one's output."""
     times = sorted(t for t, _, _ in runs)
     return statistics.median(times), timing.p95(times), runs[-1][2]
+
+
+def as_collected(latest: pd.DataFrame, now: dt.datetime, moved: dict[str, np.ndarray]) -> dict[str, list]:
+    """The store's latest rows as a cycle's batch the way the collector hands it to the store:
+    every sample column, times as RFC 3339 text, the sequences moved on."""
+    out: dict[str, list] = {}
+    for c in SAMPLE_COLUMNS:
+        if c in moved:
+            out[c] = moved[c].tolist()
+        elif c == "ts":
+            out[c] = [now.isoformat()] * len(latest)
+        elif c not in latest:
+            out[c] = [None] * len(latest)
+        elif pd.api.types.is_datetime64_any_dtype(latest[c]):
+            out[c] = [None if pd.isna(v) else v.isoformat() for v in latest[c]]
+        else:
+            out[c] = latest[c].astype(object).where(latest[c].notna(), None).tolist()
+    return out
+
+
+def in_cycle(store: Store, copy: Path, state: object, th: Thresholds, latest: pd.DataFrame, accounts: list[str],
+             pulling: np.ndarray, base: dt.datetime, cycles: list[int], runs: int) -> None:
+    """Judging as the collector pays for it: inside the runner's one transaction per cycle (the
+    cycle's samples written, the cycle into the state, judged, the changed verdicts kept, one
+    COMMIT and close), against the same cycle without judging (the samples alone, on a copy of
+    the store taken now), the two in turn, each step's batch the same for both. What judging
+    adds to a cycle is the difference, its share of the COMMIT and close included."""
+    shutil.copyfile(store.path, copy)
+    plain = Store(copy, query_timeout=600, lock_timeout=60)
+    consumers = len(latest)
+    judged_s, plain_s = [], []
+    for i in range(runs):
+        cycles[0] += 1
+        now = base + dt.timedelta(seconds=5 * cycles[0])
+        step = consumers * cycles[0]
+        moved = {c: latest[c].to_numpy() + step * (pulling if c.startswith("delivered") else 1)
+                 for c in ("delivered_consumer_seq", "delivered_stream_seq", "ack_floor_stream_seq")}
+        samples = as_collected(latest, now, moved)
+
+        def judged_cycle(con: object) -> object:
+            writes.write_samples(con, accounts, samples)
+            state.add(samples, accounts)
+            return judge_in(con, now, th, state)
+
+        def plain_cycle() -> None:
+            t = time.perf_counter()
+            plain.write(lambda con: writes.write_samples(con, accounts, samples))
+            plain_s.append(time.perf_counter() - t)
+
+        if i % 2:
+            plain_cycle()
+        t = time.perf_counter()
+        judged = store.write(judged_cycle)
+        judged_s.append(time.perf_counter() - t)
+        judged.commit()
+        if not i % 2:
+            plain_cycle()
+    j50, c50 = statistics.median(judged_s), statistics.median(plain_s)
+    added = statistics.median(a - b for a, b in zip(judged_s, plain_s))
+    print(f"in the collector's cycle ({consumers:,} samples written, one transaction, open to close): with judging "
+          f"median {j50 * 1000:.0f} ms, without (the same samples on a copy of the store, in turn) median "
+          f"{c50 * 1000:.0f} ms; judging adds {(j50 - c50) * 1000:.0f} ms (median of the {runs} paired "
+          f"differences: {added * 1000:.0f} ms)")
 
 
 def main(rows: int, consumers: int, runs: int) -> None:
@@ -125,6 +196,8 @@ def main(rows: int, consumers: int, runs: int) -> None:
               f"median {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms")
         print(f"ratio per-page evaluation / judging once per cycle: {p50 / j50:.2f}x "
               f"({p50 / (j50 + statistics.median(added)):.2f}x with the cycle into the state)")
+
+        in_cycle(store, Path(tmp) / "cycle_only.duckdb", state, th, latest, accounts, pulling, base, cycles, runs)
 
         f50, f95, view = summary(lambda: fleet(store), runs)
         assert len(view.consumers) == consumers

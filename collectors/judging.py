@@ -25,7 +25,7 @@ import pyarrow as pa
 from jetwatch import sql
 from jetwatch.collectors.live_state import (ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros,
                                             stamps)
-from jetwatch.health.eta import ETA_COLUMNS, drain_eta
+from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
 from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, verdict_columns
 from jetwatch.store.database import Store
 
@@ -112,16 +112,16 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     now_s = now.timestamp()
     now_ts = pd.Timestamp(now_s * 1e6, unit="us", tz="UTC")
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-judge") as pool:
-        feats = state.features(now, live, pool)
+        columns = state.feature_columns(now, live, pool)
     activity, folded = state.recent_activity(now, live)
-    at_row = feats.pop("row").to_numpy(np.int64)
+    at_row = columns.pop("row", np.zeros(0, dtype=np.int64))
     position = np.full(n, -1, dtype=np.int64)
     position[live] = np.arange(m)
     pos = position[at_row]
 
     # The rules over the consumers with samples in the window, limits and event counts beside.
     for c in LIMITS:
-        feats[c] = state.state[c][at_row]
+        columns[c] = state.state[c][at_row]
     event = {c: np.zeros(n) for c in COUNT_COLUMNS}
     if not counts.empty:
         rows = np.fromiter((state.window.rows.get(k, -1) for k in zip(counts["account"], counts["stream"],
@@ -129,8 +129,8 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         for c in COUNT_COLUMNS:
             event[c][rows[rows >= 0]] = pd.to_numeric(counts[c], errors="coerce").fillna(0).to_numpy()[rows >= 0]
     for c in COUNT_COLUMNS:
-        feats[c] = event[c][at_row]
-    verdicts = verdict_columns(feats, thresholds) if len(feats) else None
+        columns[c] = event[c][at_row]
+    verdicts = verdict_columns(pd.DataFrame(columns), thresholds) if len(at_row) else None
 
     verdict = np.full(m, "COLLECTING", dtype=object)
     reason = np.full(m, NO_SAMPLES, dtype=object)
@@ -151,16 +151,16 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
 
     # The drain ETA (health/eta.py): the backlog now, its trend over the window.
     slope, slope_se = np.full(m, np.nan), np.full(m, np.nan)
-    slope[pos], slope_se[pos] = feats["backlog_slope"].to_numpy(np.float64), feats["backlog_slope_se"].to_numpy(np.float64)
+    if len(at_row):
+        slope[pos], slope_se[pos] = columns["backlog_slope"], columns["backlog_slope_se"]
     pending = np.nan_to_num(_numbers(state.state["num_pending"][live]))
     in_flight = np.nan_to_num(_numbers(state.state["num_ack_pending"][live]))
-    eta = drain_eta(pd.DataFrame({
+    paused, is_pull = state.state["paused"][live], state.state["is_pull"][live]
+    eta = drain_eta_columns({
         "backlog": pending + in_flight, "backlog_slope": slope, "backlog_slope_se": slope_se,
-        "paused": pd.Series(state.state["paused"][live], dtype=object).where(
-            pd.notna(pd.Series(state.state["paused"][live], dtype=object)), False),
+        "paused": np.asarray(paused == True, dtype=bool),  # noqa: E712 (elementwise; unknown: not paused)
         "no_pullers": verdict == "NO_PULLERS",
-        "is_pull": pd.Series(state.state["is_pull"][live], dtype=object).where(
-            pd.notna(pd.Series(state.state["is_pull"][live], dtype=object)), True)}))
+        "is_pull": ~np.asarray(is_pull == False, dtype=bool)})  # noqa: E712 (unknown: a pull consumer)
 
     # Hold the last known verdict of a consumer that is COLLECTING only for lack of fresh samples
     # (the collector was stopped longer than the health window, or a server did not answer): a
@@ -184,10 +184,10 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     level = np.array([BY_NAME[v].level for v in verdict], dtype=object)
 
     # What changed against the row kept: only those rows are written.
-    numbers = {"samples": samples, **rates, **{c: eta[c].to_numpy(np.float64) for c in ETA_COLUMNS[1:]}}
+    numbers = {"samples": samples, **rates, **{c: eta[c] for c in ETA_COLUMNS[1:]}}
     changed = ~state.written[live] | ~same | (reason != state.kept_text["reason"][live])
     changed |= findings_json != kept_findings
-    changed |= eta["eta_state"].to_numpy(object) != state.kept_text["eta_state"][live]
+    changed |= eta["eta_state"] != state.kept_text["eta_state"][live]
     for c in KEPT_NUMBERS:
         changed |= _differ(numbers[c], state.kept_numbers[c][live], 0.0 if c == "samples" else NUMBER_TOLERANCE)
     quiet = np.isin(verdict, QUIET)
@@ -203,7 +203,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         "judged_at": _stamp_array(judged_at[at]),
         "samples": pa.array(samples[at].astype(np.int64), pa.int64()),
         **{c: pa.array(numbers[c][at], pa.float64(), from_pandas=True) for c in (*RATES, *ETA_COLUMNS[1:])},
-        "eta_state": pa.array(eta["eta_state"].to_numpy(object)[at], pa.string()),
+        "eta_state": pa.array(eta["eta_state"][at], pa.string()),
         **{c: _stamp_array(activity[c][at]) for c in ACTIVITY},
     })
     gone_rows = np.flatnonzero(state.written[:n] & ~state.live[:n])
@@ -231,9 +231,8 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         out["samples"] = samples.astype(np.int64)
         for c in RATES:
             out[c] = rates[c]
-        out[ETA_COLUMNS] = eta[ETA_COLUMNS].to_numpy(object)
-        for c in ETA_COLUMNS[1:]:
-            out[c] = out[c].astype(np.float64)
+        for c in ETA_COLUMNS:
+            out[c] = eta[c]
         out["since"], out["judged_at"] = stamps(since), stamps(judged_at)
         for c in ACTIVITY:
             out[c] = stamps(activity[c])
@@ -250,7 +249,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         rows = live[at]
         state.written[live] = True
         for c, values in (("verdict", verdict), ("reason", reason), ("findings", findings_json),
-                          ("eta_state", eta["eta_state"].to_numpy(object))):
+                          ("eta_state", eta["eta_state"])):
             state.kept_text[c][rows] = values[at]
         for c in KEPT_NUMBERS:
             state.kept_numbers[c][rows] = numbers[c][at]

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from jetwatch import sql
-from jetwatch.collectors.window_state import (WindowState, _features, first_column, lagged, picked,
-                                              previous_samples)
+from jetwatch.collectors.window_state import (WindowState, feature_columns, feature_frame, first_column, lagged,
+                                              picked, previous_samples)
 
 KEY = ("account", "stream", "consumer")
 # consumer_latest's columns, as fleet_latest.sql reads them: from the latest sample ...
@@ -252,8 +252,13 @@ class LiveState:
     # -- what judging reads -------------------------------------------------------------------
 
     def features(self, now: dt.datetime, rows: np.ndarray, pool: Executor | None = None) -> pd.DataFrame:
-        """window_features.sql of the given rows that have samples in the window, with a `row`
-        column (the window's own features, held equal to the SQL by tests/test_window_state.py).
+        """feature_columns as a frame (window_features.sql's columns, with `row`)."""
+        return feature_frame(self.feature_columns(now, rows, pool))
+
+    def feature_columns(self, now: dt.datetime, rows: np.ndarray,
+                        pool: Executor | None = None) -> dict[str, np.ndarray]:
+        """window_features.sql of the given rows that have samples in the window, as arrays with a
+        `row` one (the window's own features, held equal to the SQL by tests/test_window_state.py).
 
         A large state goes in chunks of at most CHUNK rows, so the passes' temporaries stay small
         however large the fleet (at 100,000 consumers and a full window, one pass over every row
@@ -263,15 +268,17 @@ class LiveState:
         since = now.timestamp() - self.window.window
         self.window.horizon = since
         if len(rows) < SPLIT_AT:
-            return _features(self.window, rows, since, with_rows=True)
+            return feature_columns(self.window, rows, since)
         self.window.key_columns(rows[:0])  # made once here, not by two threads at once
         chunks = np.array_split(rows, max(2 if pool is not None else 1, -(-len(rows) // CHUNK)))
-        theirs = [pool.submit(_features, self.window, c, since, True) for c in chunks[1::2]] if pool else []
-        parts: list[pd.DataFrame] = []
+        theirs = [pool.submit(feature_columns, self.window, c, since) for c in chunks[1::2]] if pool else []
+        parts: list[dict[str, np.ndarray]] = []
         for i, c in enumerate(chunks):
-            parts.append(theirs[i // 2].result() if pool and i % 2 else _features(self.window, c, since, with_rows=True))
-        found = [p for p in parts if not p.empty]
-        return pd.concat(found, ignore_index=True) if len(found) > 1 else (found or parts)[0]
+            parts.append(theirs[i // 2].result() if pool and i % 2 else feature_columns(self.window, c, since))
+        found = [p for p in parts if p]
+        if len(found) < 2:
+            return found[0] if found else {}
+        return {name: np.concatenate([p[name] for p in found]) for name in found[0]}
 
     def recent_activity(self, now: dt.datetime, rows: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Each row's activity folded with what the window shows (consumer_activity.sql's rules on

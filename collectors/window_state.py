@@ -234,7 +234,7 @@ class WindowState:
         else:
             rows = np.fromiter((self.rows.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
             rows = rows[rows >= 0]
-        return _features(self, rows, self.horizon)
+        return feature_frame(feature_columns(self, rows, self.horizon))
 
 
 def _at(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -288,7 +288,17 @@ def _rows_of(a: np.ndarray, rows: np.ndarray | slice, lo: int, n: int) -> np.nda
     return np.ascontiguousarray(a[rows, lo:n])
 
 
-def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: bool = False) -> pd.DataFrame:
+def feature_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """feature_columns as window_features.sql gives them: a frame, `last_ts` a UTC timestamp."""
+    if not columns:
+        return pd.DataFrame(columns=list(KEY) + FEATURES)
+    micros = np.round(columns["last_ts"] * 1e6).astype("int64").astype("datetime64[us]").astype("datetime64[ns]")
+    return pd.DataFrame({**columns, "last_ts": pd.DatetimeIndex(micros).tz_localize("UTC")})
+
+
+def feature_columns(state: WindowState, rows: np.ndarray, since: float) -> dict[str, np.ndarray]:
+    """The window features of `rows` that have samples at or after `since` (none: empty), as
+    arrays: account, stream, consumer, FEATURES (`last_ts` in seconds) and `row`, the rows."""
     n, lo = state.used, first_column(state, since)
     # Every row in order (the collector's case): slices are views, not copies.
     pick = picked(rows)
@@ -299,7 +309,7 @@ def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: boo
         rows, pick = rows[any_v], rows[any_v]
         t, v = t[any_v], v[any_v]
     if len(rows) == 0:
-        return pd.DataFrame(columns=list(KEY) + FEATURES + (["row"] if with_rows else []))
+        return {}
     n -= lo
     val = {name: _rows_of(state.values[name], pick, lo, lo + n) for name in NUMBERS}
     pending, ack, waiting, redelivered = (val["num_pending"], val["num_ack_pending"], val["num_waiting"],
@@ -393,12 +403,11 @@ def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: boo
     red_first, red_last = first_last(redelivered)
 
     account, stream, consumer = state.key_columns(rows)
-    out = pd.DataFrame({
+    return {
         "account": account, "stream": stream, "consumer": consumer,
         "samples": count.astype(np.int64),
         "span_seconds": t_last - t_first,
-        "last_ts": pd.DatetimeIndex(np.round(t_last * 1e6).astype("int64").astype("datetime64[us]")
-                                    .astype("datetime64[ns]")).tz_localize("UTC"),
+        "last_ts": t_last,
         "pending_first": pending_first, "pending_last": pending_last,
         "pending_min": counted(pending, np.inf).min(axis=1),
         "pending_slope": slope,
@@ -422,10 +431,8 @@ def _features(state: WindowState, rows: np.ndarray, since: float, with_rows: boo
         "backlog_slope_se": backlog_se,
         "nopin_seconds": nopin_seconds,
         "sample_pin_switches": switches.astype(np.int64),
-    })
-    if with_rows:
-        out["row"] = rows
-    return out
+        "row": np.asarray(rows, dtype=np.int64),
+    }
 
 
 FEATURES = [

@@ -15,7 +15,7 @@ backlog holds or grows).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -34,21 +34,29 @@ class Eta:
     high: float | None = None
 
 
-def _flags(column: pd.Series, default: bool) -> np.ndarray:
+def _flags(column: Any, default: bool) -> np.ndarray:
     """A nullable flag column as booleans, missing values taking `default` (no object downcast)."""
-    return column.astype("boolean").fillna(default).to_numpy(dtype=bool)
+    if isinstance(column, np.ndarray) and column.dtype == bool:
+        return column
+    return pd.Series(column).astype("boolean").fillna(default).to_numpy(dtype=bool)
 
-def drain_eta(frame: pd.DataFrame) -> pd.DataFrame:
-    """ETA columns for every row of `frame`: backlog, backlog_slope (per second),
+
+def _floats(column: Any) -> np.ndarray:
+    if isinstance(column, np.ndarray) and column.dtype == np.float64:
+        return column
+    return pd.to_numeric(pd.Series(column), errors="coerce").to_numpy(float)
+
+
+def drain_eta_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """ETA columns as arrays for every row of `columns`: backlog, backlog_slope (per second),
     backlog_slope_se, paused, no_pullers, is_pull. Vectorised: the collector runs it over the
-    whole fleet each cycle."""
-    n = len(frame)
-    backlog = pd.to_numeric(frame["backlog"], errors="coerce").fillna(0).to_numpy(float)
-    slope = pd.to_numeric(frame["backlog_slope"], errors="coerce").to_numpy(float)
-    se = pd.to_numeric(frame["backlog_slope_se"], errors="coerce").fillna(0).to_numpy(float)
-    paused = _flags(frame["paused"], default=False)
-    no_pullers = _flags(frame["no_pullers"], default=False)
-    is_pull = _flags(frame["is_pull"], default=True)
+    whole fleet each cycle, on its arrays."""
+    backlog, slope, se = (_floats(columns[c]) for c in ("backlog", "backlog_slope", "backlog_slope_se"))
+    backlog, se = np.where(np.isnan(backlog), 0.0, backlog), np.where(np.isnan(se), 0.0, se)
+    paused = _flags(columns["paused"], default=False)
+    no_pullers = _flags(columns["no_pullers"], default=False)
+    is_pull = _flags(columns["is_pull"], default=True)
+    n = len(backlog)
 
     rate = -slope  # net drain: acks minus arrivals
     fast, slow = rate + SPREAD * se, rate - SPREAD * se
@@ -64,8 +72,12 @@ def drain_eta(frame: pd.DataFrame) -> pd.DataFrame:
         seconds = np.where(timed, backlog / np.where(rate > 0, rate, 1.0), np.nan)
         low = np.where(timed, backlog / np.where(fast > 0, fast, 1.0), np.nan)
         high = np.where(timed & (slow > 0), backlog / np.where(slow > 0, slow, 1.0), np.nan)
-    return pd.DataFrame({"eta_state": state, "eta_seconds": seconds, "eta_low_seconds": low,
-                         "eta_high_seconds": high}, index=frame.index)
+    return {"eta_state": state, "eta_seconds": seconds, "eta_low_seconds": low, "eta_high_seconds": high}
+
+
+def drain_eta(frame: pd.DataFrame) -> pd.DataFrame:
+    """drain_eta_columns as a frame with `frame`'s index."""
+    return pd.DataFrame(drain_eta_columns(frame), index=frame.index)
 
 
 def eta(backlog: float, slope: float | None, slope_se: float | None = None, *, paused: bool = False,

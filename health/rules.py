@@ -329,6 +329,12 @@ class _Row(Mapping[str, Any]):
 
 def judge(f: Frame, th: Thresholds) -> list[list[Finding]]:
     """All findings per consumer (row of `f`), most severe first; COLLECTING or OK when none."""
+    return _judge(f, th)[0]
+
+
+def _judge(f: Frame, th: Thresholds) -> tuple[list[list[Finding]], np.ndarray]:
+    """`judge`, with the rows that have anything to say (COLLECTING, or a rule fired): every
+    other row holds one shared [OK]."""
     collecting = ((f["samples"] < th.health_min_samples) | (f["span_seconds"] < th.health_min_span)).to_numpy()
     paused = f["paused_last"].astype(bool).to_numpy()
     fired = []
@@ -360,7 +366,7 @@ def judge(f: Frame, th: Thresholds) -> list[list[Finding]]:
                 current, ctx = k, _Row(columns, at_of[k])
                 out[k] = []
             out[k].append(RULES[r].says(ctx, th))
-    return out
+    return out, rows
 
 
 LIMIT_COLUMNS = ["is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy"]
@@ -412,15 +418,19 @@ def verdict_columns(feats: pd.DataFrame, thresholds: Thresholds) -> dict[str, An
         feats[name] = pd.to_numeric(_col(feats, name, 0), errors="coerce").fillna(0)
     for name in ("max_ack_pending", "max_waiting"):
         feats[name] = pd.to_numeric(feats[name], errors="coerce")
-    all_findings = judge(feats, thresholds)
-    ok = [{"verdict": "OK", "reason": OK.reason, "numbers": {}}]  # the common case, shared
-    findings = [ok if len(f) == 1 and f[0] is OK else
-                [{"verdict": x.verdict, "reason": x.reason, "numbers": x.numbers} for x in f] for f in all_findings]
+    all_findings, speaking = _judge(feats, thresholds)
+    # The common case, OK, shared; words only for the rows that have something to say.
+    findings: list[Any] = [[{"verdict": "OK", "reason": OK.reason, "numbers": {}}]] * len(feats)
+    verdict = np.full(len(feats), "OK", dtype=object)
+    reason = np.full(len(feats), OK.reason, dtype=object)
+    for i in speaking.tolist():
+        f = all_findings[i]
+        verdict[i], reason[i] = f[0].verdict, f[0].reason
+        findings[i] = [{"verdict": x.verdict, "reason": x.reason, "numbers": x.numbers} for x in f]
     span = _floats(feats["span_seconds"].where(feats["span_seconds"] > 0))
     redelivered = np.maximum(0.0, feats["deliveries"] - feats["stream_delivered"]).where(~feats["filtered"])
     return {
-        "verdict": np.array([f[0].verdict for f in all_findings], dtype=object),
-        "reason": np.array([f[0].reason for f in all_findings], dtype=object),
+        "verdict": verdict, "reason": reason,
         "findings": findings, "samples": feats["samples"].to_numpy().astype(int),
         "delivered_per_second": _floats(feats["deliveries"]) / span,
         "acked_per_second": _floats(feats["acked"]) / span,
