@@ -37,17 +37,17 @@ def before(store: Store, account: str, stream: str, consumer: str, since: dt.dat
     but the pin events and latest rows of the whole fleet, then filtered in pandas."""
     ident = {"account": account, "stream": stream, "consumer": consumer}
     rng = {**ident, "since": since, "until": until}
-    _configs, _advisories, pins, latest, _samples = store.queries([
+    _configs, _advisories, pins, latest, samples = store.queries([
         ("consumer_configs", ident), ("consumer_advisories", rng),
         ("pin_events_range", {"since": since, "until": until, **EVERY_CONSUMER}), ("fleet_latest", {}),
         ("consumer_samples", rng)])
     mine = lambda f: f[(f["account"] == account) & (f["stream"] == stream) & (f["consumer"] == consumer)]
-    return mine(pins).reset_index(drop=True), mine(latest).reset_index(drop=True)
+    return mine(pins).reset_index(drop=True), mine(latest).reset_index(drop=True), samples
 
 
 def after(store: Store, account: str, stream: str, consumer: str, since: dt.datetime, until: dt.datetime):
     detail = data.consumer_detail(store, account, stream, consumer, since, until)
-    return detail.pins, detail.latest
+    return detail.pins, detail.latest, detail.samples
 
 
 def main(rows: int, consumers: int, runs: int) -> None:
@@ -62,11 +62,12 @@ def main(rows: int, consumers: int, runs: int) -> None:
         until = dt.datetime.now(dt.timezone.utc)
         since = until - dt.timedelta(hours=1)
         target = ("$G", f"S{(consumers // 2) // 100}", f"c{(consumers // 2) // 5 * 5}")
-        base, (pins_b, latest_b) = timed(before, runs, store, *target, since, until)
-        new, (pins_a, latest_a) = timed(after, runs, store, *target, since, until)
+        base, (pins_b, latest_b, samples_b) = timed(before, runs, store, *target, since, until)
+        new, (pins_a, latest_a, samples_a) = timed(after, runs, store, *target, since, until)
+        assert len(samples_a) == len(samples_b) > 0 and samples_a.equals(samples_b)
         assert len(latest_a) == len(latest_b) == 1 and len(pins_a) == len(pins_b) > 0
         assert list(pins_a["ts"]) == list(pins_b["ts"]) and list(latest_a["consumer"]) == list(latest_b["consumer"])
-        print(f"Consumer page data (data.consumer_detail, 1 h of raw samples) for {target[2]}: "
+        print(f"Consumer page data (data.consumer_detail, 1 h of raw samples: {len(samples_a):,} rows) for {target[2]}: "
               f"p50 {statistics.median(new) * 1000:.0f} ms, p95 {p95(new) * 1000:.0f} ms ({runs} runs)")
         print(f"baseline, the same page data read as before (whole fleet's pins and latest rows, then pandas): "
               f"p50 {statistics.median(base) * 1000:.0f} ms, p95 {p95(base) * 1000:.0f} ms")
