@@ -155,12 +155,10 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         slope[pos], slope_se[pos] = columns["backlog_slope"], columns["backlog_slope_se"]
     pending = np.nan_to_num(_numbers(state.state["num_pending"][live]))
     in_flight = np.nan_to_num(_numbers(state.state["num_ack_pending"][live]))
-    paused, is_pull = state.state["paused"][live], state.state["is_pull"][live]
     eta = drain_eta_columns({
         "backlog": pending + in_flight, "backlog_slope": slope, "backlog_slope_se": slope_se,
-        "paused": np.asarray(paused == True, dtype=bool),  # noqa: E712 (elementwise; unknown: not paused)
-        "no_pullers": verdict == "NO_PULLERS",
-        "is_pull": ~np.asarray(is_pull == False, dtype=bool)})  # noqa: E712 (unknown: a pull consumer)
+        "paused": state.state["paused"][live], "no_pullers": verdict == "NO_PULLERS",
+        "is_pull": state.state["is_pull"][live]})
 
     # Hold the last known verdict of a consumer that is COLLECTING only for lack of fresh samples
     # (the collector was stopped longer than the health window, or a server did not answer): a

@@ -234,7 +234,9 @@ class WindowState:
         else:
             rows = np.fromiter((self.rows.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
             rows = rows[rows >= 0]
-        return feature_frame(feature_columns(self, rows, self.horizon))
+        columns = feature_columns(self, rows, self.horizon)
+        columns.pop("row", None)
+        return feature_frame(columns)
 
 
 def _at(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
