@@ -288,8 +288,9 @@ class LiveState:
 
         Only the samples not folded into the kept activity yet are read (from the newest folded
         time on: a later reading may carry the same time), each with the sample before it:
-        folding is a max (a min for first seen), so the older ones would change nothing. A reading sorted in among older ones (a clock that stepped back) has its row
-        read again from the window's start."""
+        folding is a max (a min for first seen), so the older ones would change nothing. A
+        reading sorted in among older ones (a clock that stepped back) has its row read again
+        from the window's start."""
         w = self.window
         since = now.timestamp() - w.window
         lo, n = max(first_column(w, since) - 1, 0), w.used  # one sample before the window: its step

@@ -129,9 +129,10 @@ class WindowState:
         live = ~np.isnan(self.t[:, :self.used]) & (self.t[:, :self.used] >= self.horizon)
         first = int(np.argmax(live.any(axis=0))) if live.any() else self.used
         keep = self.used - first
-        room = keep + columns + max(4, keep // 4)
+        spare = max(4, keep // 4)
+        room = keep + columns + spare
         width = self.t.shape[1]
-        if room <= width <= room + max(4, keep // 4):
+        if room <= width <= room + spare:
             for array, empty in self._empty_cells():
                 array[:, :keep] = array[:, first:self.used]
                 array[:, keep:self.used] = empty

@@ -44,7 +44,7 @@ def _flags(column: Any, default: bool) -> np.ndarray:
 def _floats(column: Any) -> np.ndarray:
     if isinstance(column, np.ndarray) and column.dtype == np.float64:
         return column
-    return pd.to_numeric(pd.Series(column), errors="coerce").to_numpy(float)
+    return pd.to_numeric(pd.Series(column), errors="coerce").to_numpy(np.float64, na_value=np.nan)
 
 
 def drain_eta_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
