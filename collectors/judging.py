@@ -274,8 +274,10 @@ def keep(con: duckdb.DuckDBPyConnection, judged: JudgedCycle) -> None:
         con.unregister("gone_batch")
     if judged.written is not None and judged.written.num_rows:
         con.register("verdict_batch", judged.written)
-        for statement in _statements("upsert_verdicts_current"):
-            con.execute(statement)
+        update, insert = _statements("upsert_verdicts_current")
+        (updated,), = con.execute(update).fetchall()
+        if updated < judged.written.num_rows:  # new consumers (or rows another writer removed)
+            con.execute(insert)
         con.unregister("verdict_batch")
     if judged.stamped is not None:
         con.execute(sql.query("stamp_verdicts_judged"), {"now": judged.at, "previous": judged.stamped})
