@@ -130,7 +130,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
             event[c][rows[rows >= 0]] = pd.to_numeric(counts[c], errors="coerce").fillna(0).to_numpy()[rows >= 0]
     for c in COUNT_COLUMNS:
         columns[c] = event[c][at_row]
-    verdicts = verdict_columns(pd.DataFrame(columns), thresholds) if len(at_row) else None
+    verdicts = verdict_columns(columns, thresholds) if len(at_row) else None
 
     verdict = np.full(m, "COLLECTING", dtype=object)
     reason = np.full(m, NO_SAMPLES, dtype=object)

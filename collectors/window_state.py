@@ -299,10 +299,11 @@ def feature_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame({**columns, "last_ts": pd.DatetimeIndex(micros).tz_localize("UTC")})
 
 
-def feature_columns(state: WindowState, rows: np.ndarray, since: float) -> dict[str, np.ndarray]:
+def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int | None = None) -> dict[str, np.ndarray]:
     """The window features of `rows` that have samples at or after `since` (none: empty), as
-    arrays: account, stream, consumer, FEATURES (`last_ts` in seconds) and `row`, the rows."""
-    n, lo = state.used, first_column(state, since)
+    arrays: account, stream, consumer, FEATURES (`last_ts` in seconds) and `row`, the rows.
+    `lo`: first_column(state, since), when the caller has it."""
+    n, lo = state.used, first_column(state, since) if lo is None else lo
     # Every row in order (the collector's case): slices are views, not copies.
     pick = picked(rows)
     t = _rows_of(state.t, pick, lo, n)

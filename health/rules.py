@@ -59,11 +59,12 @@ class Finding:
 
 
 Ctx = Mapping[str, Any]  # one consumer: features + limits + counts (a row)
-Frame = pd.DataFrame  # many consumers: the same columns
+Frame = pd.DataFrame
+Columns = Mapping[str, np.ndarray]  # many consumers: the same names, one array each (`_inputs`)
 
-# Each rule is a condition over the feature frame (vectorised: ten thousand consumers at once)
+# Each rule is a condition over the consumers' columns (vectorised: ten thousand consumers at once)
 # and the words and numbers for the consumers it fires on. The conditions below are written with
-# operators that work on a frame's columns and on one row's values alike, so `says` reuses them.
+# operators that work on whole columns and on one row's values alike, so `says` reuses them.
 
 
 def _n(x: Any) -> int:
@@ -71,15 +72,11 @@ def _n(x: Any) -> int:
 
 
 def _limited(x: Any) -> Any:
-    return pd.to_numeric(x, errors="coerce") > 0 if isinstance(x, pd.Series) else (x is not None and not pd.isna(x) and x > 0)
+    return x > 0 if isinstance(x, np.ndarray) else (x is not None and not pd.isna(x) and x > 0)
 
 
-def _col(f: Frame, name: str, default: Any) -> pd.Series:
-    return f[name] if name in f else pd.Series(default, index=f.index)
-
-
-def _no_pullers(f: Frame, th: Thresholds) -> pd.Series:
-    return (f["pending_min"] > 0) & (f["waiting_max"] == 0) & ~f["delivered_moved"].astype(bool)
+def _no_pullers(f: Columns, th: Thresholds) -> np.ndarray:
+    return (f["pending_min"] > 0) & (f["waiting_max"] == 0) & ~f["delivered_moved"]
 
 
 def _no_pullers_says(c: Ctx, th: Thresholds) -> Finding:
@@ -88,8 +85,8 @@ def _no_pullers_says(c: Ctx, th: Thresholds) -> Finding:
                    {"pending": _n(c["pending_last"]), "waiting": 0, "seconds": round(c["span_seconds"])})
 
 
-def _stalled(f: Frame, th: Thresholds) -> pd.Series:
-    return (f["ack_pending_min"] > 0) & ~f["ack_floor_moved"].astype(bool)
+def _stalled(f: Columns, th: Thresholds) -> np.ndarray:
+    return (f["ack_pending_min"] > 0) & ~f["ack_floor_moved"]
 
 
 def _age(c: Ctx) -> float:
@@ -122,8 +119,8 @@ def _waiting_saturated(x: Any, th: Thresholds) -> Any:
     return x["is_pull"] & _limited(x["max_waiting"]) & (x["waiting_recent_min"] >= th.saturation_ratio * x["max_waiting"])
 
 
-def _saturated(f: Frame, th: Thresholds) -> pd.Series:
-    return _ack_saturated(f, th).fillna(False) | _waiting_saturated(f, th).fillna(False)
+def _saturated(f: Columns, th: Thresholds) -> np.ndarray:
+    return _ack_saturated(f, th) | _waiting_saturated(f, th)
 
 
 def _saturated_says(c: Ctx, th: Thresholds) -> Finding:
@@ -138,7 +135,7 @@ def _saturated_says(c: Ctx, th: Thresholds) -> Finding:
     return Finding("SATURATED", "; ".join(parts), numbers)
 
 
-def _unpinned(f: Frame, th: Thresholds) -> pd.Series:
+def _unpinned(f: Columns, th: Thresholds) -> np.ndarray:
     return (f["priority_policy"] == "pinned_client") & (f["pending_last"] > 0) & (f["nopin_seconds"] > th.unpinned_after)
 
 
@@ -148,7 +145,7 @@ def _unpinned_says(c: Ctx, th: Thresholds) -> Finding:
 
 
 def _switches(x: Any) -> Any:
-    if isinstance(x, pd.DataFrame):
+    if isinstance(x["pin_switches"], np.ndarray):
         return np.maximum(x["pin_switches"], x["sample_pin_switches"])
     return max(int(x["pin_switches"]), int(x["sample_pin_switches"]))
 
@@ -159,7 +156,7 @@ def flapping(switches_in_a_window: Any, th: Thresholds) -> Any:
     return switches_in_a_window > th.flapping_switches
 
 
-def _flapping(f: Frame, th: Thresholds) -> pd.Series:
+def _flapping(f: Columns, th: Thresholds) -> np.ndarray:
     return flapping(_switches(f), th)
 
 
@@ -185,8 +182,8 @@ def _gauge_rising(x: Any) -> Any:
     return (x["redelivered_last"] > x["redelivered_first"]) & x["redelivered_never_falls"]
 
 
-def _redelivering(f: Frame, th: Thresholds) -> pd.Series:
-    return pd.Series((f["deliveries"] > 0) & (_share(f) > th.redelivery_share), index=f.index) | _gauge_rising(f).astype(bool)
+def _redelivering(f: Columns, th: Thresholds) -> np.ndarray:
+    return ((f["deliveries"] > 0) & (_share(f) > th.redelivery_share)) | _gauge_rising(f)
 
 
 def _redelivering_says(c: Ctx, th: Thresholds) -> Finding:
@@ -201,14 +198,14 @@ def _redelivering_says(c: Ctx, th: Thresholds) -> Finding:
 
 def _growing(x: Any) -> Any:
     return ((x["pending_slope"] > 0) & (x["pending_last"] > x["pending_first"]) & (x["pending_rising_share"] >= 0.6)
-            & (x["ack_floor_moved"].astype(bool) if isinstance(x, pd.DataFrame) else bool(x["ack_floor_moved"])))
+            & (x["ack_floor_moved"] if isinstance(x["ack_floor_moved"], np.ndarray) else bool(x["ack_floor_moved"])))
 
 
-def _too_old(f: Frame, th: Thresholds) -> pd.Series:
-    return pd.to_numeric(_col(f, "unacked_age_last", 0.0), errors="coerce").fillna(0.0) > th.lagging_age
+def _too_old(f: Columns, th: Thresholds) -> np.ndarray:
+    return f["unacked_age_last"] > th.lagging_age  # unknown (NaN) is not too old
 
 
-def _lagging(f: Frame, th: Thresholds) -> pd.Series:
+def _lagging(f: Columns, th: Thresholds) -> np.ndarray:
     """The backlog grows while acks come, or the oldest unacknowledged message is older than
     `lagging_age` whatever the trend."""
     return _growing(f) | _too_old(f, th)
@@ -228,8 +225,8 @@ def _lagging_says(c: Ctx, th: Thresholds) -> Finding:
     return Finding("LAGGING", "; ".join(parts), numbers)
 
 
-def _paused(f: Frame, th: Thresholds) -> pd.Series:
-    return f["paused_last"].astype(bool)
+def _paused(f: Columns, th: Thresholds) -> np.ndarray:
+    return f["paused_last"]
 
 
 def _paused_says(c: Ctx, th: Thresholds) -> Finding:
@@ -250,7 +247,7 @@ class Verdict:
 @dataclass(frozen=True)
 class Rule:
     verdict: Verdict
-    when: Callable[[Frame, Thresholds], pd.Series]
+    when: Callable[[Columns, Thresholds], np.ndarray]
     says: Callable[[Ctx, Thresholds], Finding]
     pull_only: bool = False
     suppressed_by_pause: bool = False
@@ -293,19 +290,17 @@ def _collecting(c: Ctx, th: Thresholds) -> Finding:
 
 
 class _Columns:
-    """A frame's columns as lists of Python values (as `to_dict("records")` gives them), each
-    made on first use."""
+    """The speaking rows' columns as lists of Python values (as `to_dict("records")` gives them),
+    each made on first use."""
 
-    def __init__(self, frame: Frame) -> None:
-        self.frame = frame
+    def __init__(self, columns: Columns, rows: np.ndarray) -> None:
+        self.columns, self.rows = columns, rows
         self.made: dict[str, list[Any]] = {}
 
     def __getitem__(self, name: str) -> list[Any]:
         made = self.made.get(name)
         if made is None:
-            if name not in self.frame.columns:
-                raise KeyError(name)
-            made = self.made[name] = self.frame[name].tolist()
+            made = self.made[name] = self.columns[name][self.rows].tolist()
         return made
 
 
@@ -321,38 +316,39 @@ class _Row(Mapping[str, Any]):
         return self.columns[name][self.at]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.columns.frame.columns)
+        return iter(self.columns.columns)
 
     def __len__(self) -> int:
-        return len(self.columns.frame.columns)
+        return len(self.columns.columns)
 
 
 def judge(f: Frame, th: Thresholds) -> list[list[Finding]]:
     """All findings per consumer (row of `f`), most severe first; COLLECTING or OK when none."""
-    return _judge(f, th)[0]
+    return _judge(_inputs(f), len(f), th)[0]
 
 
-def _judge(f: Frame, th: Thresholds) -> tuple[list[list[Finding]], np.ndarray]:
-    """`judge`, with the rows that have anything to say (COLLECTING, or a rule fired): every
-    other row holds one shared [OK]."""
-    collecting = ((f["samples"] < th.health_min_samples) | (f["span_seconds"] < th.health_min_span)).to_numpy()
-    paused = f["paused_last"].astype(bool).to_numpy()
+def _judge(f: Columns, n: int, th: Thresholds) -> tuple[list[list[Finding]], np.ndarray]:
+    """`judge` over `_inputs`, with the rows that have anything to say (COLLECTING, or a rule
+    fired): every other row holds one shared [OK]."""
+    collecting = (f["samples"] < th.health_min_samples) | (f["span_seconds"] < th.health_min_span)
+    paused = f["paused_last"]
     fired = []
-    for rule in RULES:
-        mask = rule.when(f, th).fillna(False).astype(bool).to_numpy() & ~collecting
-        if rule.pull_only:
-            mask &= f["is_pull"].to_numpy(dtype=bool)
-        if rule.suppressed_by_pause:
-            mask &= ~paused
-        fired.append(mask)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for rule in RULES:
+            mask = np.asarray(rule.when(f, th), dtype=bool) & ~collecting
+            if rule.pull_only:
+                mask &= f["is_pull"]
+            if rule.suppressed_by_pause:
+                mask &= ~paused
+            fired.append(mask)
     # Words only for the consumers something fired on (or still collecting): each such row read
-    # through its frame's columns, a column made into Python values once and only when a rule's
-    # words ask for it (taking rows out of a frame one by one costs more than the rules).
+    # through the columns, a column made into Python values once and only when a rule's words ask
+    # for it (taking rows out of a frame one by one costs more than the rules).
     speaks = collecting | np.logical_or.reduce(fired) if fired else collecting
     rows = np.flatnonzero(speaks)
-    columns = _Columns(f.iloc[rows])
+    columns = _Columns(f, rows)
     quiet = [OK]  # shared by every consumer nothing fired on: read, never changed
-    out: list[list[Finding]] = [quiet] * len(f)
+    out: list[list[Finding]] = [quiet] * n
     at_of = {i: at for at, i in enumerate(rows.tolist())}
     for i in np.flatnonzero(collecting).tolist():
         out[i] = [_collecting(_Row(columns, at_of[i]), th)]
@@ -400,39 +396,91 @@ def evaluate_features(feats: pd.DataFrame, limits: pd.DataFrame | None, threshol
     return out[VERDICT_COLUMNS]
 
 
-def _floats(column: pd.Series) -> np.ndarray:
-    return pd.to_numeric(column, errors="coerce").to_numpy(np.float64, na_value=np.nan)
+# How the rules read their inputs: numbers as floats (unknown: NaN, which no comparison passes),
+# flags as booleans, the policy as text; a limit or count that is missing takes its default.
+FLAGS = {"delivered_moved": False, "ack_floor_moved": False, "redelivered_never_falls": False,
+         "paused_last": False, "is_pull": True, "filtered": False}
+NUMBERS = ("samples", "span_seconds", "pending_first", "pending_last", "pending_min", "pending_slope",
+           "pending_rising_share", "ack_pending_min", "ack_pending_last", "ack_pending_recent_min", "waiting_max",
+           "waiting_last", "waiting_recent_min", "deliveries", "stream_delivered", "acked", "redelivered_first",
+           "redelivered_last", "nopin_seconds", "sample_pin_switches", "max_ack_pending", "max_waiting")
+DEFAULTS = {"unacked_age_last": 0.0, "max_ack_pending": np.nan, "max_waiting": np.nan,
+            **{c: 0.0 for c in COUNT_COLUMNS}}
 
 
-def verdict_columns(feats: pd.DataFrame, thresholds: Thresholds) -> dict[str, Any]:
-    """The verdict, reason, findings, samples and rates of each row of `feats` (features with the
-    limits and event counts beside, missing ones taken as unknown or none), as arrays: the
-    collector's judging reads them so, `evaluate_features` puts them in a frame."""
-    feats = feats.copy(deep=False)
-    for name, default in (("is_pull", True), ("filtered", False), ("max_ack_pending", None),
-                          ("max_waiting", None), ("priority_policy", None)):
-        feats[name] = _col(feats, name, default)
-    feats["is_pull"] = feats["is_pull"].astype(object).where(feats["is_pull"].notna(), True).astype(bool)
-    feats["filtered"] = feats["filtered"].astype(object).where(feats["filtered"].notna(), False).astype(bool)
+def _array(values: Any) -> Any:
+    """A numpy-typed column as its array; anything else (an extension type, a list) as it is."""
+    return values.to_numpy() if isinstance(values, pd.Series) and isinstance(values.dtype, np.dtype) else values
+
+
+def _floats(values: Any) -> np.ndarray:
+    array = _array(values)
+    if isinstance(array, np.ndarray) and array.dtype.kind in "fiub":
+        return array.astype(np.float64, copy=False)
+    if isinstance(array, np.ndarray) and array.dtype == object:
+        try:  # numbers and None (the collector's limits): None is NaN
+            return array.astype(np.float64)
+        except (TypeError, ValueError):
+            pass
+    return pd.to_numeric(pd.Series(array, dtype=object), errors="coerce").to_numpy(np.float64, na_value=np.nan)
+
+
+def _flags(values: Any, missing: bool) -> np.ndarray:
+    array = _array(values)
+    if isinstance(array, np.ndarray) and array.dtype == bool:
+        return array
+    if isinstance(array, np.ndarray) and array.dtype == object:
+        try:  # flags and None (the collector's limits)
+            return np.where(pd.isna(array), missing, array.astype(bool))
+        except (TypeError, ValueError):
+            pass
+    column = pd.Series(array, dtype=object)
+    return column.where(column.notna(), missing).astype(bool).to_numpy()
+
+
+def _texts(values: Any) -> np.ndarray:
+    array = np.array(_array(values), dtype=object)
+    array[pd.isna(array)] = None
+    return array
+
+
+def _inputs(feats: pd.DataFrame | Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The columns the rules read, as arrays of one kind each (a frame's or the collector's
+    arrays, converted only where they are not already so)."""
+    n = len(feats) if isinstance(feats, pd.DataFrame) else len(feats["samples"])
+    out: dict[str, np.ndarray] = {}
+    for name in (*NUMBERS, *DEFAULTS):
+        out[name] = _floats(feats[name]) if name in feats else np.full(n, DEFAULTS[name])
     for name in COUNT_COLUMNS:  # no events in the window for a consumer: zero
-        feats[name] = pd.to_numeric(_col(feats, name, 0), errors="coerce").fillna(0)
-    for name in ("max_ack_pending", "max_waiting"):
-        feats[name] = pd.to_numeric(feats[name], errors="coerce")
-    all_findings, speaking = _judge(feats, thresholds)
+        out[name] = np.nan_to_num(out[name], nan=0.0)
+    for name, missing in FLAGS.items():
+        out[name] = _flags(feats[name], missing) if name in feats else np.full(n, missing)
+    out["priority_policy"] = _texts(feats["priority_policy"]) if "priority_policy" in feats else np.full(n, None)
+    return out
+
+
+def verdict_columns(feats: pd.DataFrame | Mapping[str, Any], thresholds: Thresholds) -> dict[str, Any]:
+    """The verdict, reason, findings, samples and rates of each row of `feats` (features with the
+    limits and event counts beside, a frame or arrays by column, missing ones taken as unknown or
+    none), as arrays: the collector's judging reads them so, `evaluate_features` puts them in a frame."""
+    x = _inputs(feats)
+    n = len(x["samples"])
+    all_findings, speaking = _judge(x, n, thresholds)
     # The common case, OK, shared; words only for the rows that have something to say.
-    findings: list[Any] = [[{"verdict": "OK", "reason": OK.reason, "numbers": {}}]] * len(feats)
-    verdict = np.full(len(feats), "OK", dtype=object)
-    reason = np.full(len(feats), OK.reason, dtype=object)
+    findings: list[Any] = [[{"verdict": "OK", "reason": OK.reason, "numbers": {}}]] * n
+    verdict = np.full(n, "OK", dtype=object)
+    reason = np.full(n, OK.reason, dtype=object)
     for i in speaking.tolist():
         f = all_findings[i]
         verdict[i], reason[i] = f[0].verdict, f[0].reason
         findings[i] = [{"verdict": x.verdict, "reason": x.reason, "numbers": x.numbers} for x in f]
-    span = _floats(feats["span_seconds"].where(feats["span_seconds"] > 0))
-    redelivered = np.maximum(0.0, feats["deliveries"] - feats["stream_delivered"]).where(~feats["filtered"])
-    return {
-        "verdict": verdict, "reason": reason,
-        "findings": findings, "samples": feats["samples"].to_numpy().astype(int),
-        "delivered_per_second": _floats(feats["deliveries"]) / span,
-        "acked_per_second": _floats(feats["acked"]) / span,
-        "redelivered_per_second": _floats(redelivered) / span,
-    }
+    with np.errstate(invalid="ignore", divide="ignore"):
+        span = np.where(x["span_seconds"] > 0, x["span_seconds"], np.nan)
+        redelivered = np.where(x["filtered"], np.nan, np.maximum(0.0, x["deliveries"] - x["stream_delivered"]))
+        return {
+            "verdict": verdict, "reason": reason,
+            "findings": findings, "samples": x["samples"].astype(int),
+            "delivered_per_second": x["deliveries"] / span,
+            "acked_per_second": x["acked"] / span,
+            "redelivered_per_second": redelivered / span,
+        }

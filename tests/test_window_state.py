@@ -149,16 +149,16 @@ def test_consumers_no_longer_watched_are_forgotten_and_the_rest_kept():
     _same(state.features(T0), _reference(frame[frame["consumer"] == "keep"], T0))
 
 
-@pytest.mark.parametrize("missed, chunk", [(True, None), (False, None), (True, 1000)],
+@pytest.mark.parametrize("missed, chunk", [(True, None), (False, None), (True, 9_000)],
                          ids=["readings-missed", "every-reading", "in-chunks"])
 def test_a_large_state_judged_in_two_halves_at_once_equals_the_sql_definition(missed, chunk, monkeypatch):
     """From SPLIT_AT consumers the collector computes the features in two halves on two threads;
     the halves meet where a consumer with readings only before the window sits. With every
     consumer read every cycle, nothing is masked out (the path the collector mostly takes). A
-    fleet larger than CHUNK goes in chunks, every other one on the pool's thread (here CHUNK is
-    made small: five chunks)."""
+    fleet larger than CHUNK_CELLS goes in chunks, every other one on the pool's thread (here
+    CHUNK_CELLS is made small: about 1,000 rows of nine columns a chunk, five chunks)."""
     if chunk is not None:
-        monkeypatch.setattr(live_state, "CHUNK", chunk)
+        monkeypatch.setattr(live_state, "CHUNK_CELLS", chunk)
     consumers = SPLIT_AT + 101
     rng = np.random.default_rng(7)
     rows = []
