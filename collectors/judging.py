@@ -36,6 +36,7 @@ QUIET = ("NO_PULLERS", "STALLED")  # verdicts whose reason says since when: thei
 LIMITS = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy")
 RATES = ("delivered_per_second", "acked_per_second", "redelivered_per_second")
 CHANGE_COLUMNS = ["ts", *KEY, "from_verdict", "to_verdict", "reason", "from_since"]
+LEVELS = {name: v.level for name, v in BY_NAME.items()}
 
 
 class JudgedCycle:
@@ -52,6 +53,8 @@ class JudgedCycle:
         self.gone = gone  # consumers that left the live state
         self.commit: Callable[[], None] = lambda: None
         self.stamped: dt.datetime | None = None  # when the verdicts not written this cycle were judged
+        # Of each row of `written`: only its numbers or activity changed (its words and since did not).
+        self.numbers_only: np.ndarray | None = None
 
     @property
     def consumers(self) -> pd.DataFrame:
@@ -62,14 +65,13 @@ class JudgedCycle:
 
 def _findings_json(findings: list[Any]) -> np.ndarray:
     """JSON text per consumer; a findings list shared by many (every OK) is encoded once."""
-    cache: dict[int, str] = {}
-    out = np.empty(len(findings), dtype=object)
-    for i, f in enumerate(findings):
-        key = id(f)
-        if key not in cache:
-            cache[key] = f if isinstance(f, str) else _ENCODER.encode(f)
-        out[i] = cache[key]
-    return out
+    ids = np.fromiter(map(id, findings), dtype=np.int64, count=len(findings))
+    distinct, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    texts = np.empty(len(distinct), dtype=object)
+    for i, at in enumerate(first.tolist()):
+        f = findings[at]
+        texts[i] = f if isinstance(f, str) else _ENCODER.encode(f)
+    return texts[inverse]
 
 
 def _jsonable(value: Any) -> Any:
@@ -100,7 +102,11 @@ def _stamp_array(seconds: np.ndarray) -> pa.Array:
 
 
 def _numbers(values: np.ndarray) -> np.ndarray:
-    return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
+    """Floats of the state's numbers (None: NaN); pandas' coercion only for what numpy cannot read."""
+    try:
+        return np.asarray(values).astype(np.float64)
+    except (TypeError, ValueError):
+        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
 
 
 def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd.DataFrame) -> JudgedCycle:
@@ -179,13 +185,14 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     findings_json = _findings_json(findings)
     same = kept == verdict
     since = np.where(same, state.kept_since[live], now_s)
-    level = np.array([BY_NAME[v].level for v in verdict], dtype=object)
+    level = np.array([LEVELS[v] for v in verdict.tolist()], dtype=object)
 
     # What changed against the row kept: only those rows are written.
     numbers = {"samples": samples, **rates, **{c: eta[c] for c in ETA_COLUMNS[1:]}}
-    changed = ~state.written[live] | ~same | (reason != state.kept_text["reason"][live])
-    changed |= findings_json != kept_findings
-    changed |= eta["eta_state"] != state.kept_text["eta_state"][live]
+    worded = ~state.written[live] | ~same | (reason != state.kept_text["reason"][live])
+    worded |= findings_json != kept_findings
+    worded |= eta["eta_state"] != state.kept_text["eta_state"][live]
+    changed = worded.copy()
     for c in KEPT_NUMBERS:
         changed |= _differ(numbers[c], state.kept_numbers[c][live], 0.0 if c == "samples" else NUMBER_TOLERANCE)
     quiet = np.isin(verdict, QUIET)
@@ -196,7 +203,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     written = pa.table({
         **{c: pa.array(keys[i], pa.string()) for i, c in enumerate(KEY)},
         "verdict": pa.array(verdict[at], pa.string()), "level": pa.array(level[at], pa.string()),
-        "reason": pa.array(reason[at].astype(str), pa.string()), "findings": pa.array(findings_json[at], pa.string()),
+        "reason": pa.array(reason[at], pa.string()), "findings": pa.array(findings_json[at], pa.string()),
         "since": _stamp_array(since[at]),
         "judged_at": _stamp_array(judged_at[at]),
         "samples": pa.array(samples[at].astype(np.int64), pa.int64()),
@@ -239,6 +246,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     snapshot = {c: state.state[c][live].copy() for c in STATE}  # the state as judged, for `consumers`
     live_keys = state.window.key_columns(live)  # taken now: `commit` may renumber the rows
     judged = JudgedCycle(now, consumers, changes, written, gone)
+    judged.numbers_only = ~worded[at]
     judged.stamped = (None if np.isnan(state.stamped) else
                       micros(np.array([state.stamped]))[0].item().replace(tzinfo=dt.timezone.utc))
 
@@ -272,11 +280,20 @@ def keep(con: duckdb.DuckDBPyConnection, judged: JudgedCycle) -> None:
         con.register("gone_batch", judged.gone)
         con.execute(sql.query("delete_verdicts_gone"))
         con.unregister("gone_batch")
-    if judged.written is not None and judged.written.num_rows:
-        con.register("verdict_batch", judged.written)
+    written = judged.written
+    if written is not None and judged.numbers_only is not None and judged.numbers_only.any():
+        # Most cycles only numbers move (a drain ETA): those rows get only their numbers and
+        # activity written, which leaves the checkpoint fewer columns to write out.
+        numbers = written.filter(pa.array(judged.numbers_only)).select([*KEY, *KEPT_NUMBERS, *ACTIVITY])
+        con.register("verdict_numbers", numbers)
+        (updated,), = con.execute(sql.query("update_verdict_numbers")).fetchall()
+        con.unregister("verdict_numbers")
+        written = written.filter(pa.array(~judged.numbers_only)) if updated == numbers.num_rows else written
+    if written is not None and written.num_rows:
+        con.register("verdict_batch", written)
         update, insert = _statements("upsert_verdicts_current")
         (updated,), = con.execute(update).fetchall()
-        if updated < judged.written.num_rows:  # new consumers (or rows another writer removed)
+        if updated < written.num_rows:  # new consumers (or rows another writer removed)
             con.execute(insert)
         con.unregister("verdict_batch")
     if judged.stamped is not None:

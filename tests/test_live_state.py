@@ -13,6 +13,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -262,3 +263,28 @@ def test_a_later_reading_with_the_time_already_folded_still_counts(tmp_path):
         _stored(store, state, samples)
         judge_stored_cycle(store, now, TH, state)
     assert state.activity["last_pull"][state.window.rows[("A", "S1", "a")]] == (T0 + dt.timedelta(seconds=5)).timestamp()
+
+
+def test_a_kept_verdict_removed_behind_the_collectors_back_is_written_whole_again(tmp_path):
+    """Most cycles only a verdict's numbers move (a drain ETA), and only the numbers are written;
+    a row that is not there to update (another writer removed it) is written whole instead."""
+    store = Store(str(tmp_path / "jetwatch.duckdb"))
+    store.migrate()
+    state = load_window(store, T0, TH)
+    judged = None
+    for i in range(10):
+        at = T0 + dt.timedelta(seconds=5 * i)
+        samples = [_sample(at, "S1", "a", num_pending=100 - 9 * i, num_ack_pending=1, num_waiting=1,
+                           delivered_consumer_seq=10 * i, delivered_stream_seq=10 * i,
+                           ack_floor_consumer_seq=10 * i, ack_floor_stream_seq=10 * i, pin_group="g",
+                           pinned_id="p1")]
+        _stored(store, state, {k: [r[k] for r in samples] for k in samples[0]}, configs=CONFIGS if i == 0 else [])
+        if i == 8:
+            store.write(lambda con: con.execute("DELETE FROM verdicts_current"))
+        judged = judge_stored_cycle(store, at, TH, state)
+        if i >= 4:  # judged long enough: the words stay, the ETA moves with the backlog
+            assert judged.written.num_rows == 1 and judged.numbers_only.tolist() == [True], i
+    kept = store.query("verdicts_previous")
+    assert len(kept) == 1 and kept["verdict"].iloc[0] == "OK"
+    assert kept["eta_seconds"].iloc[0] == pytest.approx(judged.written.to_pylist()[0]["eta_seconds"])
+    assert _fresh(store, T0 + dt.timedelta(seconds=45)).written.num_rows == 0
