@@ -22,7 +22,7 @@ import pandas as pd
 
 from jetwatch import sql
 from jetwatch.collectors.window_state import (WindowState, feature_columns, feature_frame, first_column, lagged,
-                                              picked, previous_samples)
+                                              last_true, picked, previous_samples)
 
 KEY = ("account", "stream", "consumer")
 # consumer_latest's columns, as fleet_latest.sql reads them: from the latest sample ...
@@ -41,7 +41,7 @@ KEPT_NUMBERS = ("samples", "delivered_per_second", "acked_per_second", "redelive
                 "eta_seconds", "eta_low_seconds", "eta_high_seconds")
 ACTIVITY = ("last_pull", "last_ack", "first_seen")
 SPLIT_AT = 4_000  # consumers from which the window features are computed in two halves at once
-CHUNK_CELLS = 131_072  # cells of one of the window's arrays (1 MiB of floats) in one pass at most
+CHUNK_CELLS = 524_288  # cells of one of the window's arrays (4 MiB of floats) in one pass at most
 LAST_KNOWN = "last known, judged "  # how the reason of a verdict held for lack of fresh samples begins
 
 
@@ -260,12 +260,11 @@ class LiveState:
         """window_features.sql of the given rows that have samples in the window, as arrays with a
         `row` one (the window's own features, held equal to the SQL by tests/test_window_state.py).
 
-        A large state goes in chunks of at most CHUNK_CELLS cells a pass, so that the passes'
-        temporaries stay small however large the fleet, and are reused from one chunk to the next
-        instead of each pass mapping fresh pages: at 10,000 consumers, chunks of 5,000 rows cost
-        ~12,000 page faults and 36 ms of system time a cycle, chunks of 2,000 none. With a pool,
-        the caller's thread and the pool's take every other chunk: the passes are numpy's, which
-        let go of the interpreter, so the second core takes a share (62 -> 31 ms)."""
+        A large state goes in chunks of at most CHUNK_CELLS cells a pass (at 100,000 consumers and
+        a full window, one pass over every row at once held ~0.5 GB more at its peak). With a
+        pool, the caller's thread and the pool's take every other chunk: the passes are numpy's,
+        which let go of the interpreter, so the second core takes a share (bench: 21 -> 14 ms at
+        10,000 consumers)."""
         since = now.timestamp() - self.window.window
         self.window.horizon = since
         if len(rows) < SPLIT_AT:
@@ -306,23 +305,22 @@ class LiveState:
             folded = self.folded[rows].copy()
         pick = picked(rows)
         with np.errstate(invalid="ignore"):
-            fresh = (w.t[pick, lo:n] >= np.nan_to_num(folded, nan=-np.inf)[:, None]).any(axis=0)
+            fresh = (w.t[lo:n, pick] >= np.nan_to_num(folded, nan=-np.inf)[None, :]).any(axis=1)
         if not fresh.any():
             return out, folded
         first_fresh = lo + int(np.argmax(fresh))
-        before = ~np.isnan(w.t[pick, lo:first_fresh])  # the sample before each fresh one: its step
-        has_before = before.any(axis=1)
+        before = ~np.isnan(w.t[lo:first_fresh, pick])  # the sample before each fresh one: its step
+        has_before = before.any(axis=0)
         if has_before.any():
-            last_before = before.shape[1] - 1 - np.argmax(before[:, ::-1], axis=1)
-            lo += int(last_before[has_before].min())
+            lo += int(last_true(before)[has_before].min())
         else:
             lo = first_fresh
-        t = w.t[pick, lo:n]
+        t = w.t[lo:n, pick]
         valid = ~np.isnan(t)
         has_prev, irregular, p = previous_samples(valid)
-        dcs = w.values["delivered_consumer_seq"][pick, lo:n]
-        afs = w.values["ack_floor_stream_seq"][pick, lo:n]
-        waiting = w.values["num_waiting"][pick, lo:n]
+        dcs = w.values["delivered_consumer_seq"][lo:n, pick]
+        afs = w.values["ack_floor_stream_seq"][lo:n, pick]
+        waiting = w.values["num_waiting"][lo:n, pick]
 
         def previous(a: np.ndarray) -> np.ndarray:  # as window_state._features: by column, then the rest
             return lagged(a, irregular, p)
@@ -330,10 +328,10 @@ class LiveState:
         pulled = valid & ((waiting > 0) | (has_prev & (dcs > previous(dcs))))
         acked = has_prev & (afs > previous(afs))
         with np.errstate(invalid="ignore"):
-            out["last_pull"] = np.fmax(out["last_pull"], np.where(pulled, t, -np.inf).max(axis=1))
-            out["last_ack"] = np.fmax(out["last_ack"], np.where(acked, t, -np.inf).max(axis=1))
-            out["first_seen"] = np.fmin(out["first_seen"], np.where(valid, t, np.inf).min(axis=1))
-            folded = np.fmax(folded, np.where(valid, t, -np.inf).max(axis=1))
+            out["last_pull"] = np.fmax(out["last_pull"], np.where(pulled, t, -np.inf).max(axis=0))
+            out["last_ack"] = np.fmax(out["last_ack"], np.where(acked, t, -np.inf).max(axis=0))
+            out["first_seen"] = np.fmin(out["first_seen"], np.where(valid, t, np.inf).min(axis=0))
+            folded = np.fmax(folded, np.where(valid, t, -np.inf).max(axis=0))
         folded[np.isinf(folded)] = np.nan
         for c in ACTIVITY:
             out[c][np.isinf(out[c])] = np.nan

@@ -2,9 +2,12 @@
 
 Judging after every cycle used to run window_features.sql over the store file: each cycle
 re-read and re-sorted every live consumer's whole window (about 60 samples each at the default
-interval) to add one new sample per consumer. Here the window lives in dense arrays, one row per
-consumer and one column per sample in time order, so a cycle appends one column and the features
-are a few vectorised passes over the arrays, no sort and no file scan.
+interval) to add one new sample per consumer. Here the window lives in dense arrays, one column
+per consumer and one row per sample in time order (time-major: a cycle's samples are one
+contiguous row, and a pass over a consumer's samples reduces over the first axis, which numpy does
+a whole row of consumers at a time), so a cycle appends one row and the features are a few
+vectorised passes over the arrays, no sort and no file scan. In the code, a consumer's place
+along the second axis is still called its row, a sample's place along the first its column.
 
 The features are window_features.sql's, column for column and with the same null rules (numbers
 coalesced to zero, a reset when the delivered sequence falls or `created` changes, deltas only
@@ -58,7 +61,7 @@ def _numbers(values: Sequence[Any]) -> np.ndarray:
 
 class WindowState:
     """Every watched consumer's samples of the last `window` seconds (and a little more, until
-    the next compaction), in arrays of shape (consumers, samples)."""
+    the next compaction), in arrays of shape (samples, consumers)."""
 
     def __init__(self, window: float, columns: int = 16) -> None:
         self.window = window
@@ -71,11 +74,11 @@ class WindowState:
         self._alloc(64, max(columns, 4))
 
     def _alloc(self, rows: int, columns: int) -> None:
-        self.t = np.full((rows, columns), np.nan)
-        self.created = np.full((rows, columns), np.nan)
-        self.values = {name: np.zeros((rows, columns)) for name in NUMBERS}
-        self.paused = np.zeros((rows, columns), dtype=bool)
-        self.pins = np.full((rows, columns), NO_PIN, dtype=np.int64)
+        self.t = np.full((columns, rows), np.nan)
+        self.created = np.full((columns, rows), np.nan)
+        self.values = {name: np.zeros((columns, rows)) for name in NUMBERS}
+        self.paused = np.zeros((columns, rows), dtype=bool)
+        self.pins = np.full((columns, rows), NO_PIN, dtype=np.int64)
 
     def _empty_cells(self) -> list[tuple[np.ndarray, Any]]:
         """Each array with what its cells hold where there is no sample (as `_alloc` fills them)."""
@@ -89,12 +92,12 @@ class WindowState:
         """New arrays of the given shape holding the columns `keep` of the old ones, at the left.
         One array at a time, each old one let go before the next new one is made: at 100,000
         consumers all of them at once would hold old and new together, ~0.9 GB at the peak."""
-        width = len(range(*keep.indices(self.t.shape[1])))
-        n = min(self.t.shape[0], rows)
+        width = len(range(*keep.indices(self.t.shape[0])))
+        n = min(self.t.shape[1], rows)
 
         def moved(old: np.ndarray, empty: Any) -> np.ndarray:
-            new = np.full((rows, columns), empty, dtype=old.dtype)
-            new[:n, :width] = old[:n, keep]
+            new = np.full((columns, rows), empty, dtype=old.dtype)
+            new[:width, :n] = old[keep, :n]
             return new
 
         self.t = moved(self.t, np.nan)
@@ -115,8 +118,8 @@ class WindowState:
                         self.keys.append(key)
                     found[i] = row
         rows = np.array(found, dtype=np.int64)
-        if len(self.keys) > self.t.shape[0]:
-            self._resize(max(len(self.keys), 2 * self.t.shape[0]), self.t.shape[1], slice(0, self.used))
+        if len(self.keys) > self.t.shape[1]:
+            self._resize(max(len(self.keys), 2 * self.t.shape[1]), self.t.shape[0], slice(0, self.used))
         return rows
 
     def _make_room(self, columns: int) -> None:
@@ -124,20 +127,21 @@ class WindowState:
         left in place; grow or shrink to what is kept and a quarter more only when that leaves
         too little or more than twice the spare room. The arrays stay near the window's width:
         at 100,000 consumers each column costs 9 MB."""
-        if self.used + columns <= self.t.shape[1]:
+        if self.used + columns <= self.t.shape[0]:
             return
-        live = ~np.isnan(self.t[:, :self.used]) & (self.t[:, :self.used] >= self.horizon)
-        first = int(np.argmax(live.any(axis=0))) if live.any() else self.used
+        with np.errstate(invalid="ignore"):
+            live = (self.t[:self.used] >= self.horizon).any(axis=1)
+        first = int(np.argmax(live)) if live.any() else self.used
         keep = self.used - first
         spare = max(4, keep // 4)
         room = keep + columns + spare
-        width = self.t.shape[1]
+        width = self.t.shape[0]
         if room <= width <= room + spare:
             for array, empty in self._empty_cells():
-                array[:, :keep] = array[:, first:self.used]
-                array[:, keep:self.used] = empty
+                array[:keep] = array[first:self.used]
+                array[keep:self.used] = empty
         else:
-            self._resize(self.t.shape[0], room, slice(first, self.used))
+            self._resize(self.t.shape[1], room, slice(first, self.used))
         self.used = keep
 
     def add(self, samples: Mapping[str, Sequence[Any]]) -> None:
@@ -161,13 +165,13 @@ class WindowState:
         cols = self.used + rank
         # Each reading against the one in the column before (the row's newest, mostly): only rows
         # where that is missing or newer can be out of time order.
-        before = self.t[rows, cols - 1] if self.used else np.full(len(rows), np.nan)
-        self.t[rows, cols] = ts
-        self.created[rows, cols] = _seconds(samples["created"])[order]
+        before = self.t[cols - 1, rows] if self.used else np.full(len(rows), np.nan)
+        self.t[cols, rows] = ts
+        self.created[cols, rows] = _seconds(samples["created"])[order]
         for name in NUMBERS:  # a batch made without time lag has no age: none
-            self.values[name][rows, cols] = _numbers(samples[name] if name in samples else [None] * len(keys))[order]
-        self.paused[rows, cols] = np.asarray([bool(v) for v in samples["paused"]], dtype=bool)[order]
-        self.pins[rows, cols] = _pin_codes(samples["pinned_id"])[order]
+            self.values[name][cols, rows] = _numbers(samples[name] if name in samples else [None] * len(keys))[order]
+        self.paused[cols, rows] = np.asarray([bool(v) for v in samples["paused"]], dtype=bool)[order]
+        self.pins[cols, rows] = _pin_codes(samples["pinned_id"])[order]
         self.used += width
         with np.errstate(invalid="ignore"):
             self._reorder(np.unique(rows[np.isnan(before) | (ts < before)]))
@@ -177,14 +181,14 @@ class WindowState:
         server clock that stepped back, a leader change between servers that disagree)."""
         if self.used < 2:
             return
-        t = self.t[rows, :self.used]
+        t = self.t[:self.used, rows]
         filled = np.where(np.isnan(t), -np.inf, t)
-        before = np.maximum.accumulate(filled, axis=1)[:, :-1]
-        for row in rows[(~np.isnan(t[:, 1:]) & (filled[:, 1:] < before)).any(axis=1)]:
-            times = self.t[row, :self.used]
+        before = np.maximum.accumulate(filled, axis=0)[:-1]
+        for row in rows[(~np.isnan(t[1:]) & (filled[1:] < before)).any(axis=0)]:
+            times = self.t[:self.used, row]
             order = np.argsort(np.where(np.isnan(times), np.inf, times), kind="stable")
             for array in self._arrays():
-                array[row, :self.used] = array[row, :self.used][order]
+                array[:self.used, row] = array[:self.used, row][order]
             self.reordered.add(int(row))
 
     def seed(self, samples: pd.DataFrame) -> None:
@@ -208,10 +212,10 @@ class WindowState:
             return
         kept = [self.rows[k] for k in self.keys if k in keep]
         for array in self._arrays():
-            array[:len(kept)] = array[kept]
-            array[len(kept):] = np.nan if array.dtype == np.float64 else (NO_PIN if array.dtype == np.int64 else False)
+            array[:, :len(kept)] = array[:, kept]
+            array[:, len(kept):] = np.nan if array.dtype == np.float64 else (NO_PIN if array.dtype == np.int64 else False)
         for name in NUMBERS:
-            self.values[name][len(kept):] = 0
+            self.values[name][:, len(kept):] = 0
         renumbered = {old: new for new, old in enumerate(kept)}
         self.reordered = {renumbered[r] for r in self.reordered if r in renumbered}
         self.keys = [k for k in self.keys if k in keep]
@@ -241,27 +245,41 @@ class WindowState:
 
 
 def _at(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return a[np.arange(len(idx)), idx]
+    """Each row's cell at its own column `idx`."""
+    return a[idx, np.arange(len(idx))]
 
 
 def first_column(state: WindowState, since: float) -> int:
     """The first column holding a sample at or after `since`: the columns before it are outside
     the window for every consumer (each row is in time order), so the passes skip them."""
     with np.errstate(invalid="ignore"):
-        late = (state.t[:, :state.used] >= since).any(axis=0)
+        late = (state.t[:state.used] >= since).any(axis=1)
     return int(np.argmax(late)) if late.any() else state.used
+
+
+def first_true(mask: np.ndarray) -> np.ndarray:
+    """Each row's first column where `mask` holds (its width where none does). numpy's argmax
+    over the first axis copies the array to make that axis last; a min over it does not."""
+    index = np.arange(mask.shape[0])[:, None]
+    return np.where(mask, index, mask.shape[0]).min(axis=0)
+
+
+def last_true(mask: np.ndarray) -> np.ndarray:
+    """Each row's last column where `mask` holds (-1 where none does)."""
+    index = np.arange(mask.shape[0])[:, None]
+    return np.where(mask, index, -1).max(axis=0)
 
 
 def previous_samples(valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Of each valid cell, whether a valid cell precedes it in its row; the rows where the one
     before is not in the column before (a gap); and for those rows only, its column (0 where none)."""
-    cols = np.arange(valid.shape[1])
-    has_prev = valid & (cols > np.argmax(valid, axis=1)[:, None])  # a valid cell before it
-    gap = has_prev[:, 1:] & ~valid[:, :-1]
-    irregular = np.flatnonzero(gap.any(axis=1))
-    run = np.maximum.accumulate(np.where(valid[irregular], cols, -1), axis=1)
+    cols = np.arange(valid.shape[0])[:, None]
+    has_prev = valid & (cols > first_true(valid)[None, :])  # a valid cell before it
+    gap = has_prev[1:] & ~valid[:-1]
+    irregular = np.flatnonzero(gap.any(axis=0))
+    run = np.maximum.accumulate(np.where(valid[:, irregular], cols, -1), axis=0)
     prev = np.zeros_like(run)
-    prev[:, 1:] = run[:, :-1].clip(0)
+    prev[1:] = run[:-1].clip(0)
     return has_prev, irregular, prev
 
 
@@ -269,10 +287,10 @@ def lagged(a: np.ndarray, irregular: np.ndarray, prev: np.ndarray) -> np.ndarray
     """Each cell's value at the previous valid cell of its row (previous_samples): the column
     before, or the gathered one in the irregular rows."""
     out = np.empty(a.shape, a.dtype)
-    out[:, 1:] = a[:, :-1]
-    out[:, :1] = a[:, :1]
+    out[1:] = a[:-1]
+    out[:1] = a[:1]
     if len(irregular):
-        out[irregular] = np.take_along_axis(a[irregular], prev, axis=1)
+        out[:, irregular] = np.take_along_axis(a[:, irregular], prev, axis=0)
     return out
 
 
@@ -285,10 +303,9 @@ def picked(rows: np.ndarray) -> np.ndarray | slice:
 
 
 def _rows_of(a: np.ndarray, rows: np.ndarray | slice, lo: int, n: int) -> np.ndarray:
-    """The cells of `rows` from column `lo` to `n`, contiguous: numpy runs its loops over a
-    strided slice of wide arrays row by row (50 against 38 ms for the features at 10,000
-    consumers, arrays twice the window wide), a copy costs less than that."""
-    return np.ascontiguousarray(a[rows, lo:n])
+    """The cells of `rows` from column `lo` to `n`: a view when `rows` is a slice (each of its
+    columns contiguous), else a copy."""
+    return a[lo:n, rows]
 
 
 def feature_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
@@ -307,11 +324,12 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     # Every row in order (the collector's case): slices are views, not copies.
     pick = picked(rows)
     t = _rows_of(state.t, pick, lo, n)
-    v = ~np.isnan(t) & (t >= since)
-    any_v = v.any(axis=1)
+    with np.errstate(invalid="ignore"):
+        v = t >= since  # NaN (no sample) is not
+    any_v = v.any(axis=0)
     if not any_v.all():
         rows, pick = rows[any_v], rows[any_v]
-        t, v = t[any_v], v[any_v]
+        t, v = t[:, any_v], v[:, any_v]
     if len(rows) == 0:
         return {}
     n -= lo
@@ -335,71 +353,72 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     with np.errstate(invalid="ignore"):
         reset = has_prev & ((dcs < p_dcs) | (~np.isnan(created) & ~np.isnan(p_created) & (created != p_created)))
     # Resets are rare: the latest one looked for only in the rows that have one.
-    reset_rows = np.flatnonzero(reset.any(axis=1))
-    reset_t = np.full(len(t), _NEVER)
+    reset_rows = np.flatnonzero(reset.any(axis=0))
+    reset_t = np.full(t.shape[1], _NEVER)
     if len(reset_rows):
-        found = np.where(reset[reset_rows], t[reset_rows], -np.inf).max(axis=1)
+        found = np.where(reset[:, reset_rows], t[:, reset_rows], -np.inf).max(axis=0)
         reset_t[reset_rows] = np.where(np.isinf(found), _NEVER, found)
     nopin = (pins == NO_PIN) & (pending > 0)
 
     if len(reset_rows):
         with np.errstate(invalid="ignore"):
-            s = v & (t >= reset_t[:, None])
-            stepped = s & has_prev & (t > reset_t[:, None])
+            s = v & (t >= reset_t[None, :])
+            stepped = s & has_prev & (t > reset_t[None, :])
     else:  # no reset in any row: every sample in the window counts, every one after the first steps
         s, stepped = v, has_prev
-    count = s.sum(axis=1)
-    first = np.argmax(s, axis=1)
-    last = n - 1 - np.argmax(s[:, ::-1], axis=1)
+    count = s.sum(axis=0)
+    # Mostly every consumer was read every cycle of the window: then no sample is masked out,
+    # and the masking passes are skipped (the same sums, in the same order).
+    full = bool(s.all())
+    if full:
+        first, last = np.zeros(len(count), dtype=np.int64), np.full(len(count), n - 1)
+    else:
+        first, last = first_true(s), last_true(s)
     # The last three samples: in a row without gaps the three columns up to the last, else counted.
-    recent = s & (np.arange(n) >= (last - 2)[:, None])
+    recent = s & (np.arange(n)[:, None] >= (last - 2)[None, :])
     gaps = np.flatnonzero(count != last - first + 1)
     if len(gaps):
-        recent[gaps] = s[gaps] & (np.cumsum(s[gaps, ::-1], axis=1)[:, ::-1] <= 3)
+        recent[:, gaps] = s[:, gaps] & (np.cumsum(s[::-1, gaps], axis=0)[::-1] <= 3)
 
     def first_last(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return _at(a, first), _at(a, last)
 
     def masked_min(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        return np.where(mask, a, np.inf).min(axis=1)
-
-    # Mostly every consumer was read every cycle of the window: then no sample is masked out,
-    # and the masking passes are skipped (the same sums, in the same order).
-    full = bool(s.all())
+        return np.where(mask, a, np.inf).min(axis=0)
 
     def counted(a: np.ndarray, fill: float) -> np.ndarray:
         return a if full else np.where(s, a, fill)
 
     t_first, t_last = first_last(t)
-    tt = counted(t - (counted(t, 0).sum(axis=1) / count)[:, None], 0.0)
-    pp = counted(pending - (counted(pending, 0).sum(axis=1) / count)[:, None], 0.0)
-    var = (tt * tt).sum(axis=1)
+    tt = counted(t - (counted(t, 0).sum(axis=0) / count)[None, :], 0.0)
+    pp = counted(pending - (counted(pending, 0).sum(axis=0) / count)[None, :], 0.0)
+    var = (tt * tt).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        slope = (tt * pp).sum(axis=1) / var  # NaN for a single reading, as DuckDB's regr_slope
+        slope = (tt * pp).sum(axis=0) / var  # NaN for a single reading, as DuckDB's regr_slope
     backlog = pending + ack
-    bb = counted(backlog - (counted(backlog, 0).sum(axis=1) / count)[:, None], 0.0)
-    sxy, syy = (tt * bb).sum(axis=1), (bb * bb).sum(axis=1)
+    bb = counted(backlog - (counted(backlog, 0).sum(axis=0) / count)[None, :], 0.0)
+    sxy, syy = (tt * bb).sum(axis=0), (bb * bb).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         backlog_slope = np.where(var > 0, sxy / var, np.nan)
         backlog_se = np.where((count > 2) & (var > 0),
                               np.sqrt(np.maximum(syy - sxy * sxy / var, 0) / np.maximum(count - 2, 1) / var), np.nan)
     d_pending = pending - _take(pending)
     d_redelivered = redelivered - _take(redelivered)
-    steps = stepped.sum(axis=1)
+    steps = stepped.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rising = np.where(steps > 0, (stepped & (d_pending > 0)).sum(axis=1) / np.maximum(steps, 1), 0.0)
+        rising = np.where(steps > 0, (stepped & (d_pending > 0)).sum(axis=0) / np.maximum(steps, 1), 0.0)
     p_pins = _take(pins)
-    switches = (stepped & (pins != NO_PIN) & (p_pins != NO_PIN) & (pins != p_pins)).sum(axis=1)
+    switches = (stepped & (pins != NO_PIN) & (p_pins != NO_PIN) & (pins != p_pins)).sum(axis=0)
     # The trailing run of samples with work and no pin, after the last sample that breaks it:
     # only rows with such a sample can have one.
-    nopin_seconds = np.zeros(len(t))
-    unpinned = np.flatnonzero((s & nopin).any(axis=1))
+    nopin_seconds = np.zeros(t.shape[1])
+    unpinned = np.flatnonzero((s & nopin).any(axis=0))
     if len(unpinned):
-        tu, nu = t[unpinned], nopin[unpinned]
-        last_break = np.where(v[unpinned] & ~nu, tu, -np.inf).max(axis=1)  # -inf: no break (SQL: NULL)
-        trailing = s[unpinned] & nu & (tu > last_break[:, None])
-        nopin_seconds[unpinned] = np.where(trailing.any(axis=1),
-                                           t_last[unpinned] - np.where(trailing, tu, np.inf).min(axis=1), 0.0)
+        tu, nu = t[:, unpinned], nopin[:, unpinned]
+        last_break = np.where(v[:, unpinned] & ~nu, tu, -np.inf).max(axis=0)  # -inf: no break (SQL: NULL)
+        trailing = s[:, unpinned] & nu & (tu > last_break[None, :])
+        nopin_seconds[unpinned] = np.where(trailing.any(axis=0),
+                                           t_last[unpinned] - np.where(trailing, tu, np.inf).min(axis=0), 0.0)
     pending_first, pending_last = first_last(pending)
     dcs_first, dcs_last = first_last(dcs)
     dss_first, dss_last = first_last(dss)
@@ -413,13 +432,13 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
         "span_seconds": t_last - t_first,
         "last_ts": t_last,
         "pending_first": pending_first, "pending_last": pending_last,
-        "pending_min": counted(pending, np.inf).min(axis=1),
+        "pending_min": counted(pending, np.inf).min(axis=0),
         "pending_slope": slope,
         "pending_rising_share": rising,
-        "ack_pending_min": counted(ack, np.inf).min(axis=1),
+        "ack_pending_min": counted(ack, np.inf).min(axis=0),
         "ack_pending_last": _at(ack, last),
         "ack_pending_recent_min": masked_min(ack, recent),
-        "waiting_max": counted(waiting, -np.inf).max(axis=1),
+        "waiting_max": counted(waiting, -np.inf).max(axis=0),
         "waiting_last": _at(waiting, last),
         "waiting_recent_min": masked_min(waiting, recent),
         "delivered_moved": dcs_last > dcs_first,
@@ -428,7 +447,7 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
         "stream_delivered": np.maximum(dss_last - dss_first, 0.0),
         "acked": np.maximum(afs_last - afs_first, 0.0),
         "redelivered_first": red_first, "redelivered_last": red_last,
-        "redelivered_never_falls": (stepped & (d_redelivered < 0)).sum(axis=1) == 0,
+        "redelivered_never_falls": (stepped & (d_redelivered < 0)).sum(axis=0) == 0,
         "paused_last": _at(paused, last),
         "unacked_age_last": _at(val["oldest_unacked_age_seconds"], last),
         "backlog_slope": backlog_slope,
