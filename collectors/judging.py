@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import duckdb
@@ -117,8 +116,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     m = len(live)
     now_s = now.timestamp()
     now_ts = pd.Timestamp(now_s * 1e6, unit="us", tz="UTC")
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-judge") as pool:
-        columns = state.feature_columns(now, live, pool)
+    columns = state.feature_columns(now, live)
     activity, folded = state.recent_activity(now, live)
     at_row = columns.pop("row", np.zeros(0, dtype=np.int64))
     position = np.full(n, -1, dtype=np.int64)

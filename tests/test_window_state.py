@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import tracemalloc
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -15,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jetwatch.collectors import live_state
-from jetwatch.collectors.live_state import SPLIT_AT, LiveState
+from jetwatch.collectors.live_state import LiveState
 from jetwatch.collectors.window_state import FEATURES, NUMBERS, WindowState
 from jetwatch.health.features import SAMPLE_FIELDS, window_features
 
@@ -151,15 +150,14 @@ def test_consumers_no_longer_watched_are_forgotten_and_the_rest_kept():
 
 @pytest.mark.parametrize("missed, chunk", [(True, None), (False, None), (True, 9_000)],
                          ids=["readings-missed", "every-reading", "in-chunks"])
-def test_a_large_state_judged_in_two_halves_at_once_equals_the_sql_definition(missed, chunk, monkeypatch):
-    """From SPLIT_AT consumers the collector computes the features in two halves on two threads;
-    the halves meet where a consumer with readings only before the window sits. With every
-    consumer read every cycle, nothing is masked out (the path the collector mostly takes). A
-    fleet larger than CHUNK_CELLS goes in chunks, every other one on the pool's thread (here
-    CHUNK_CELLS is made small: about 1,000 rows of nine columns a chunk, five chunks)."""
+def test_a_large_state_judged_in_chunks_equals_the_sql_definition(missed, chunk, monkeypatch):
+    """A fleet larger than CHUNK_CELLS cells a pass goes in chunks of consumers (here CHUNK_CELLS
+    is made small: about 1,000 consumers of nine samples a chunk, five chunks); a consumer with
+    readings only before the window sits in one of them. With every consumer read every cycle,
+    nothing is masked out (the path the collector mostly takes)."""
     if chunk is not None:
         monkeypatch.setattr(live_state, "CHUNK_CELLS", chunk)
-    consumers = SPLIT_AT + 101
+    consumers = 4_101
     rng = np.random.default_rng(7)
     rows = []
     for cycle in range(14):
@@ -181,8 +179,7 @@ def test_a_large_state_judged_in_two_halves_at_once_equals_the_sql_definition(mi
     for cycle in _by_cycle(frame):
         state.add(cycle)
     now = T0 + dt.timedelta(seconds=65)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        ours = state.features(now, np.arange(len(state.keys)), pool)
+    ours = state.features(now, np.arange(len(state.keys)))
     assert consumers - 1 <= len(ours) <= consumers
     _same(ours.drop(columns="row"), _reference(frame, now - dt.timedelta(seconds=40)))
 
