@@ -3,7 +3,10 @@ the kept verdicts costs, and what a /metrics render costs, on one synthetic stor
 
 - judging: the collector's path after a cycle, as the runner calls it (the cycle into the
   collector's in-memory state, then collectors/judging.judge_in inside the cycle's own write
-  transaction: the rules over the state in memory, the changed verdicts written). Timed: judge_in,
+  transaction: the rules over the state in memory, the changed verdicts written), under the
+  collector's garbage-collection policy (collectors/gc_policy.py: young collections rarer, full
+  ones between cycles), as Collector.run applies it; the page evaluation under Python's defaults,
+  as the dashboard's process runs it. Timed: judge_in,
   the transaction's COMMIT and the connection's close; not timed: opening the connection, which
   the cycle's samples pay for anyway (and the samples' own writes, not made here). Against the per-page window
   evaluation the Fleet page did before verdicts were kept (features over the stored samples and
@@ -29,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
+from jetwatch.collectors.gc_policy import GcPolicy
 from jetwatch.collectors.judging import judge_in, judge_stored_cycle, load_window
 from jetwatch.health.features import SAMPLE_FIELDS
 from jetwatch.collectors.metrics import MetricsExporter, PinCounts, Snapshot
@@ -80,11 +84,13 @@ def in_cycle(store: Store, copy: Path, state: object, th: Thresholds, latest: pd
     cycle's samples written, the cycle into the state, judged, the changed verdicts kept, one
     COMMIT and close), against the same cycle without judging (the samples alone, on a copy of
     the store taken now), the two in turn, each step's batch the same for both. What judging
-    adds to a cycle is the difference, its share of the COMMIT and close included."""
+    adds to a cycle is the difference, its share of the COMMIT and close included. Both under the
+    collector's garbage-collection policy."""
     shutil.copyfile(store.path, copy)
     plain = Store(copy, query_timeout=600, lock_timeout=60)
     consumers = len(latest)
     judged_s, plain_s = [], []
+    policy = GcPolicy(full_every=0.0)  # the collector's, a full collection between cycles
     for i in range(runs):
         cycles[0] += 1
         now = base + dt.timedelta(seconds=5 * cycles[0])
@@ -103,14 +109,21 @@ def in_cycle(store: Store, copy: Path, state: object, th: Thresholds, latest: pd
             plain.write(lambda con: writes.write_samples(con, accounts, samples))
             plain_s.append(time.perf_counter() - t)
 
-        if i % 2:
-            plain_cycle()
-        t = time.perf_counter()
-        judged = store.write(judged_cycle)
-        judged_s.append(time.perf_counter() - t)
-        judged.commit()
-        if not i % 2:
-            plain_cycle()
+        policy.apply()
+        try:
+            if i % 2:
+                plain_cycle()
+                policy.between_cycles()
+            t = time.perf_counter()
+            judged = store.write(judged_cycle)
+            judged_s.append(time.perf_counter() - t)
+            judged.commit()
+            policy.between_cycles()
+            if not i % 2:
+                plain_cycle()
+                policy.between_cycles()
+        finally:
+            policy.restore()
     j50, c50 = statistics.median(judged_s), statistics.median(plain_s)
     added = statistics.median(a - b for a, b in zip(judged_s, plain_s))
     print(f"in the collector's cycle ({consumers:,} samples written, one transaction, open to close): with judging "
@@ -177,8 +190,14 @@ def main(rows: int, consumers: int, runs: int) -> None:
 
         # Interleaved, one of each in turn: on a shared machine both see the same load.
         judging, paging = [], []
+        policy = GcPolicy(full_every=0.0)  # a full collection after every cycle, outside its time
         for _ in range(runs):
-            judging.append(summary(collector_judging, 1))
+            policy.apply()
+            try:
+                judging.append(summary(collector_judging, 1))
+                policy.between_cycles()
+            finally:
+                policy.restore()
             paging.append(summary(lambda: page_evaluation(store, th), 1))
         _, _, judged = _summary(judging)
         spent.sort()
