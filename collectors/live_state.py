@@ -148,30 +148,30 @@ class LiveState:
                 for c, v in zip(CONFIG_STATE, values):
                     self.state[c][row] = v
         before = len(self.window.keys)
-        self.window.add(samples)
+        rows = self.window.add(samples)
         self._grow()
         self._configure(range(before, len(self.window.keys)))
         n = len(self.window.keys)
         if accounts is not None:
-            accounts = set(accounts)
+            live = np.flatnonzero(self.live[:n])
+            leave = pd.Series(self.window.key_columns(live)[0]).isin(set(accounts)).to_numpy()
             kept = list(kept)
-            streams = {k[:2] for k in kept if len(k) == 2}
-            singles = {tuple(k) for k in kept if len(k) == 3}
-            for row in np.flatnonzero(self.live[:n]):
-                key = self.window.keys[row]
-                if key[0] in accounts and key[:2] not in streams and key not in singles:
-                    self.live[row] = False
-        keys = list(zip(samples["account"], samples["stream"], samples["consumer"]))
-        if not keys:
+            if kept:  # a stream (or a consumer) whose listing failed keeps its last state
+                streams = {k[:2] for k in kept if len(k) == 2}
+                singles = {tuple(k) for k in kept if len(k) == 3}
+                for i in np.flatnonzero(leave):
+                    key = self.window.keys[live[i]]
+                    leave[i] = key[:2] not in streams and key not in singles
+            self.live[live[leave]] = False
+        if len(rows) == 0:
             return
-        rows = np.fromiter((self.window.rows[k] for k in keys), dtype=np.int64, count=len(keys))
         self.live[rows] = True
-        count = len(keys)
+        count = len(rows)
         for c in SAMPLE_STATE:
             values = samples.get(c)
             column = np.empty(count, dtype=object)
             if values is not None:
-                column[:] = list(values)
+                column[:] = values
             self.state[c][rows] = column
 
     def _configure(self, rows: Iterable[int]) -> None:

@@ -34,6 +34,8 @@ _NEVER = -1e18  # window_features.sql's "no reset" time
 def _seconds(values: Sequence[Any]) -> np.ndarray:
     """Epoch seconds (microsecond precision, as DuckDB's epoch()) of ISO strings, datetimes or
     pandas timestamps; NaN where missing."""
+    if isinstance(values, list) and values.count(None) == len(values):  # `created` mostly
+        return np.full(len(values), np.nan)
     stamps = pd.to_datetime(pd.Series(values, dtype=object), utc=True, format="ISO8601")
     micros = stamps.to_numpy(dtype="datetime64[us]").astype("int64")
     out = micros.astype(np.float64) / 1e6
@@ -144,12 +146,13 @@ class WindowState:
             self._resize(self.t.shape[1], room, slice(first, self.used))
         self.used = keep
 
-    def add(self, samples: Mapping[str, Sequence[Any]]) -> None:
-        """Append one cycle's samples (the collector's column-wise batch: SAMPLE_COLUMNS)."""
+    def add(self, samples: Mapping[str, Sequence[Any]]) -> np.ndarray:
+        """Append one cycle's samples (the collector's column-wise batch: SAMPLE_COLUMNS); the
+        rows they went to, in the batch's order."""
         keys = list(zip(samples["account"], samples["stream"], samples["consumer"]))
         if not keys:
-            return
-        rows = self._row_of(keys)
+            return np.zeros(0, dtype=np.int64)
+        rows = given = self._row_of(keys)
         ts = _seconds(samples["ts"])
         # A consumer read twice in one cycle, or a reading older than the row's newest, gets
         # columns of its own so that each row stays in time order.
@@ -175,6 +178,7 @@ class WindowState:
         self.used += width
         with np.errstate(invalid="ignore"):
             self._reorder(np.unique(rows[np.isnan(before) | (ts < before)]))
+        return given
 
     def _reorder(self, rows: np.ndarray) -> None:
         """Put back in time order the rows where a reading is older than one before it (a
