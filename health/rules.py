@@ -403,7 +403,7 @@ FLAGS = {"delivered_moved": False, "ack_floor_moved": False, "redelivered_never_
 NUMBERS = ("samples", "span_seconds", "pending_first", "pending_last", "pending_min", "pending_slope",
            "pending_rising_share", "ack_pending_min", "ack_pending_last", "ack_pending_recent_min", "waiting_max",
            "waiting_last", "waiting_recent_min", "deliveries", "stream_delivered", "acked", "redelivered_first",
-           "redelivered_last", "nopin_seconds", "sample_pin_switches", "max_ack_pending", "max_waiting")
+           "redelivered_last", "nopin_seconds", "sample_pin_switches")
 DEFAULTS = {"unacked_age_last": 0.0, "max_ack_pending": np.nan, "max_waiting": np.nan,
             **{c: 0.0 for c in COUNT_COLUMNS}}
 
