@@ -416,8 +416,11 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     # The trailing run of samples with work and no pin, after the last sample that breaks it:
     # only rows with such a sample can have one.
     nopin_seconds = np.zeros(t.shape[1])
-    unpinned = np.flatnonzero((s & nopin).any(axis=0))
-    if len(unpinned):
+    with_run = (s & nopin).any(axis=0)
+    if with_run.any():
+        # Gathered when few rows have one; when most do, every row is read in place (a row
+        # without such a sample has no trailing run: zero, the same).
+        unpinned = np.flatnonzero(with_run) if with_run.mean() < 0.5 else slice(None)
         tu, nu = t[:, unpinned], nopin[:, unpinned]
         last_break = np.where(v[:, unpinned] & ~nu, tu, -np.inf).max(axis=0)  # -inf: no break (SQL: NULL)
         trailing = s[:, unpinned] & nu & (tu > last_break[None, :])
