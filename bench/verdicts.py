@@ -4,9 +4,10 @@ the kept verdicts costs, and what a /metrics render costs, on one synthetic stor
 - judging: the collector's path after a cycle, as the runner calls it (the cycle into the
   collector's in-memory state, then collectors/judging.judge_in inside the cycle's own write
   transaction: the rules over the state in memory, the changed verdicts written), under the
-  collector's garbage-collection policy (collectors/gc_policy.py: young collections rarer, full
-  ones between cycles), as Collector.run applies it; the page evaluation under Python's defaults,
-  as the dashboard's process runs it. Timed: judge_in,
+  collector's garbage-collection thresholds (collectors/gc_policy.py: young collections rarer,
+  full ones only between cycles; here a full one after every cycle, outside its time, where the
+  collector runs one at most every 60 s); the page evaluation under Python's defaults, as the
+  dashboard's process runs it. Timed: judge_in,
   the transaction's COMMIT and the connection's close; not timed: opening the connection, which
   the cycle's samples pay for anyway (and the samples' own writes, not made here). Against the per-page window
   evaluation the Fleet page did before verdicts were kept (features over the stored samples and
@@ -85,12 +86,12 @@ def in_cycle(store: Store, copy: Path, state: object, th: Thresholds, latest: pd
     COMMIT and close), against the same cycle without judging (the samples alone, on a copy of
     the store taken now), the two in turn, each step's batch the same for both. What judging
     adds to a cycle is the difference, its share of the COMMIT and close included. Both under the
-    collector's garbage-collection policy."""
+    collector's garbage-collection thresholds."""
     shutil.copyfile(store.path, copy)
     plain = Store(copy, query_timeout=600, lock_timeout=60)
     consumers = len(latest)
     judged_s, plain_s = [], []
-    policy = GcPolicy(full_every=0.0)  # the collector's, a full collection between cycles
+    policy = GcPolicy(full_every=0.0)  # the collector's thresholds; a full collection after every cycle
     for i in range(runs):
         cycles[0] += 1
         now = base + dt.timedelta(seconds=5 * cycles[0])
@@ -190,7 +191,7 @@ def main(rows: int, consumers: int, runs: int) -> None:
 
         # Interleaved, one of each in turn: on a shared machine both see the same load.
         judging, paging = [], []
-        policy = GcPolicy(full_every=0.0)  # a full collection after every cycle, outside its time
+        policy = GcPolicy(full_every=0.0)  # the collector's thresholds; a full collection after every cycle
         for _ in range(runs):
             policy.apply()
             try:

@@ -286,12 +286,13 @@ def keep(con: duckdb.DuckDBPyConnection, judged: JudgedCycle) -> None:
         con.register("verdict_numbers", numbers)
         (updated,), = con.execute(sql.query("update_verdict_numbers")).fetchall()
         con.unregister("verdict_numbers")
+        # Any other count (a row missing, or a consumer's row twice): the whole rows, below.
         written = written.filter(pa.array(~judged.numbers_only)) if updated == numbers.num_rows else written
     if written is not None and written.num_rows:
         con.register("verdict_batch", written)
         update, insert = _statements("upsert_verdicts_current")
         (updated,), = con.execute(update).fetchall()
-        if updated < written.num_rows:  # new consumers (or rows another writer removed)
+        if updated != written.num_rows:  # new consumers, or rows another writer removed (or doubled)
             con.execute(insert)
         con.unregister("verdict_batch")
     if judged.stamped is not None:

@@ -91,7 +91,7 @@ class WindowState:
         return [self.t, self.created, self.paused, self.pins, *self.values.values()]
 
     def _resize(self, rows: int, columns: int, keep: slice) -> None:
-        """New arrays of the given shape holding the columns `keep` of the old ones, at the left.
+        """New arrays of the given shape holding the columns `keep` of the old ones, first.
         One array at a time, each old one let go before the next new one is made: at 100,000
         consumers all of them at once would hold old and new together, ~0.9 GB at the peak."""
         width = len(range(*keep.indices(self.t.shape[0])))

@@ -290,8 +290,8 @@ def _collecting(c: Ctx, th: Thresholds) -> Finding:
 
 
 class _Columns:
-    """The speaking rows' columns as lists of Python values (as `to_dict("records")` gives them),
-    each made on first use."""
+    """The speaking rows' columns as lists of Python values (numbers as floats, as `_inputs`
+    makes them), each made on first use."""
 
     def __init__(self, columns: Columns, rows: np.ndarray) -> None:
         self.columns, self.rows = columns, rows
@@ -343,7 +343,7 @@ def _judge(f: Columns, n: int, th: Thresholds) -> tuple[list[list[Finding]], np.
             fired.append(mask)
     # Words only for the consumers something fired on (or still collecting): each such row read
     # through the columns, a column made into Python values once and only when a rule's words ask
-    # for it (taking rows out of a frame one by one costs more than the rules).
+    # for it (a dict of values per row would cost more than the rules).
     speaks = collecting | np.logical_or.reduce(fired) if fired else collecting
     rows = np.flatnonzero(speaks)
     columns = _Columns(f, rows)

@@ -1,6 +1,6 @@
 -- The kept verdicts whose words stayed and whose numbers or activity moved (the registered Arrow
 -- table `verdict_numbers`: the key, the numbers and the activity): only those are written.
--- Returns the count of rows updated; the caller writes the whole rows instead when one was missing.
+-- Returns the count of rows updated: the caller writes the whole rows instead when one was missing.
 UPDATE verdicts_current v
 SET samples = b.samples, delivered_per_second = b.delivered_per_second, acked_per_second = b.acked_per_second,
     redelivered_per_second = b.redelivered_per_second, eta_seconds = b.eta_seconds,

@@ -3,8 +3,8 @@
 -- not deleted and inserted again: most cycles change only numbers (a drain ETA that moved), and
 -- DuckDB keeps an update beside its row until the checkpoint, where a deleted row and its new
 -- copy are both written out (at 4,900 changed rows of 10,000: the write with its COMMIT and
--- close 50 -> 19 ms). The INSERT (new consumers) runs only when the UPDATE found fewer rows than
--- the batch holds.
+-- close 50 -> 19 ms). The INSERT (new consumers) runs only when the UPDATE's count is not the
+-- batch's, and inserts only the consumers that have no row.
 UPDATE verdicts_current v
 SET verdict = b.verdict, level = b.level, reason = b.reason, findings = b.findings::JSON,
     since = b.since::TIMESTAMPTZ, judged_at = b.judged_at::TIMESTAMPTZ, samples = b.samples,
