@@ -24,6 +24,7 @@ import pyarrow as pa
 from jetwatch import sql
 from jetwatch.collectors.live_state import (ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros,
                                             stamps)
+from jetwatch.health.columns import floats
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
 from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, verdict_columns
 from jetwatch.store.database import Store
@@ -100,14 +101,6 @@ def _stamp_array(seconds: np.ndarray) -> pa.Array:
     return pa.array(micros(seconds), pa.timestamp("us", tz="UTC"), from_pandas=True)
 
 
-def _numbers(values: np.ndarray) -> np.ndarray:
-    """Floats of the state's numbers (None: NaN); pandas' coercion only for what numpy cannot read."""
-    try:
-        return np.asarray(values).astype(np.float64)
-    except (TypeError, ValueError):
-        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
-
-
 def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd.DataFrame) -> JudgedCycle:
     """Judge every live consumer from the in-memory state and find what changed against the
     verdicts kept: pure, nothing is written and `state` is unchanged until `commit`."""
@@ -157,8 +150,8 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     slope, slope_se = np.full(m, np.nan), np.full(m, np.nan)
     if len(at_row):
         slope[pos], slope_se[pos] = columns["backlog_slope"], columns["backlog_slope_se"]
-    pending = np.nan_to_num(_numbers(state.state["num_pending"][live]))
-    in_flight = np.nan_to_num(_numbers(state.state["num_ack_pending"][live]))
+    pending = np.nan_to_num(floats(state.state["num_pending"][live]))
+    in_flight = np.nan_to_num(floats(state.state["num_ack_pending"][live]))
     eta = drain_eta_columns({
         "backlog": pending + in_flight, "backlog_slope": slope, "backlog_slope_se": slope_se,
         "paused": state.state["paused"][live], "no_pullers": verdict == "NO_PULLERS",

@@ -215,11 +215,9 @@ class WindowState:
         if not gone:
             return
         kept = [self.rows[k] for k in self.keys if k in keep]
-        for array in self._arrays():
+        for array, empty in self._empty_cells():
             array[:, :len(kept)] = array[:, kept]
-            array[:, len(kept):] = np.nan if array.dtype == np.float64 else (NO_PIN if array.dtype == np.int64 else False)
-        for name in NUMBERS:
-            self.values[name][:, len(kept):] = 0
+            array[:, len(kept):] = empty
         renumbered = {old: new for new, old in enumerate(kept)}
         self.reordered = {renumbered[r] for r in self.reordered if r in renumbered}
         self.keys = [k for k in self.keys if k in keep]

@@ -20,6 +20,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from jetwatch.health.columns import floats
+
 DRAINING, NOT_DRAINING, PAUSED, NO_PULLERS = "draining", "not draining", "paused", "no pullers"
 STATES = (DRAINING, NOT_DRAINING, PAUSED, NO_PULLERS)
 SPREAD = 2.0  # standard errors either side of the trend: the range's rates
@@ -41,17 +43,11 @@ def _flags(column: Any, default: bool) -> np.ndarray:
     return pd.Series(column).astype("boolean").fillna(default).to_numpy(dtype=bool)
 
 
-def _floats(column: Any) -> np.ndarray:
-    if isinstance(column, np.ndarray) and column.dtype == np.float64:
-        return column
-    return pd.to_numeric(pd.Series(column), errors="coerce").to_numpy(np.float64, na_value=np.nan)
-
-
 def drain_eta_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """ETA columns as arrays for every row of `columns`: backlog, backlog_slope (per second),
     backlog_slope_se, paused, no_pullers, is_pull. Vectorised: the collector runs it over the
     whole fleet each cycle, on its arrays."""
-    backlog, slope, se = (_floats(columns[c]) for c in ("backlog", "backlog_slope", "backlog_slope_se"))
+    backlog, slope, se = (floats(columns[c]) for c in ("backlog", "backlog_slope", "backlog_slope_se"))
     backlog, se = np.where(np.isnan(backlog), 0.0, backlog), np.where(np.isnan(se), 0.0, se)
     paused = _flags(columns["paused"], default=False)
     no_pullers = _flags(columns["no_pullers"], default=False)

@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 from jetwatch.core.settings import SETTINGS, Settings
+from jetwatch.health.columns import array as column_array
+from jetwatch.health.columns import floats
 from jetwatch.health.features import KEY, window_features
 from jetwatch.health.features import Frame as Samples
 
@@ -408,25 +410,8 @@ DEFAULTS = {"unacked_age_last": 0.0, "max_ack_pending": np.nan, "max_waiting": n
             **{c: 0.0 for c in COUNT_COLUMNS}}
 
 
-def _array(values: Any) -> Any:
-    """A numpy-typed column as its array; anything else (an extension type, a list) as it is."""
-    return values.to_numpy() if isinstance(values, pd.Series) and isinstance(values.dtype, np.dtype) else values
-
-
-def _floats(values: Any) -> np.ndarray:
-    array = _array(values)
-    if isinstance(array, np.ndarray) and array.dtype.kind in "fiub":
-        return array.astype(np.float64, copy=False)
-    if isinstance(array, np.ndarray) and array.dtype == object:
-        try:  # numbers and None (the collector's limits): None is NaN
-            return array.astype(np.float64)
-        except (TypeError, ValueError):
-            pass
-    return pd.to_numeric(pd.Series(array, dtype=object), errors="coerce").to_numpy(np.float64, na_value=np.nan)
-
-
 def _flags(values: Any, missing: bool) -> np.ndarray:
-    array = _array(values)
+    array = column_array(values)
     if isinstance(array, np.ndarray) and array.dtype == bool:
         return array
     if isinstance(array, np.ndarray) and array.dtype == object:
@@ -439,7 +424,7 @@ def _flags(values: Any, missing: bool) -> np.ndarray:
 
 
 def _texts(values: Any) -> np.ndarray:
-    array = np.array(_array(values), dtype=object)
+    array = np.array(column_array(values), dtype=object)
     array[pd.isna(array)] = None
     return array
 
@@ -450,7 +435,7 @@ def _inputs(feats: pd.DataFrame | Mapping[str, Any]) -> dict[str, np.ndarray]:
     n = len(feats) if isinstance(feats, pd.DataFrame) else len(feats["samples"])
     out: dict[str, np.ndarray] = {}
     for name in (*NUMBERS, *DEFAULTS):
-        out[name] = _floats(feats[name]) if name in feats else np.full(n, DEFAULTS[name])
+        out[name] = floats(feats[name]) if name in feats else np.full(n, DEFAULTS[name])
     for name in COUNT_COLUMNS:  # no events in the window for a consumer: zero
         out[name] = np.nan_to_num(out[name], nan=0.0)
     for name, missing in FLAGS.items():
