@@ -26,7 +26,7 @@ from bench.timing import summary
 
 # Synthetic history, generated inside DuckDB: `consumers` consumers sampled every 5 s up to now.
 GENERATE = """
-INSERT INTO samples BY NAME
+INSERT INTO samples_recent BY NAME
 SELECT now() - to_seconds(5 * (n // $consumers)) AS ts, '$G' AS account, 'S' || ((n % $consumers) // 100) AS stream,
        'c' || (n % $consumers) AS consumer, (n % 97) AS num_pending, (n % 5) AS num_ack_pending, 1 AS num_waiting,
        0 AS num_redelivered, ($rows - n) AS delivered_consumer_seq, ($rows - n) AS delivered_stream_seq,
@@ -36,7 +36,7 @@ ORDER BY ts
 """
 # Every tenth consumer has work pending and nobody pulling (NO_PULLERS): the Fleet says since when.
 IDLE = """
-UPDATE samples SET num_pending = 5, num_waiting = 0, delivered_consumer_seq = 0, delivered_stream_seq = 0
+UPDATE samples_recent SET num_pending = 5, num_waiting = 0, delivered_consumer_seq = 0, delivered_stream_seq = 0
 WHERE CAST(substr(consumer, 2) AS INTEGER) % 10 = 0
 """
 # More history, older than what GENERATE wrote: the store grows, the live state does not.

@@ -46,6 +46,7 @@ from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes
 from jetwatch.store.database import Store, StoreError
 from jetwatch.store.retention import Cutoffs, prune
+from jetwatch.store.sealing import Sealed, seal
 
 log = logging.getLogger("jetwatch.collector")
 # Errors of one bad value (not of the file, the disk or a lock): the rest of a batch can be stored.
@@ -114,6 +115,8 @@ class Collector:
         self.lag: LagReader | None = None  # time lag of the connection's account (collectors/lag.py)
         self._lag_refused: set[str] = set()  # streams whose message reads were refused (said once)
         self.gc = GcPolicy()  # full collections between cycles, not inside them
+        self.sealed: Sealed | None = None  # the latest sealing pass
+        self._seal_at = 0.0  # monotonic time of the next sealing pass
 
     async def write(self, fn: Callable[[Any], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._writer, self.store.write, fn)
@@ -538,12 +541,35 @@ class Collector:
                 log.exception("sampling cycle failed")
                 self._error(f"sampling failed: {type(exc).__name__}: {exc}")
                 await self._report_failed_cycle()
+            if time.monotonic() >= self._seal_at:
+                await self._seal_between_cycles()
             self.gc.between_cycles()
             wait = max(0.0, self.settings.interval - (time.monotonic() - began))
             try:
                 await asyncio.wait_for(stop.wait(), wait)
             except asyncio.TimeoutError:
                 pass
+
+    async def seal_once(self) -> Sealed:
+        """One sealing pass on the writer thread, between cycles (store/sealing.py); a span at most,
+        so that a store upgraded with days of unsealed samples catches up a cycle at a time."""
+        began = time.monotonic()
+        sealed = await self.write(lambda con: seal(con, dt.timedelta(seconds=self.settings.seal_every)))
+        self.sealed = sealed
+        self._seal_at = time.monotonic() + sealed.next_in.total_seconds()
+        if sealed.rows:
+            log.info("sealed %s samples before %s in %.1fs%s", sealed.rows, sealed.until.isoformat(),
+                     time.monotonic() - began, " (catching up: another span waits)" if sealed.behind else "")
+        return sealed
+
+    async def _seal_between_cycles(self) -> None:
+        try:
+            await self.seal_once()
+        except Exception as exc:  # the samples stay where they are, readable; the next cycle tries again
+            if not isinstance(exc, StoreError):
+                log.exception("sealing samples failed")
+            self._error(f"sealing samples failed (they stay readable, unsealed; tried again next cycle): {exc}")
+            self._seal_at = time.monotonic() + self.settings.interval
 
     async def retain_once(self) -> dict[str, int]:
         """One retention pass on the writer thread (never between a cycle's samples and its

@@ -3,6 +3,13 @@
 
 -- Documented views (README, "Querying the store").
 
+-- Every raw sample: the cycles not sealed yet and the sealed ones (migration 7). The view is what to
+-- query; the two tables are how the store keeps it.
+CREATE OR REPLACE VIEW samples AS
+SELECT * FROM samples_recent
+UNION ALL BY NAME
+SELECT * EXCLUDE (cid) FROM samples_sealed;
+
 -- One row per pin or unpin; the server keeps one pin per consumer.
 -- `vouched` says what sampled state makes of a pin: 'confirmed' (a sample showed its pin id; an
 -- inferred pin is sampled state), 'unconfirmed' (none did within the grace period: a pin shorter

@@ -43,7 +43,8 @@ def _deleted(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object
 
 def prune(con: duckdb.DuckDBPyConnection, cutoffs: Cutoffs, collector: str = "") -> dict[str, int]:
     """Delete what is past retention, in the caller's transaction; returns rows deleted per query."""
-    done = {"retention_samples": _deleted(con, "retention_samples", {"cutoff": cutoffs.samples})}
+    cut = {"cutoff": cutoffs.samples}
+    done = {"retention_samples": _deleted(con, "retention_samples", cut) + _deleted(con, "retention_sealed_samples", cut)}
     for name in EVENT_TABLES:
         done[name] = _deleted(con, name, {"cutoff": cutoffs.events})
     done["retention_collector_status"] = _deleted(con, "retention_collector_status",

@@ -39,7 +39,7 @@ def test_retention_removes_raw_samples_only_once_an_hourly_rollup_covers_them(tm
 
     def seed(con):
         for ts in old:
-            con.execute("INSERT INTO samples (ts, account, stream, consumer) VALUES (?, '$G', 'S', 'C')", [ts])
+            con.execute("INSERT INTO samples_recent (ts, account, stream, consumer) VALUES (?, '$G', 'S', 'C')", [ts])
         con.execute("INSERT INTO advisories VALUES ('a1', ?, ?, 'nak', 's', '$G', 'S', 'C', NULL, NULL, NULL, '{}')",
                     [now - dt.timedelta(days=100), now])
         con.execute("INSERT INTO audit (ts, actor, origin, action, account, stream, consumer, group_name, parameters, outcome, reply) VALUES (?, 'ana', 'cli', 'unpin', '$G', 'S', 'C', 'jobs', '{}', 'ok', '{}')",

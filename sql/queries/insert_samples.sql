@@ -1,1 +1,1 @@
-INSERT INTO samples BY NAME SELECT * FROM cycle_samples;
+INSERT INTO samples_recent BY NAME SELECT * FROM cycle_samples;

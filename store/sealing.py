@@ -1,0 +1,56 @@
+"""Sealing: the oldest span of raw samples moved, sorted by consumer, to where a read of one
+consumer can skip the others.
+
+The collector appends every cycle by time, so each of `samples_recent`'s row groups holds every
+consumer, and one consumer's hour means reading that hour of the whole fleet (at 100,000 consumers,
+most of a 100-million-sample store). `samples_sealed` holds the same rows ordered by consumer number
+and time, a span at a time, so its zone maps skip all but that consumer's few row groups. The view
+`samples` is both tables; a move is one transaction, so no reader ever sees a row twice or not at all.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import duckdb
+
+from jetwatch import sql
+from jetwatch.store.database import StoreError
+
+
+@dataclass(frozen=True)
+class Sealed:
+    rows: int                      # samples moved by this pass
+    until: dt.datetime | None      # they were every sample before this time (None: nothing was due)
+    next_in: dt.timedelta          # until the next span is due, at this rate of samples (0: due now)
+
+    @property
+    def behind(self) -> bool:
+        """Another whole span waits already: an upgraded store, or a collector that could not seal."""
+        return self.next_in <= dt.timedelta(0)
+
+
+def _count(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object]) -> int:
+    row = con.execute(sql.query(name), params).fetchone()
+    return int(row[0]) if row else 0
+
+
+def seal(con: duckdb.DuckDBPyConnection, span: dt.timedelta) -> Sealed:
+    """Seal the oldest `span` of unsealed samples once they span more than that, in the caller's
+    transaction. Judged on the samples' own times (the servers' clocks), not the collector's, so a
+    clock that differs never seals the cycle being written or holds a span back."""
+    oldest, newest = con.execute(sql.query("seal_oldest")).fetchone()
+    if oldest is None:
+        return Sealed(0, None, span)
+    if newest - oldest < span:
+        return Sealed(0, None, span - (newest - oldest))
+    until = oldest + span
+    params = {"until": until}
+    con.execute(sql.query("seal_consumer_ids"), params)
+    moved = _count(con, "seal_samples", params)
+    removed = _count(con, "seal_delete_recent", params)
+    if moved != removed:  # a consumer without a number would be lost from the view: refuse the move
+        raise StoreError(f"Sealing the samples before {until.isoformat()} copied {moved} rows but would remove "
+                         f"{removed}: nothing was moved. Report this with the message above.")
+    return Sealed(moved, until, max(dt.timedelta(0), span - (newest - until)))
