@@ -102,7 +102,7 @@ def main(rows: int, batch_rows: int, baseline_rows: int) -> None:
         marks = ", ".join("?" for _ in cols)
         t = time.perf_counter()
         base.write(lambda con: con.executemany(
-            f"INSERT INTO samples ({', '.join(cols)}) VALUES ({marks})", values))  # baseline only
+            f"INSERT INTO samples_recent ({', '.join(cols)}) VALUES ({marks})", values))  # baseline only
         slow = baseline_rows / (time.perf_counter() - t)
         print(f"baseline, row-by-row INSERT: {slow:,.0f} rows/s")
         print(f"ratio: {rate / slow:.0f}x row-by-row; {rate / ceiling:.2f}x the ceiling")

@@ -50,7 +50,7 @@ from bench.timing import summary
 # Every tenth consumer has work pending and nobody pulling (NO_PULLERS), so the default
 # cardinality exports a realistic share of per-consumer series.
 IDLE = """
-UPDATE samples SET num_pending = 5, num_waiting = 0, delivered_consumer_seq = 0, delivered_stream_seq = 0
+UPDATE samples_recent SET num_pending = 5, num_waiting = 0, delivered_consumer_seq = 0, delivered_stream_seq = 0
 WHERE CAST(substr(consumer, 2) AS INTEGER) % 10 = 0
 """
 

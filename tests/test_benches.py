@@ -21,7 +21,7 @@ SMALL = {
     "verdicts": ["--rows", "20000", "--consumers", "200", "--runs", "3"],
     "pipeline": ["--rows", "20000", "--consumers", "50"],
     "scale": ["--consumers", "300", "--streams", "10", "--cycles", "2", "--interval", "0"],
-    "consumer_page": ["--rows", "20000", "--consumers", "500", "--runs", "3"],
+    "consumer_page": ["--rows", "20000", "--consumers", "500", "--runs", "3", "--seal-every", "60"],
     "fleet_page": ["--rows", "20000", "--consumers", "500", "--runs", "3"],
     "fleet_clusters": ["--rows", "20000", "--consumers", "200", "--runs", "3"],
 }
