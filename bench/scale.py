@@ -6,13 +6,15 @@ kept), and the total; the collector's CPU share at a 10 s interval; the process'
 Consumers are spread over streams (memory storage); every tenth stream is a pinned_client
 priority group and every fifth stream holds messages, so its consumers have a backlog. The
 baseline in the same run is the fetch alone done one stream at a time (sequential paging): the
-floor of what any collector must spend to see every consumer once.
+floor of what any collector must spend to see every consumer once. Between cycles, as the
+collector does, a sealing pass when one is due (store/sealing.py), timed apart from the cycles.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import resource
 import statistics
 import tempfile
@@ -32,6 +34,7 @@ from jetwatch.demo.server import NatsServer
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store
+from jetwatch.store.sealing import seal
 
 from bench.machine import print_header
 
@@ -71,7 +74,7 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def main(consumers: int, streams: int, cycles: int, interval: float) -> None:
+async def main(consumers: int, streams: int, cycles: int, interval: float, seal_every: float) -> None:
     print_header()
     th = Thresholds()
     policy = GcPolicy()
@@ -91,6 +94,8 @@ async def main(consumers: int, streams: int, cycles: int, interval: float) -> No
             window = load_window(store, utcnow(), th)
             parts: dict[str, list[float]] = {k: [] for k in ("fetch", "parse", "store", "judge", "total", "cpu")}
             judged_cycles: list[bool] = []
+            seals: list[tuple[int, float]] = []
+            seal_at = 0.0
             policy.apply()  # the collector's policy (collectors/gc_policy.py), as Collector.run applies it
             for _ in range(cycles):
                 cpu0, t0 = time.process_time(), time.perf_counter()
@@ -134,6 +139,12 @@ async def main(consumers: int, streams: int, cycles: int, interval: float) -> No
                 judged_cycles.append(bool((judged.consumers["verdict"] != "COLLECTING").any()))
                 if len(judged_cycles) < cycles:  # as the runner: a cycle's pages and batch are gone after it
                     del pages, batch
+                if time.monotonic() >= seal_at:  # as the runner: a sealing pass between cycles when one is due
+                    t4 = time.perf_counter()
+                    sealed = store.write(lambda con: seal(con, dt.timedelta(seconds=seal_every)))
+                    seal_at = time.monotonic() + sealed.next_in.total_seconds()
+                    if sealed.rows:
+                        seals.append((sealed.rows, time.perf_counter() - t4))
                 policy.between_cycles()  # as the runner: between cycles, outside the cycle's time
                 await asyncio.sleep(max(0.0, interval - (time.perf_counter() - t0)))
             policy.restore()
@@ -164,6 +175,8 @@ async def main(consumers: int, streams: int, cycles: int, interval: float) -> No
                   f"{INTERVAL:g}s interval; peak RSS {peak_rss_mib():,.0f} MiB; full collections between cycles: "
                   f"{policy.full_collections}, {policy.full_seconds:.2f}s in all")
             print(f"verdicts: {judged.consumers['verdict'].value_counts().to_dict()}")
+            print("sealing passes between cycles (--seal-every " f"{seal_every:g}s): " + (", ".join(
+                f"{n:,} samples in {d:.2f}s ({n / d:,.0f} rows/s)" for n, d in seals) or "none due"))
             print(f"baseline, fetching every consumer once with sequential CONSUMER.LIST paging (no parse, store "
                   f"or judge): {floor:.2f}s")
             print(f"ratio: the whole cycle costs {med['total'] / floor:.2f}x the sequential fetch alone")
@@ -182,5 +195,6 @@ if __name__ == "__main__":
     p.add_argument("--streams", type=int, default=1_000)
     p.add_argument("--cycles", type=int, default=12)
     p.add_argument("--interval", type=float, default=INTERVAL)
+    p.add_argument("--seal-every", type=float, default=300.0, help="the collector's --seal-every, seconds")
     a = p.parse_args()
-    asyncio.run(main(a.consumers, a.streams, a.cycles, a.interval))
+    asyncio.run(main(a.consumers, a.streams, a.cycles, a.interval, a.seal_every))
