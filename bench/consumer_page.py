@@ -78,6 +78,7 @@ def main(rows: int, consumers: int, runs: int, seal_every: float) -> None:
               f"ratio {statistics.median(base) / statistics.median(unsealed):.1f}x")
 
         span = dt.timedelta(seconds=seal_every)
+        size_before = store.path.stat().st_size
         passes = []
         while True:
             t = time.perf_counter()
@@ -89,10 +90,13 @@ def main(rows: int, consumers: int, runs: int, seal_every: float) -> None:
             raise SystemExit(f"nothing to seal: the store spans less than --seal-every ({seal_every:g} s)")
         moved = sum(n for n, _ in passes)
         left = store.query("seal_oldest").iloc[0]
+        store.checkpoint()
+        size_after = store.path.stat().st_size
         print(f"sealed in {len(passes)} passes of {seal_every:g} s: {moved:,} samples, a pass median "
               f"{statistics.median(d for _, d in passes):.2f} s (max {max(d for _, d in passes):.2f} s, "
               f"{moved / sum(d for _, d in passes):,.0f} rows/s); left unsealed: "
-              f"{(left.iloc[1] - left.iloc[0]).total_seconds():.0f} s of samples")
+              f"{(left.iloc[1] - left.iloc[0]).total_seconds():.0f} s of samples; the store file "
+              f"{size_before / 2**20:,.0f} MiB before, {size_after / 2**20:,.0f} MiB after")
         new, (pins_s, latest_s, samples_s) = timed(after, runs, store, *target, since, until)
         assert samples_s.equals(samples_a) and list(pins_s["ts"]) == list(pins_a["ts"]) and len(latest_s) == 1
         print(f"Consumer page data, the same consumer after sealing: p50 {statistics.median(new) * 1000:.0f} ms, "

@@ -11,12 +11,19 @@ and time, a span at a time, so its zone maps skip all but that consumer's few ro
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 
 import duckdb
 
 from jetwatch import sql
 from jetwatch.store.database import StoreError
+
+
+# Most samples sorted at once: a pass sorts its span in parts of its consumers' numbers, since
+# DuckDB holds what it sorts in memory (~200 bytes a sample: a whole 3-million-sample span took
+# 610 MiB beside the collector, a part of 750,000 about half of that, for 18% more time).
+SORT_ROWS = 750_000
 
 
 @dataclass(frozen=True)
@@ -48,7 +55,10 @@ def seal(con: duckdb.DuckDBPyConnection, span: dt.timedelta) -> Sealed:
     until = oldest + span
     params = {"until": until}
     con.execute(sql.query("seal_consumer_ids"), params)
-    moved = _count(con, "seal_samples", params)
+    due, numbers = con.execute(sql.query("seal_due"), params).fetchone()
+    parts = max(1, math.ceil(due / SORT_ROWS))
+    moved = sum(_count(con, "seal_samples", {**params, "lo": numbers * k // parts, "hi": numbers * (k + 1) // parts})
+                for k in range(parts))
     removed = _count(con, "seal_delete_recent", params)
     if moved != removed:  # a consumer without a number would be lost from the view: refuse the move
         raise StoreError(f"Sealing the samples before {until.isoformat()} copied {moved} rows but would remove "

@@ -13,6 +13,7 @@ from jetwatch import sql
 from jetwatch.dashboard import data
 from jetwatch.store.database import Store
 from jetwatch.store.retention import Cutoffs, prune
+from jetwatch.store import sealing
 from jetwatch.store.sealing import seal
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, rows
 
@@ -49,7 +50,9 @@ def test_nothing_is_sealed_until_the_unsealed_samples_span_a_whole_span(store):
     assert store.write(lambda con: seal(con, SPAN)).rows == 6 * 5
 
 
-def test_sealing_moves_the_oldest_span_sorted_by_consumer_and_the_view_keeps_every_row(store):
+@pytest.mark.parametrize("sort_rows", [750_000, 7], ids=["whole span", "in parts"])
+def test_sealing_moves_the_oldest_span_sorted_by_consumer_and_the_view_keeps_every_row(store, sort_rows, monkeypatch):
+    monkeypatch.setattr(sealing, "SORT_ROWS", sort_rows)
     cycles(store, 0, 20)  # 0 .. 190 s
     before = every_sample(store)
     sealed = store.write(lambda con: seal(con, SPAN))
@@ -166,3 +169,34 @@ def test_the_collector_seals_between_cycles_and_the_page_reads_every_cycle(nats_
     assert len(stamps) == len(set(stamps)) == (sealed + recent) // 2
     page = data.consumer_detail(store, "$G", stream, "a", stamps[0] - SPAN, stamps[-1] + SPAN).samples
     assert list(page["ts"]) == stamps
+
+
+def test_a_failing_seal_is_reported_and_the_samples_stay_readable_unsealed(nats_server, db_path, uid, run):
+    stream = f"{uid}_NOSEAL"
+    store = Store(db_path)
+    store.migrate()
+    # A store the collector cannot seal into: every sealed row would break a constraint.
+    store.write(lambda con: con.execute("ALTER TABLE samples_sealed ADD COLUMN guard INTEGER; "
+                                        "ALTER TABLE samples_sealed ALTER COLUMN guard SET NOT NULL"))
+
+    async def scenario() -> int:
+        import nats
+        from jetwatch.core.jsapi import JetStreamAPI
+        nc = await nats.connect(nats_server.url)
+        await make_stream(JetStreamAPI(nc), stream, [f"{uid.lower()}.noseal.>"])
+        await make_consumer(JetStreamAPI(nc), stream, "a")
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.2, seal_every=1.0)
+        async with collecting(settings) as collector:
+            await eventually(lambda: collector.last_error and "sealing samples failed" in collector.last_error[0],
+                             timeout=30, message="the failed seal reported")
+            failed_at = collector.cycles
+            await eventually(lambda: collector.cycles >= failed_at + 3, message="sampling goes on")
+        await nc.close()
+        return failed_at
+
+    run(scenario())
+    assert rows(store, "SELECT count(*) FROM samples_sealed") == [(0,)]
+    kept = rows(store, "SELECT count(*), min(ts), max(ts) FROM samples_recent WHERE stream = ?", [stream])[0]
+    assert kept[0] >= 8 and kept[2] - kept[1] > dt.timedelta(seconds=1), "more than a span, all still unsealed"
+    page = data.consumer_detail(store, "$G", stream, "a", kept[1], kept[2]).samples
+    assert len(page) == kept[0]
