@@ -110,7 +110,7 @@ if __name__ == "__main__":
     p.add_argument("--rows", type=int, default=20_000_000)
     p.add_argument("--consumers", type=int, default=100_000)
     p.add_argument("--runs", type=int, default=15)
-    p.add_argument("--seal-every", type=float, default=300.0, help="the span of each sealing pass, seconds")
+    p.add_argument("--seal-every", type=float, default=120.0, help="the span of each sealing pass, seconds")
     a = p.parse_args()
     print_header()
     main(a.rows, a.consumers, a.runs, a.seal_every)

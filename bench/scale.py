@@ -195,6 +195,6 @@ if __name__ == "__main__":
     p.add_argument("--streams", type=int, default=1_000)
     p.add_argument("--cycles", type=int, default=12)
     p.add_argument("--interval", type=float, default=INTERVAL)
-    p.add_argument("--seal-every", type=float, default=300.0, help="the collector's --seal-every, seconds")
+    p.add_argument("--seal-every", type=float, default=120.0, help="the collector's --seal-every, seconds")
     a = p.parse_args()
     asyncio.run(main(a.consumers, a.streams, a.cycles, a.interval, a.seal_every))
