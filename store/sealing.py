@@ -24,6 +24,7 @@ from jetwatch.store.database import StoreError
 # DuckDB holds what it sorts in memory (~200 bytes a sample: a whole 3-million-sample span took
 # 610 MiB beside the collector, a part of 750,000 about half of that, for 18% more time).
 SORT_ROWS = 750_000
+NUMBERS_END = 2**32  # past every consumer number (UINTEGER)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,16 @@ def _count(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object])
     return int(row[0]) if row else 0
 
 
+def _bounds(con: duckdb.DuckDBPyConnection, params: dict[str, object], due: int) -> list[int]:
+    """Consumer numbers where the parts of a pass begin, and one past the last number."""
+    parts = max(1, math.ceil(due / SORT_ROWS))
+    inner: list[int] = []
+    if parts > 1:
+        fractions = [k / parts for k in range(1, parts)]
+        inner = con.execute(sql.query("seal_bounds"), {**params, "fractions": fractions}).fetchone()[0]
+    return [0, *inner, NUMBERS_END]
+
+
 def seal(con: duckdb.DuckDBPyConnection, span: dt.timedelta) -> Sealed:
     """Seal the oldest `span` of unsealed samples once they span more than that, in the caller's
     transaction. Judged on the samples' own times (the servers' clocks), not the collector's, so a
@@ -55,10 +66,8 @@ def seal(con: duckdb.DuckDBPyConnection, span: dt.timedelta) -> Sealed:
     until = oldest + span
     params = {"until": until}
     con.execute(sql.query("seal_consumer_ids"), params)
-    due, numbers = con.execute(sql.query("seal_due"), params).fetchone()
-    parts = max(1, math.ceil(due / SORT_ROWS))
-    moved = sum(_count(con, "seal_samples", {**params, "lo": numbers * k // parts, "hi": numbers * (k + 1) // parts})
-                for k in range(parts))
+    bounds = _bounds(con, params, _count(con, "seal_due", params))
+    moved = sum(_count(con, "seal_samples", {**params, "lo": lo, "hi": hi}) for lo, hi in zip(bounds, bounds[1:]))
     removed = _count(con, "seal_delete_recent", params)
     if moved != removed:  # a consumer without a number would be lost from the view: refuse the move
         raise StoreError(f"Sealing the samples before {until.isoformat()} copied {moved} rows but would remove "
