@@ -3,7 +3,7 @@
 Run by the collector on a schedule (`--retention-every`), so a store without a pipeline (collect
 and dashboard only, or a pipeline that is down) stays bounded too; the pipeline's load runs the
 same pass. Raw samples are deleted only where hourly rollups cover them (see
-sql/queries/retention_samples.sql), so an outage of the pipeline never loses unrolled history.
+sql/queries/retention_covered_hours.sql), so an outage of the pipeline never loses unrolled history.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ def _deleted(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object
 def prune(con: duckdb.DuckDBPyConnection, cutoffs: Cutoffs, collector: str = "") -> dict[str, int]:
     """Delete what is past retention, in the caller's transaction; returns rows deleted per query."""
     cut = {"cutoff": cutoffs.samples}
+    con.execute(sql.query("retention_covered_hours"), cut)  # a temp table: gone with the connection
     done = {"retention_samples": _deleted(con, "retention_samples", cut) + _deleted(con, "retention_sealed_samples", cut)}
     for name in EVENT_TABLES:
         done[name] = _deleted(con, name, {"cutoff": cutoffs.events})
