@@ -7,6 +7,7 @@ from typing import Any, Iterable
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from jetwatch import sql
 
@@ -17,6 +18,9 @@ _SAMPLE_TYPES = {
     "ack_floor_stream_seq": pa.int64(), "paused": pa.bool_(),
     "oldest_unacked_age_seconds": pa.float64(), "oldest_undelivered_age_seconds": pa.float64(),
 }
+_TIME_COLUMNS = ("ts", "created", "delivered_last_active", "ack_floor_last_active", "pause_until", "pinned_ts")
+_NANOS = pa.timestamp("ns", tz="UTC")
+_MICROS = pa.timestamp("us", tz="UTC")
 _LAG_COLUMNS = ("oldest_unacked_age_seconds", "oldest_unacked_age_kind", "oldest_undelivered_age_seconds",
                 "oldest_undelivered_age_kind")
 _CONFIG_TYPES = {
@@ -31,6 +35,28 @@ def _table(columns: dict[str, list[Any]], types: dict[str, pa.DataType]) -> pa.T
                      for name, values in columns.items()})
 
 
+def _times(values: list[Any]) -> pa.Array:
+    """The server's RFC 3339 times parsed in Arrow, in less than half the time the store's own cast takes.
+    Arrow reads nanoseconds only into nanosecond timestamps, which end in 2262 and would round a
+    fraction before 1970 the other way; a column with such a time stays text, and the store's
+    cast (`stage_samples`) parses it instead."""
+    text = pa.array(values, pa.string())
+    try:
+        nanos = pc.cast(text, _NANOS)
+    except pa.ArrowInvalid:
+        return text
+    earliest = pc.min(nanos.cast(pa.int64())).as_py()
+    if earliest is not None and earliest < 0:
+        return text
+    return nanos.cast(_MICROS, safe=False)  # truncated, as the store's cast truncates
+
+
+def _samples_table(columns: dict[str, list[Any]]) -> pa.Table:
+    return pa.table({name: _times(values) if name in _TIME_COLUMNS else
+                     pa.array(values, type=_SAMPLE_TYPES.get(name, pa.string()))
+                     for name, values in columns.items()})
+
+
 def _rows_table(rows: list[dict[str, Any]], types: dict[str, pa.DataType]) -> pa.Table:
     return _table({k: [r[k] for r in rows] for k in rows[0]}, types)
 
@@ -42,7 +68,7 @@ def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: 
     consumer) for a rejected entry, keeps its last known state."""
     n = len(next(iter(samples.values()), []))
     samples = {**{c: [None] * n for c in _LAG_COLUMNS}, **samples}  # batches made without time lag
-    con.register("batch", _table(samples, _SAMPLE_TYPES))
+    con.register("batch", _samples_table(samples))
     con.execute(sql.query("stage_samples"))
     con.execute(sql.query("insert_samples"))
     con.execute(sql.query("delete_current"),

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
@@ -51,6 +51,47 @@ def test_the_samples_stored_are_the_collectors_columns_with_the_times_parse_rfc3
                       for row in zip(*(cycle[c] for c in SAMPLE_COLUMNS)))
     for table in ("samples", "consumer_current"):
         assert rows(store, f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM {table} ORDER BY consumer") == expected
+
+
+@st.composite
+def server_time(draw: Any) -> str:
+    """A time as a server may write it: any year, 0 to 9 fraction digits, Z or an offset, 'T' or a
+    space; among them the zero time, pre-1970 fractions and years past 2262."""
+    at = draw(st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30)))
+    digits = draw(st.integers(0, 9))
+    fraction = "." + f"{at.microsecond:06d}{draw(st.integers(0, 999)):03d}"[:digits] if digits else ""
+    zone = draw(st.sampled_from(["Z", "+00:00", "+05:30", "-08:00", "+14:00", "-12:00"]))
+    day = f"{at.year:04d}-{at.month:02d}-{at.day:02d}"
+    return day + draw(st.sampled_from("T ")) + at.strftime("%H:%M:%S") + fraction + zone
+
+
+EDGES = ["0001-01-01T00:00:00Z", "1969-12-31T23:59:59.999999999Z", "1970-01-01T00:00:00.000000001Z",
+         "2262-04-11T23:47:16.854775807Z", "2262-04-12T00:00:00Z", "9999-12-31T23:59:59.999999999Z",
+         "2024-02-29T23:59:59.123456789-00:30", "2026-11-22 12:00:00.5+01:00"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(server_time(), st.sampled_from(EDGES), st.none()), min_size=1, max_size=8), st.booleans())
+@example(["1969-12-31T23:59:59.999999999Z", "1960-06-01T00:00:00.0000005Z", "2026-11-22T12:00:00Z"], False)
+@example(["0001-01-01T00:00:00Z", "2026-11-22T12:00:00.123456789Z"], False)
+@example(["2300-01-01T00:00:00.5Z", None], False)
+def test_every_time_column_stores_what_parse_rfc3339_reads(tmp_path_factory, times, in_range):
+    """Times are parsed in Arrow where it can (nanoseconds, 1970 to 2262) and by the store's cast
+    otherwise, a column at a time; either way each stored time is parse_rfc3339's reading (the
+    fraction cut to microseconds), compared with Python's parser, not with either of those."""
+    if in_range:  # a column Arrow takes whole
+        times = [t for t in times if t is None or dt.datetime(1970, 1, 2, tzinfo=dt.timezone.utc)
+                 < parse_rfc3339(t) < dt.datetime(2262, 1, 1, tzinfo=dt.timezone.utc)] or [None]
+    db_path = str(tmp_path_factory.mktemp("times") / "w.duckdb")
+    store = Store(db_path)
+    keys = [("A", "S", f"c{i}") for i in range(len(times))]
+    cycle = _cycle(keys, dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc), 1)
+    cycle["created"] = times
+    cycle["ts"] = [t or "2026-11-22T12:00:00Z" for t in times]  # never null in a sample
+    store.write(lambda con: writes.write_samples(con, ["A"], cycle))
+    stored = rows(store, "SELECT ts, created FROM samples ORDER BY consumer")
+    assert stored == [(parse_rfc3339(t or "2026-11-22T12:00:00Z"), t and parse_rfc3339(t))
+                      for _, t in sorted(zip([k[2] for k in keys], times))]
 
 
 READER = """

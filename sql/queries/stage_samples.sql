@@ -1,4 +1,5 @@
 -- One cycle's samples, typed, over the registered Arrow table `batch` (a view: read twice, never copied).
+-- Its times come parsed (store/writes.py), or as text where Arrow cannot parse them: cast here.
 CREATE OR REPLACE TEMP VIEW cycle_samples AS
 SELECT ts::TIMESTAMPTZ AS ts, server, cluster, domain, account, stream, consumer,
        created::TIMESTAMPTZ AS created, num_pending, num_ack_pending, num_waiting, num_redelivered,
