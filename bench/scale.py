@@ -116,7 +116,7 @@ async def main(consumers: int, streams: int, cycles: int, interval: float, seal_
                     """The runner's store_cycle transaction: the samples, configs and status
                     written, the cycle into the state, judged and kept, one COMMIT."""
                     a = time.perf_counter()
-                    writes.write_samples(con, ["$G"], batch.samples)
+                    writes.write_samples(con, ["$G"], batch.samples, (), now)
                     writes.write_configs(con, batch.configs)
                     writes.write_status(con, status)
                     b = time.perf_counter()

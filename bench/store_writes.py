@@ -11,6 +11,7 @@ batch."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import tempfile
 import time
 from pathlib import Path
@@ -39,17 +40,23 @@ def batch(n: int, cycle: int) -> dict[str, list]:
     return cols
 
 
+def sampled_at(cycle: int) -> dt.datetime:
+    """The collector's time of a cycle, which it writes with the cycle's samples."""
+    return dt.datetime(2026, 11, 22, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=cycle)
+
+
 TIMES = ("ts", "created", "delivered_last_active", "ack_floor_last_active", "pause_until", "pinned_ts")
 
 
-def ready(cols: dict[str, list]) -> pa.Table:
+def ready(cols: dict[str, list], cycle: int) -> pa.Table:
     """The batch as a ready Arrow table: every column typed, the times parsed (by DuckDB's cast,
-    in memory, before the clock starts)."""
+    in memory, before the clock starts), the cycle's time beside them as the collector writes it."""
     raw = pa.table({c: pa.array(v, type=pa.string()) if c in TIMES else pa.array(v) for c, v in cols.items()})
     casts = ", ".join(f"{c}::TIMESTAMPTZ AS {c}" for c in TIMES)
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    return con.sql(f"SELECT * REPLACE ({casts}) FROM raw").to_arrow_table()
+    return con.sql(f"SELECT * REPLACE ({casts}), $at AS sampled_at FROM raw",
+                   params={"at": sampled_at(cycle)}).to_arrow_table()
 
 
 def _fingerprint(store_path: Path, table: str) -> tuple[int, int]:
@@ -67,8 +74,8 @@ def main(rows: int, batch_rows: int, baseline_rows: int) -> None:
         store.migrate()
         batches = [batch(batch_rows, i) for i in range(rows // batch_rows)]
         t = time.perf_counter()
-        for b in batches:
-            store.write(lambda con, b=b: writes.write_samples(con, ["$G"], b))
+        for i, b in enumerate(batches):
+            store.write(lambda con, b=b, i=i: writes.write_samples(con, ["$G"], b, (), sampled_at(i)))
         fast = time.perf_counter() - t
         rate = rows / fast
         print(f"collector write path: {rows:,} rows in {fast:.2f}s = {rate:,.0f} rows/s "
@@ -76,7 +83,7 @@ def main(rows: int, batch_rows: int, baseline_rows: int) -> None:
 
         ceiling_store = Store(Path(tmp) / "c.duckdb")
         ceiling_store.migrate()
-        tables = [ready(b) for b in batches]  # built before the clock
+        tables = [ready(b, i) for i, b in enumerate(batches)]  # built before the clock
         t = time.perf_counter()
         for table in tables:
             ceiling_store.write(lambda con, table=table: con.register("ready", table).execute(

@@ -330,7 +330,7 @@ class Collector:
 
         def tx(con: Any) -> tuple[LiveState, JudgedCycle | BaseException]:
             for cycle in pending:
-                writes.write_samples(con, cycle.accounts, cycle.samples, cycle.kept)
+                writes.write_samples(con, cycle.accounts, cycle.samples, cycle.kept, cycle.at)
                 writes.write_configs(con, cycle.configs)
                 writes.write_rejects(con, cycle.at, "consumer_state", cycle.rejects)
                 writes.write_dropped_rejects(con, cycle.dropped_rejects)
@@ -532,17 +532,19 @@ class Collector:
     async def _sample_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             began = time.monotonic()
+            stored = True
             try:
                 await self.sample_once()
             except (NoReply, JetStreamAPIError, StoreError, OSError) as exc:
+                stored = not isinstance(exc, StoreError)
                 self._error(f"sampling failed: {exc}")
                 await self._report_failed_cycle()
             except Exception as exc:  # keep collecting whatever one cycle trips over
                 log.exception("sampling cycle failed")
                 self._error(f"sampling failed: {type(exc).__name__}: {exc}")
                 await self._report_failed_cycle()
-            if time.monotonic() >= self._seal_at:
-                await self._seal_between_cycles()
+            if stored:  # a store that just refused a cycle is not asked for a sealing pass too
+                await self._seal_between_cycles(began + self.settings.interval, stop)
             self.gc.between_cycles()
             wait = max(0.0, self.settings.interval - (time.monotonic() - began))
             try:
@@ -551,8 +553,8 @@ class Collector:
                 pass
 
     async def seal_once(self) -> Sealed:
-        """One sealing pass on the writer thread, between cycles (store/sealing.py); a span at most,
-        so that a store upgraded with days of unsealed samples catches up a cycle at a time."""
+        """One sealing pass on the writer thread, between cycles (store/sealing.py): a span at most,
+        so that no pass holds the file (and the pages waiting on it) for long."""
         began = time.monotonic()
         sealed = await self.write(lambda con: seal(con, dt.timedelta(seconds=self.settings.seal_every)))
         self.sealed = sealed
@@ -562,14 +564,22 @@ class Collector:
                      time.monotonic() - began, " (catching up: another span waits)" if sealed.behind else "")
         return sealed
 
-    async def _seal_between_cycles(self) -> None:
-        try:
-            await self.seal_once()
-        except Exception as exc:  # the samples stay where they are, readable; the next cycle tries again
-            if not isinstance(exc, StoreError):
-                log.exception("sealing samples failed")
-            self._error(f"sealing samples failed (they stay readable, unsealed; tried again next cycle): {exc}")
-            self._seal_at = time.monotonic() + self.settings.interval
+    async def _seal_between_cycles(self, next_cycle: float, stop: asyncio.Event) -> None:
+        """The pass that is due, and while spans wait (a store upgraded with days of unsealed
+        samples), more of them in the time left before the next cycle: one a cycle would take a
+        day to catch up on a week."""
+        while time.monotonic() >= self._seal_at and not stop.is_set():
+            began = time.monotonic()
+            try:
+                sealed = await self.seal_once()
+            except Exception as exc:  # the samples stay where they are, readable; the next cycle tries again
+                if not isinstance(exc, StoreError):
+                    log.exception("sealing samples failed")
+                self._error(f"sealing samples failed (they stay readable, unsealed; tried again next cycle): {exc}")
+                self._seal_at = time.monotonic() + self.settings.interval
+                return
+            if not sealed.behind or time.monotonic() + (time.monotonic() - began) > next_cycle:
+                return
 
     async def retain_once(self) -> dict[str, int]:
         """One retention pass on the writer thread (never between a cycle's samples and its

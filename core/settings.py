@@ -176,7 +176,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("event_retention", 90 * 86400.0, "How long advisories and rejects are kept.", parse_duration, "store", minimum=3600.0),
     # store: writers first, retention in the collector (issue 10, store half)
     Setting("write_backlog", 200_000, "Most samples the collector keeps in memory while the store file is held by another process; they are written with the next cycle that gets the file (beyond this the oldest cycles are given up, and counted).", int, "store", minimum=1000),
-    Setting("seal_every", 120.0, "Span of raw samples the collector seals at a time: once its unsealed samples span this, it stores the oldest span again ordered by consumer, so that one consumer's history is read without the rest of the fleet's. Shorter: smaller, more frequent moves.", parse_duration, "store", minimum=1.0, maximum=86400.0),
+    Setting("seal_every", 120.0, "Span of raw samples the collector seals at a time, by its own clock of the cycles: once its unsealed samples span this, it stores the oldest span again ordered by consumer, so that one consumer's history is read without the rest of the fleet's. Shorter: smaller, more frequent moves.", parse_duration, "store", minimum=1.0, maximum=86400.0),
     Setting("retention_every", 600.0, "How often the collector deletes what is past --raw-retention and --event-retention (raw samples only where hourly rollups cover them) and reclaims the space.", parse_duration, "store", minimum=1.0, maximum=86400.0),
     # collection
     Setting("interval", 5.0, "Seconds between samples of consumer state.", parse_duration, "collect", minimum=0.1, maximum=3600.0),

@@ -4,9 +4,10 @@
 -- Documented views (README, "Querying the store").
 
 -- Every raw sample: the cycles not sealed yet and the sealed ones (migration 7). The view is what to
--- query; the two tables are how the store keeps it.
+-- query; the two tables are how the store keeps it (and `sampled_at`, the collector's cycle time,
+-- is how sealing chooses what to move: not a sample's fact).
 CREATE OR REPLACE VIEW samples AS
-SELECT * FROM samples_recent
+SELECT * EXCLUDE (sampled_at) FROM samples_recent
 UNION ALL BY NAME
 SELECT * EXCLUDE (cid) FROM samples_sealed;
 

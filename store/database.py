@@ -139,7 +139,7 @@ class Store:
                 last = exc
                 time.sleep(pause)
         raise StoreLocked(
-            f"The store {self.path} stayed locked by another process for {self.lock_timeout:.0f}s "
+            f"The store {self.path} stayed locked by another process for {self.lock_timeout:g}s "
             f"({last}). Another jetwatch process, or a duckdb shell with the file open, is holding "
             "it: close that shell, or raise --lock-timeout."
         )

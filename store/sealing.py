@@ -55,9 +55,10 @@ def _bounds(con: duckdb.DuckDBPyConnection, params: dict[str, object], due: int)
 
 
 def seal(con: duckdb.DuckDBPyConnection, span: dt.timedelta) -> Sealed:
-    """Seal the oldest `span` of unsealed samples once they span more than that, in the caller's
-    transaction. Judged on the samples' own times (the servers' clocks), not the collector's, so a
-    clock that differs never seals the cycle being written or holds a span back."""
+    """Seal the oldest `span` of unsealed cycles once they span more than that, in the caller's
+    transaction. Judged on the collector's time of each cycle (`sampled_at`), never the servers'
+    clocks: one server minutes ahead or behind would keep every pass due, and each cycle would
+    seal a few rows. One clock on both sides of the comparison, so a jump of it costs one odd pass."""
     oldest, newest = con.execute(sql.query("seal_oldest")).fetchone()
     if oldest is None:
         return Sealed(0, None, span)

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 
 from jetwatch import sql
+from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
+from jetwatch.core.clock import rfc3339
 from jetwatch.dashboard import data
-from jetwatch.store.database import Store
+from jetwatch.store import writes
+from jetwatch.store.database import Store, StoreError
 from jetwatch.store.retention import Cutoffs, prune
 from jetwatch.store import sealing
 from jetwatch.store.sealing import seal
@@ -50,9 +57,13 @@ def test_nothing_is_sealed_until_the_unsealed_samples_span_a_whole_span(store):
     assert store.write(lambda con: seal(con, SPAN)).rows == 6 * 5
 
 
-@pytest.mark.parametrize("sort_rows", [750_000, 7], ids=["whole span", "in parts"])
-def test_sealing_moves_the_oldest_span_sorted_by_consumer_and_the_view_keeps_every_row(store, sort_rows, monkeypatch):
+@pytest.mark.parametrize("sort_rows, parts", [(750_000, 1), (7, 5)], ids=["whole span", "in parts"])
+def test_sealing_moves_the_oldest_span_sorted_by_consumer_and_the_view_keeps_every_row(store, sort_rows, parts,
+                                                                                       monkeypatch):
     monkeypatch.setattr(sealing, "SORT_ROWS", sort_rows)
+    cuts: list[list[int]] = []
+    bounds = sealing._bounds
+    monkeypatch.setattr(sealing, "_bounds", lambda *a: cuts.append(bounds(*a)) or cuts[-1])
     cycles(store, 0, 20)  # 0 .. 190 s
     before = every_sample(store)
     sealed = store.write(lambda con: seal(con, SPAN))
@@ -62,8 +73,9 @@ def test_sealing_moves_the_oldest_span_sorted_by_consumer_and_the_view_keeps_eve
     stored = rows(store, "SELECT s.cid, s.ts, i.account, i.stream, i.consumer FROM samples_sealed s "
                          "JOIN consumer_ids i USING (cid) ORDER BY s.rowid")
     assert [r[:2] for r in stored] == sorted(r[:2] for r in stored), "stored by consumer number, then time"
-    assert all(r[2:] == k for r in stored for k in rows(store, "SELECT account, stream, consumer FROM samples_sealed "
-                                                               "WHERE cid = ? LIMIT 1", [r[0]]))
+    assert len(cuts[0]) - 1 == parts, cuts  # 30 rows of 5 consumers in parts of at most 7: one consumer a part
+    assert rows(store, "SELECT count(*) FROM samples_sealed s JOIN consumer_ids i USING (cid) "
+                       "WHERE (s.account, s.stream, s.consumer) = (i.account, i.stream, i.consumer)") == [(len(stored),)]
     while store.write(lambda con: seal(con, SPAN)).behind:  # catching up, a span a pass
         pass
     assert every_sample(store) == before
@@ -200,3 +212,127 @@ def test_a_failing_seal_is_reported_and_the_samples_stay_readable_unsealed(nats_
     assert kept[0] >= 8 and kept[2] - kept[1] > dt.timedelta(seconds=1), "more than a span, all still unsealed"
     page = data.consumer_detail(store, "$G", stream, "a", kept[1], kept[2]).samples
     assert len(page) == kept[0]
+
+
+def test_a_sample_at_the_cut_and_a_late_sample_before_it_are_sealed_by_a_later_pass(store):
+    cycles(store, 0, 7)  # 0 .. 60 s
+    assert store.write(lambda con: seal(con, SPAN)).until == T0 + SPAN
+    assert rows(store, "SELECT count(*), min(ts) FROM samples_recent") == [(5, T0 + SPAN)], "the cut is exclusive"
+    late = {"ts": T0 + dt.timedelta(seconds=5), "n": 999}
+    store.write(lambda con: con.execute("INSERT INTO samples_recent (ts, account, stream, consumer, num_pending) "
+                                        "VALUES ($ts, '$G', 'S1', 'c1', $n)", late))
+    cycles(store, 7, 1)  # 70 s: the unsealed rows now span more than a minute
+    assert store.write(lambda con: seal(con, SPAN)).rows == 1 + 5, "the late sample, then the row at the old cut"
+    assert rows(store, "SELECT count(*) FROM samples_sealed WHERE num_pending = 999") == [(1,)]
+    assert rows(store, "SELECT count(*) FROM samples") == [(8 * 5 + 1,)]
+
+
+def test_a_pass_that_would_lose_a_consumer_from_the_view_moves_nothing(store, monkeypatch):
+    cycles(store, 0, 8)
+    before = every_sample(store)
+    query = sql.query
+    # Fault injected: the consumers of the span are given no numbers, so none of their rows can be copied.
+    monkeypatch.setattr(sql, "query", lambda name: "SELECT $until IS NULL" if name == "seal_consumer_ids" else query(name))
+    with pytest.raises(StoreError, match=r"copied 0 rows but would remove 30: nothing was moved"):
+        store.write(lambda con: seal(con, SPAN))
+    monkeypatch.undo()
+    assert every_sample(store) == before
+    assert rows(store, "SELECT (SELECT count(*) FROM samples_sealed), (SELECT count(*) FROM consumer_ids)") == [(0, 0)]
+
+
+def test_sealed_samples_are_held_to_the_same_constraints_as_unsealed_ones(store):
+    store.migrate()
+    def columns(table: str) -> dict[str, tuple]:
+        return {name: (kind, null, default) for name, kind, null, _, default, _ in rows(store, f"DESCRIBE {table}")}
+    recent, sealed = columns("samples_recent"), columns("samples_sealed")
+    assert sealed.pop("cid") == ("UINTEGER", "NO", None)
+    recent.pop("sampled_at")
+    assert sealed == recent
+    with pytest.raises(duckdb.ConstraintException):
+        store.write(lambda con: con.execute("INSERT INTO samples_sealed (cid, account, stream, consumer) "
+                                            "VALUES (0, '$G', 'S', 'c')"))
+
+
+def _collector_cycle(at: dt.datetime, consumers: int, ahead: dt.timedelta) -> dict[str, list[Any]]:
+    """One cycle as the collector writes it; the last consumer's server clock runs `ahead`."""
+    cols: dict[str, list[Any]] = {c: [None] * consumers for c in SAMPLE_COLUMNS}
+    cols.update(ts=[rfc3339(at + (ahead if i == consumers - 1 else dt.timedelta(0))) for i in range(consumers)],
+                account=["$G"] * consumers, stream=["S"] * consumers, consumer=[f"c{i}" for i in range(consumers)],
+                paused=[False] * consumers)
+    return cols
+
+
+@pytest.mark.parametrize("skew", [0, 180, -180], ids=["clocks agree", "a server 3 min ahead", "a server 3 min behind"])
+def test_a_server_clock_minutes_off_changes_neither_when_nor_how_much_is_sealed(store, skew):
+    """The runner's cadence over 5 minutes of 10 s cycles of 5 consumers, with 1-minute spans: a pass
+    each minute of the collector's clock, a minute of cycles each, whatever one server's clock says."""
+    passes, seal_at = [], T0
+    for k in range(30):
+        at = T0 + k * dt.timedelta(seconds=10)
+        cycle = _collector_cycle(at, 5, dt.timedelta(seconds=skew))
+        store.write(lambda con: writes.write_samples(con, ["$G"], cycle, (), at))
+        if at >= seal_at:
+            sealed = store.write(lambda con: seal(con, SPAN))
+            seal_at = at + sealed.next_in
+            passes.append(sealed.rows)
+    assert [n for n in passes if n] == [6 * 5] * 4, passes
+    assert rows(store, "SELECT count(*), count(*) FILTER (consumer = 'c4') FROM samples") == [(150, 30)]
+
+
+HOLD = ("import duckdb, sys; c = duckdb.connect(sys.argv[1], read_only=True); print('held', flush=True); "
+        "sys.stdin.read(); c.close()")
+
+
+def test_a_store_that_refused_a_cycle_is_not_asked_to_seal_as_well(nats_server, db_path, uid, run, caplog):
+    """While another process holds the file, each cycle waits out --lock-timeout once, for its own
+    write, and the error shown is that one, not a sealing pass that waited as long again."""
+    stream = f"{uid}_HELDSEAL"
+
+    async def scenario() -> None:
+        import nats
+        from jetwatch.core.jsapi import JetStreamAPI
+        nc = await nats.connect(nats_server.url)
+        await make_stream(JetStreamAPI(nc), stream, [f"{uid.lower()}.heldseal.>"])
+        await make_consumer(JetStreamAPI(nc), stream, "a")
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.2, seal_every=1.0,
+                                      lock_timeout=0.5)
+        async with collecting(settings):
+            holder = subprocess.Popen([sys.executable, "-c", HOLD, db_path], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE)
+            try:
+                assert holder.stdout.readline() == b"held\n"
+                await eventually(lambda: sum("sampling failed" in r.getMessage() for r in caplog.records) >= 4,
+                                 timeout=30, message="cycles refused by the held store")
+            finally:
+                holder.stdin.close()
+                holder.wait(10)
+        await nc.close()
+
+    with caplog.at_level(logging.ERROR):
+        run(scenario())
+    assert any("locked" in r.getMessage() for r in caplog.records)
+    assert not [r.getMessage() for r in caplog.records if "sealing samples failed" in r.getMessage()]
+
+
+def test_an_upgraded_store_catches_up_on_its_unsealed_spans_between_cycles_not_one_a_cycle(nats_server, db_path,
+                                                                                        uid, run):
+    stream = f"{uid}_CATCHUP"
+    store = Store(db_path)
+    cycles(store, 0, 400, every=0.1)  # 40 s of rows written before sealing existed: 40 one-second spans
+
+    async def scenario() -> int:
+        import nats
+        from jetwatch.core.jsapi import JetStreamAPI
+        nc = await nats.connect(nats_server.url)
+        await make_stream(JetStreamAPI(nc), stream, [f"{uid.lower()}.catchup.>"])
+        await make_consumer(JetStreamAPI(nc), stream, "a")
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=2.0, seal_every=1.0)
+        async with collecting(settings) as collector:
+            await eventually(lambda: rows(store, "SELECT count(*) FROM samples_recent WHERE ts < ?",
+                                          [T0 + HOUR])[0][0] == 0, timeout=60, message="the old spans sealed")
+            cycles_taken = collector.cycles
+        await nc.close()
+        return cycles_taken
+
+    assert run(scenario()) <= 5, "40 spans sealed in the idle time of a few cycles"
+    assert rows(store, "SELECT count(*) FROM samples WHERE ts < ?", [T0 + HOUR]) == [(400 * 5,)]

@@ -1,2 +1,3 @@
--- The oldest and newest samples not sealed yet (NULL: nothing to seal).
-SELECT min(ts), max(ts) FROM samples_recent;
+-- The oldest and newest cycles not sealed yet, by the collector's clock (a row written before
+-- migration 8 by its own time; NULL: nothing to seal).
+SELECT min(coalesce(sampled_at, ts)), max(coalesce(sampled_at, ts)) FROM samples_recent;

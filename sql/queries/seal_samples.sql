@@ -2,8 +2,8 @@
 -- together, in time order (a pass moves its span in ranges of numbers, ascending, so that a sort
 -- holds a part of the span in memory, not all of it).
 INSERT INTO samples_sealed BY NAME
-SELECT i.cid, s.*
+SELECT i.cid, s.* EXCLUDE (sampled_at)
 FROM samples_recent AS s
 JOIN consumer_ids AS i ON i.account = s.account AND i.stream = s.stream AND i.consumer = s.consumer
-WHERE s.ts < $until AND i.cid >= $lo AND i.cid < $hi
+WHERE coalesce(s.sampled_at, s.ts) < $until AND i.cid >= $lo AND i.cid < $hi
 ORDER BY i.cid, s.ts
