@@ -42,9 +42,10 @@ WHERE CAST(substr(consumer, 2) AS INTEGER) % 10 = 0
 # More history, older than what GENERATE wrote: the store grows, the live state does not.
 OLDER = GENERATE.replace("now() - to_seconds(5 * (n // $consumers))",
                          "now() - to_seconds(5 * (n // $consumers) + 5 * ($rows // $consumers))")
+# The newest rows, each consumer's latest sample, made the live state as the collector's last cycle.
 CURRENT = """
-INSERT INTO consumer_current BY NAME
-SELECT * FROM samples QUALIFY row_number() OVER (PARTITION BY account, stream, consumer ORDER BY ts DESC) = 1
+UPDATE current_cycle SET cycle = cycle + 1;
+UPDATE samples_recent SET cycle = (SELECT cycle FROM current_cycle) WHERE ts = (SELECT max(ts) FROM samples_recent);
 """
 
 

@@ -1,12 +1,12 @@
 """Store: sample rows per second through the collector's write path (the cycle's Python columns as
 the collector hands them over, times as the server's RFC 3339 strings with nanoseconds; typed Arrow
-columns built, one transaction, the file opened and closed per batch, the samples appended and
-consumer_current replaced), versus row-by-row parameterised INSERTs; and, same run, the ceiling:
-the same batches as ready Arrow tables (built before the clock starts) appended to `samples` alone
-(no consumer_current, nothing parsed), through the same Store, so the same open, commit and close
-per batch: what the write path would cost if it did nothing but append. The stores are checked
-equal: the write path's `samples` against the ceiling's, its `consumer_current` against the last
-batch."""
+columns built, one transaction, the file opened and closed per batch, the samples appended as the
+new current cycle), versus row-by-row parameterised INSERTs; and, same run, the ceiling: the same
+batches as ready Arrow tables (built before the clock starts) appended to `samples` alone (no cycle
+made current, nothing parsed), through the same Store, so the same open, commit and close per
+batch: what the write path would cost if it did nothing but append. The stores are checked equal:
+the write path's `samples` against the ceiling's, its live state (the view `consumer_current`)
+against the last batch."""
 
 from __future__ import annotations
 

@@ -4,10 +4,10 @@
 -- Documented views (README, "Querying the store").
 
 -- Every raw sample: the cycles not sealed yet and the sealed ones (migration 7). The view is what to
--- query; the two tables are how the store keeps it (and `sampled_at`, the collector's cycle time,
--- is how sealing chooses what to move: not a sample's fact).
+-- query; the two tables are how the store keeps it (`sampled_at`, the collector's cycle time, is how
+-- sealing chooses what to move, and `cycle` marks the live state: neither is a sample's fact).
 CREATE OR REPLACE VIEW samples AS
-SELECT * EXCLUDE (sampled_at) FROM samples_recent
+SELECT * EXCLUDE (sampled_at, cycle) FROM samples_recent
 UNION ALL BY NAME
 SELECT * EXCLUDE (cid) FROM samples_sealed;
 
@@ -39,6 +39,14 @@ SELECT ts, account, stream, consumer, NULL AS group_name, 'deleted' AS event, NU
        NULL AS reason, 'advisory' AS source, NULL AS vouched
 FROM advisories
 WHERE kind = 'consumer_action' AND json_extract_string(raw, '$.action') = 'delete';
+
+-- The live state (migration 9): the current cycle's rows, and the last known rows of what it did not
+-- read (a stream whose listing failed, a rejected entry, an account not sampled).
+CREATE OR REPLACE VIEW consumer_current AS
+SELECT * EXCLUDE (sampled_at, cycle) FROM samples_recent
+WHERE cycle = (SELECT cycle FROM current_cycle)
+UNION ALL BY NAME
+SELECT * FROM current_held;
 
 -- One row per consumer seen in the latest cycle: newest sample and current limits.
 CREATE OR REPLACE VIEW consumer_latest AS

@@ -63,7 +63,8 @@ def _rows_table(rows: list[dict[str, Any]], types: dict[str, pa.DataType]) -> pa
 
 def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: dict[str, list[Any]],
                   kept: Iterable[tuple[str, ...]] = (), sampled_at: dt.datetime | None = None) -> None:
-    """Append a cycle's samples and make them the current state of the accounts sampled; what
+    """Append a cycle's samples and make them the current state (the view consumer_current, migration
+    9: nothing is written twice) of the accounts sampled; what
     `kept` names (account, stream) for a stream whose listing failed, or (account, stream,
     consumer) for a rejected entry, keeps its last known state. `sampled_at`, the collector's
     time of the cycle, is what sealing goes by (None: the samples' own times)."""
@@ -71,10 +72,11 @@ def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: 
     samples = {**{c: [None] * n for c in _LAG_COLUMNS}, **samples}  # batches made without time lag
     con.register("batch", _samples_table(samples))
     con.execute(sql.query("stage_samples"))
+    held = {"accounts": accounts, "kept": ["\x1f".join(key) for key in kept]}
+    con.execute(sql.query("release_held"), held)
+    con.execute(sql.query("hold_current"), held)
+    con.execute(sql.query("next_cycle"))
     con.execute(sql.query("insert_samples"), {"sampled_at": sampled_at})
-    con.execute(sql.query("delete_current"),
-                {"accounts": accounts, "kept": ["\x1f".join(key) for key in kept]})
-    con.execute(sql.query("insert_current"))
     con.unregister("batch")
 
 

@@ -121,10 +121,10 @@ def _rows_scanned(store: Store, name: str, params: dict) -> dict[str, int]:
 def test_the_consumer_pages_queries_scan_only_the_one_consumers_rows(many):
     ident = {"account": "$G", "stream": "S2", "consumer": "c250"}
     latest = _rows_scanned(many, "consumer_latest_one", ident)
-    assert latest.get("consumer_current") == 1, latest
+    assert latest.get("samples_recent") == 1, latest  # the live state: the current cycle's row of this consumer
     assert latest.get("consumer_configs") == 2, latest  # its two config versions, no other consumer's
     pins = _rows_scanned(many, "pin_events_range",
                          {**ident, "since": NOW - dt.timedelta(hours=1), "until": NOW})
     assert pins.get("advisories", 0) <= 5, pins  # its own five advisories at most
     whole = _rows_scanned(many, "fleet_latest", {})
-    assert whole.get("consumer_current") == CONSUMERS, whole  # the independent check: the old read scans all
+    assert whole.get("samples_recent") == CONSUMERS, whole  # the independent check: the Fleet's read scans all

@@ -190,12 +190,16 @@ def test_a_long_read_gives_way_before_a_writer_gives_up(tmp_path):
 
 
 def _old_raw_samples(store: Store, stream: str, start: dt.datetime, hours: int, every_s: int = 600) -> int:
-    """Real sample rows, as the collector writes them, `hours` long from `start`."""
+    """Real sample rows, as the collector writes them (a cycle at a time: here all in one
+    transaction, as a collector writes cycles it kept while the store was held), `hours` long from `start`."""
     times = [start + dt.timedelta(seconds=i) for i in range(0, hours * 3600, every_s)]
-    cols: dict[str, list[Any]] = {c: [None] * len(times) for c in SAMPLE_COLUMNS}
-    cols.update(ts=[rfc3339(t) for t in times], account=["$G"] * len(times), stream=[stream] * len(times),
-                consumer=["c"] * len(times), num_pending=list(range(len(times))), paused=[False] * len(times))
-    store.write(lambda con: writes.write_samples(con, ["$G"], cols))
+
+    def cycle(i: int, t: dt.datetime) -> dict[str, list[Any]]:
+        cols: dict[str, list[Any]] = {c: [None] for c in SAMPLE_COLUMNS}
+        cols.update(ts=[rfc3339(t)], account=["$G"], stream=[stream], consumer=["c"], num_pending=[i], paused=[False])
+        return cols
+
+    store.write(lambda con: [writes.write_samples(con, ["$G"], cycle(i, t), (), t) for i, t in enumerate(times)])
     return len(times)
 
 

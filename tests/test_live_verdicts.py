@@ -84,7 +84,9 @@ def test_fleet_reads_the_kept_verdict_not_a_recomputed_window(db_path):
     for i in range(4):
         _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=5, waiting=0)
     assert data.fleet(store).consumers.iloc[0]["verdict"] == "NO_PULLERS"
-    store.write(lambda con: con.execute("DELETE FROM samples_recent; DELETE FROM samples_sealed"))  # the window is gone; the verdict is kept
+    # The window is gone but the live state (what retention would leave); the verdict is kept.
+    store.write(lambda con: con.execute("DELETE FROM samples_recent WHERE cycle < (SELECT cycle FROM current_cycle); "
+                                        "DELETE FROM samples_sealed"))
     view = data.fleet(store)
     assert view.consumers.iloc[0]["verdict"] == "NO_PULLERS"
     assert view.consumers.iloc[0]["since"] == t0 + dt.timedelta(seconds=20)

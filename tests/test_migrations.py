@@ -9,6 +9,8 @@ import duckdb
 import pytest
 
 from jetwatch import sql
+from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
+from jetwatch.store import writes
 from jetwatch.store.database import Store, StoreError, StoreTooNew
 from tests.helpers import rows
 
@@ -88,3 +90,26 @@ def test_a_failing_step_rolls_back_every_step_of_the_upgrade(db_path, monkeypatc
         Store(db_path).migrate()
     assert tables(Store(db_path)) == before
     assert rows(Store(db_path), "SELECT max(version) FROM schema_version")[0][0] == 1
+
+
+def test_the_live_state_a_store_kept_as_a_table_is_shown_until_the_next_cycle_replaces_it(db_path):
+    """Migration 9 turns the table consumer_current into a view over the current cycle's samples:
+    the rows the table held stay the live state until a cycle of their account is written."""
+    con = duckdb.connect(db_path)
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+    for step in sql.migrations()[:8]:
+        con.execute(step.text)
+        con.execute("INSERT INTO schema_version VALUES (?, ?)", [step.number, T0])
+    con.execute("INSERT INTO consumer_current (ts, account, stream, consumer, num_pending) VALUES "
+                "(?, 'A', 'S', 'old', 7), (?, 'B', 'S', 'other', 9)", [T0, T0])
+    con.close()
+    store = Store(db_path)
+    store.migrate()
+    live = "SELECT account, consumer, num_pending FROM consumer_current ORDER BY account"
+    assert rows(store, live) == [("A", "old", 7), ("B", "other", 9)]
+    cycle = {c: [None] for c in SAMPLE_COLUMNS}
+    cycle.update(ts=["2026-11-22T12:00:00Z"], account=["A"], stream=["S"], consumer=["new"], num_pending=[1],
+                 paused=[False])
+    store.write(lambda con: writes.write_samples(con, ["A"], cycle))
+    assert rows(store, live) == [("A", "new", 1), ("B", "other", 9)]

@@ -246,7 +246,7 @@ def test_sealed_samples_are_held_to_the_same_constraints_as_unsealed_ones(store)
         return {name: (kind, null, default) for name, kind, null, _, default, _ in rows(store, f"DESCRIBE {table}")}
     recent, sealed = columns("samples_recent"), columns("samples_sealed")
     assert sealed.pop("cid") == ("UINTEGER", "NO", None)
-    recent.pop("sampled_at")
+    recent.pop("sampled_at"), recent.pop("cycle")  # how the store keeps them, not samples' facts
     assert sealed == recent
     with pytest.raises(duckdb.ConstraintException):
         store.write(lambda con: con.execute("INSERT INTO samples_sealed (cid, account, stream, consumer) "
@@ -336,3 +336,45 @@ def test_an_upgraded_store_catches_up_on_its_unsealed_spans_between_cycles_not_o
 
     assert run(scenario()) <= 5, "40 spans sealed in the idle time of a few cycles"
     assert rows(store, "SELECT count(*) FROM samples WHERE ts < ?", [T0 + HOUR]) == [(400 * 5,)]
+
+
+def _live(store: Store) -> list[tuple]:
+    return rows(store, "SELECT account, consumer, ts FROM consumer_current ORDER BY account, consumer")
+
+
+def test_an_account_not_sampled_for_longer_than_a_span_keeps_its_last_state_while_its_rows_are_sealed(store):
+    """Its last cycle's rows are held when a cycle leaves the account out; sealing then moves the
+    originals like any other rows, and the live state never loses the account."""
+    both = {**_collector_cycle(T0, 2, dt.timedelta(0)), "account": ["A", "B"]}
+    store.write(lambda con: writes.write_samples(con, ["A", "B"], both, (), T0))
+    last_b = rows(store, "SELECT account, consumer, ts FROM consumer_current WHERE account = 'B'")
+    for k in range(1, 19):  # three minutes of cycles that reach only account A
+        at = T0 + k * dt.timedelta(seconds=10)
+        only_a = {**_collector_cycle(at, 2, dt.timedelta(0)), "account": ["A", "A"]}
+        store.write(lambda con: writes.write_samples(con, ["A"], only_a, (), at))
+        store.write(lambda con: seal(con, SPAN))
+        assert [r for r in _live(store) if r[0] == "B"] == last_b
+        assert [r[2] for r in _live(store) if r[0] == "A"] == [at, at], "A's state is its latest cycle"
+    assert rows(store, "SELECT count(*) FROM samples_sealed WHERE account = 'B'") == [(1,)], "B's sample sealed"
+    assert rows(store, "SELECT count(*) FROM samples") == [(2 + 18 * 2,)]
+
+
+def test_sealing_and_retention_leave_the_current_cycles_rows_however_old_their_times(store):
+    """A collector clock that jumped back makes the current cycle the oldest by sampled_at; a server
+    clock 30 days behind makes its samples look old enough for retention. Both leave it live."""
+    for k in range(8):
+        at = T0 + k * dt.timedelta(seconds=10)
+        store.write(lambda con: writes.write_samples(con, ["$G"], _collector_cycle(at, 3, dt.timedelta(0)), (), at))
+    behind = T0 - dt.timedelta(days=30)
+    jumped = _collector_cycle(behind, 3, dt.timedelta(0))
+    store.write(lambda con: writes.write_samples(con, ["$G"], jumped, (), T0 + dt.timedelta(seconds=5)))
+    live = _live(store)
+    assert [r[2] for r in live] == [behind] * 3
+    assert store.write(lambda con: seal(con, SPAN)).rows == 6 * 3, "the six cycles before the cut, not the current"
+    assert _live(store) == live
+    store.write(lambda con: con.executemany(
+        "INSERT INTO rollups (granularity, bucket, account, stream, consumer, samples) VALUES ('1h', ?, '$G', 'S', ?, 1)",
+        [[behind.replace(minute=0), f"c{i}"] for i in range(3)]))
+    deleted = store.write(lambda con: prune(con, Cutoffs.at(T0, 86400, 86400 * 90)))
+    assert deleted["retention_samples"] == 0 and _live(store) == live
+    assert rows(store, "SELECT count(*) FROM samples") == [(9 * 3,)]

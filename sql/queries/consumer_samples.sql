@@ -5,7 +5,7 @@ SELECT ts, num_pending, num_ack_pending, num_waiting, num_redelivered, delivered
        pinned_ts, created, oldest_unacked_age_seconds, oldest_unacked_age_kind,
        oldest_undelivered_age_seconds, oldest_undelivered_age_kind
 FROM (
-    SELECT * EXCLUDE (sampled_at) FROM samples_recent
+    SELECT * EXCLUDE (sampled_at, cycle) FROM samples_recent
     WHERE account = $account AND stream = $stream AND consumer = $consumer AND ts >= $since AND ts <= $until
     UNION ALL BY NAME
     SELECT * EXCLUDE (cid) FROM samples_sealed
