@@ -157,10 +157,13 @@ class Store:
                 "file in a directory this user can write to.") from None
         con = self._connect(read_only=False)
         try:
+            checked = not self._migrated
             if not self._migrated:
                 self._migrate(con)
             con.execute("BEGIN TRANSACTION")
             try:
+                if not checked:
+                    self._refuse_newer(con)
                 result = fn(con)
             except BaseException as exc:
                 with contextlib.suppress(duckdb.Error):
@@ -216,6 +219,19 @@ class Store:
         """For readers, which never create the file: a file that exists can be opened."""
         if self.path.exists():
             self.read(lambda con: None)
+
+    def _refuse_newer(self, con: duckdb.DuckDBPyConnection) -> None:
+        """A long-running writer migrated the file once, at its first write; a newer jetwatch may
+        have upgraded it since (a dashboard restarted with the new release while the old collector
+        runs). Writing into a schema this code does not know would fail half-way or, worse, succeed
+        with columns left empty: every write checks first, for the price of one tiny read."""
+        latest = sql.schema_version()
+        have = con.execute("SELECT max(version) FROM schema_version").fetchall()[0][0]
+        if have is not None and have > latest:
+            raise StoreTooNew(
+                f"The store {self.path} was upgraded to schema version {have} by a newer jetwatch while "
+                f"this one (schema {latest}) was running; nothing was written. Restart this process "
+                "with the newer release.")
 
     def _migrate(self, con: duckdb.DuckDBPyConnection) -> None:
         """Bring the file to this code's schema: every missing step, then the views, all in one

@@ -79,6 +79,20 @@ def test_a_store_newer_than_the_code_is_refused_in_words_and_left_alone(db_path)
     assert rows(Store(db_path), "SELECT max(version) FROM schema_version")[0][0] == 999
 
 
+def test_a_running_writer_whose_store_a_newer_release_upgraded_writes_nothing_and_says_so(db_path):
+    running = Store(db_path)
+    running.write(lambda con: con.execute("INSERT INTO audit (ts, actor, origin, action, stream, consumer, outcome) "
+                                          "VALUES (now(), 'old', 'test', 'unpin', 'S', 'C', 'ok')"))
+    newer = duckdb.connect(db_path)  # what a newer release's first write does to the file
+    newer.execute("ALTER TABLE audit ADD COLUMN added_by_a_newer_release VARCHAR")
+    newer.execute("INSERT INTO schema_version VALUES (?, now())", [sql.schema_version() + 1])
+    newer.close()
+    with pytest.raises(StoreTooNew, match=r"upgraded to schema version \d+ by a newer jetwatch while this one"):
+        running.write(lambda con: con.execute("INSERT INTO audit (ts, actor, origin, action, stream, consumer, outcome) "
+                                              "VALUES (now(), 'old', 'test', 'unpin', 'S', 'C', 'ok')"))
+    assert rows(Store(db_path, lock_timeout=5), "SELECT count(*) FROM audit")[0][0] == 1
+
+
 def test_a_failing_step_rolls_back_every_step_of_the_upgrade(db_path, monkeypatch):
     v1_store(db_path)
     before = tables(Store(db_path))
