@@ -44,7 +44,7 @@ from jetwatch.core.urls import strip_userinfo
 from jetwatch.core.settings import Settings
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes
-from jetwatch.store.database import Store, StoreError
+from jetwatch.store.database import Store, StoreError, StoreTooNew
 from jetwatch.store.retention import Cutoffs, prune
 from jetwatch.store.sealing import Sealed, seal
 
@@ -117,9 +117,20 @@ class Collector:
         self.gc = GcPolicy()  # full collections between cycles, not inside them
         self.sealed: Sealed | None = None  # the latest sealing pass
         self._seal_at = 0.0  # monotonic time of the next sealing pass
+        self.fatal: StoreTooNew | None = None  # why the run stopped itself
+        self._stop: asyncio.Event | None = None
 
     async def write(self, fn: Callable[[Any], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._writer, self.store.write, fn)
+        """fn in one transaction on the writer thread. A store a newer jetwatch upgraded under this
+        one takes no write of this one's again: the run stops and says so, instead of holding cycles
+        in memory for a write that cannot come."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._writer, self.store.write, fn)
+        except StoreTooNew as exc:
+            self.fatal = exc
+            if self._stop is not None:
+                self._stop.set()
+            raise
 
     def _make_filter(self) -> NameFilter:
         s = self.settings
@@ -257,6 +268,8 @@ class Collector:
     async def _report_failed_cycle(self) -> None:
         """A cycle that could not be stored still says so: the status (last good cycle's
         figures, this error) goes in a transaction of its own, outside the one that failed."""
+        if self.fatal is not None:  # nothing of this collector's is written any more
+            return
         status = dict(self._last_status) if self._last_status else self._status(None, None, None, None)
         status.update(self._status_now())
         self._fresh_error = False
@@ -355,6 +368,8 @@ class Collector:
 
         try:
             state, judged = await self.write(tx)
+        except StoreTooNew:
+            raise
         except StoreError as exc:
             if touched:  # it holds samples the rollback took back: seeded again with the next cycle
                 self.window = None
@@ -636,9 +651,12 @@ class Collector:
             self.gc.restore()
 
     async def _run(self, stop: asyncio.Event) -> None:
+        self._stop = stop
         try:
             await self.start()
             await asyncio.gather(self._sample_loop(stop), self._event_loop(stop), self._retention_loop(stop))
+            if self.fatal is not None:  # what was not written is lost: the message says why
+                raise self.fatal
             # Last flush: whatever arrived before the stop is stored and acknowledged.
             try:
                 for _ in range(10):

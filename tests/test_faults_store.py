@@ -11,11 +11,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import nats
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from jetwatch import sql
 from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.jsapi import JetStreamAPI
@@ -69,8 +71,7 @@ def _garbage(tmp: Path) -> Path:
 
 
 def _truncated(tmp: Path) -> Path:
-    import duckdb
-
+    
     full = tmp / "full.duckdb"
     con = duckdb.connect(str(full))
     con.execute(f"CREATE TABLE t AS SELECT range AS i FROM range({REAL_STORE_ROWS})")
@@ -505,6 +506,42 @@ def test_a_collector_killed_mid_write_loses_nothing_it_committed_and_the_store_o
         assert after >= committed, f"{committed - after} committed samples lost to SIGKILL"
         committed = after
     assert rows(store, "SELECT count(*) FROM samples WHERE stream = ? AND num_pending IS NULL", [stream]) == [(0,)]
+
+
+def test_a_collector_whose_store_a_newer_release_upgraded_stops_and_says_to_restart(nats_server, db_path, uid, run):
+    """Its cycles could never be written again: it used to keep them in memory, promise they would
+    be, and sample on with two errors a cycle and a status row frozen in the store."""
+    stream = f"{uid}_NEWER"
+
+    async def setup() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}newer.>"])
+        await make_consumer(api, stream, "c")
+        await nc.close()
+
+    run(setup())
+    store = Store(db_path, lock_timeout=30)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url, "--db", db_path,
+         "--interval", "0.2s", "--include-streams", stream],
+        env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: store.exists() and _samples(store, stream) >= 2, timeout=60, message="two cycles stored")
+
+        def upgrade(con: duckdb.DuckDBPyConnection) -> None:  # what a newer release's migration leaves
+            con.execute("INSERT INTO schema_version VALUES (?, now())", [sql.schema_version() + 1])
+
+        store.write(upgrade)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 1
+    assert "by a newer jetwatch while this one" in err and "Restart this process with the newer release" in err
+    assert "written with the next cycle" not in err
+    assert err.count("by a newer jetwatch") <= 4, err
 
 
 def _samples(store: Store, stream: str) -> int:

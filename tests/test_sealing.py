@@ -253,6 +253,17 @@ def test_sealed_samples_are_held_to_the_same_constraints_as_unsealed_ones(store)
                                             "VALUES (0, '$G', 'S', 'c')"))
 
 
+def test_the_held_live_rows_have_every_column_of_a_sample_so_a_migration_cannot_forget_them(store):
+    """current_held was made from consumer_current by CREATE TABLE AS: a later migration that adds a
+    sample column must add it there too, or hold_current fails the first cycle that keeps a stream."""
+    store.migrate()
+    def types(table: str) -> dict[str, str]:
+        return {name: kind for name, kind, *_ in rows(store, f"DESCRIBE {table}")}
+    recent = types("samples_recent")
+    recent.pop("sampled_at"), recent.pop("cycle")
+    assert types("current_held") == recent
+
+
 def _collector_cycle(at: dt.datetime, consumers: int, ahead: dt.timedelta) -> dict[str, list[Any]]:
     """One cycle as the collector writes it; the last consumer's server clock runs `ahead`."""
     cols: dict[str, list[Any]] = {c: [None] * consumers for c in SAMPLE_COLUMNS}
@@ -378,3 +389,19 @@ def test_sealing_and_retention_leave_the_current_cycles_rows_however_old_their_t
     deleted = store.write(lambda con: prune(con, Cutoffs.at(T0, 86400, 86400 * 90)))
     assert deleted["retention_samples"] == 0 and _live(store) == live
     assert rows(store, "SELECT count(*) FROM samples") == [(9 * 3,)]
+
+
+def test_a_collector_clock_stepped_back_costs_no_pass_that_moves_nothing(store):
+    """The current cycle, which sealing never moves, is then the oldest by sampled_at: a pass judged
+    by it found a span due, moved nothing and said it was behind, and the runner's catch-up filled
+    the idle time between cycles with such passes, each holding the file against readers."""
+    for k in range(12):
+        at = T0 + k * dt.timedelta(seconds=10)
+        store.write(lambda con: writes.write_samples(con, ["$G"], _collector_cycle(at, 3, dt.timedelta(0)), (), at))
+    while store.write(lambda con: seal(con, SPAN)).behind:
+        pass
+    stepped = T0 - dt.timedelta(minutes=3)
+    store.write(lambda con: writes.write_samples(con, ["$G"], _collector_cycle(stepped, 3, dt.timedelta(0)), (),
+                                                 stepped))
+    passes = [store.write(lambda con: seal(con, SPAN)) for _ in range(3)]
+    assert [(p.rows, p.behind) for p in passes if p.rows == 0 and p.behind] == []
