@@ -45,7 +45,9 @@ def prune(con: duckdb.DuckDBPyConnection, cutoffs: Cutoffs, collector: str = "")
     """Delete what is past retention, in the caller's transaction; returns rows deleted per query."""
     cut = {"cutoff": cutoffs.samples}
     con.execute(sql.query("retention_covered_hours"), cut)  # a temp table: gone with the connection
-    done = {"retention_samples": _deleted(con, "retention_samples", cut) + _deleted(con, "retention_sealed_samples", cut)}
+    sealed = _deleted(con, "retention_sealed_samples", cut)
+    done = {"retention_samples": _deleted(con, "retention_samples", cut) + sealed,
+            "retention_consumer_ids": _deleted(con, "retention_consumer_ids", {}) if sealed else 0}
     for name in EVENT_TABLES:
         done[name] = _deleted(con, name, {"cutoff": cutoffs.events})
     done["retention_collector_status"] = _deleted(con, "retention_collector_status",

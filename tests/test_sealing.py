@@ -152,6 +152,25 @@ def test_retention_deletes_covered_hours_from_the_sealed_and_the_unsealed_rows(s
     assert rows(store, "SELECT count(*) FROM samples") == [(12,)]
 
 
+def test_retention_forgets_the_number_of_a_consumer_whose_last_sealed_sample_it_deleted(store):
+    """Ephemeral consumers come and go by the thousand: their numbers would pile up for ever, and
+    every sealing pass joins its span against all of them. A consumer seen again is numbered anew."""
+    cycles(store, 0, 12, consumers=2)
+    store.write(lambda con: seal(con, SPAN))
+    store.write(lambda con: con.execute(
+        "INSERT INTO rollups (granularity, bucket, account, stream, consumer, samples) VALUES ('1h', ?, '$G', 'S0', 'c0', 12)",
+        [T0]))
+    deleted = store.write(lambda con: prune(con, Cutoffs.at(T0 + dt.timedelta(days=30), 86400, 86400 * 90)))
+    assert deleted["retention_consumer_ids"] == 1
+    assert rows(store, "SELECT stream, consumer FROM consumer_ids") == [("S1", "c1")]
+    cycles(store, 360, 12, consumers=2)  # an hour later both are back; their first minute is sealed
+    while store.write(lambda con: seal(con, SPAN)).behind:
+        pass
+    assert len(rows(store, "SELECT DISTINCT cid FROM consumer_ids")) == 2
+    later = {"account": "$G", "stream": "S0", "consumer": "c0", "since": T0 + HOUR, "until": T0 + 2 * HOUR}
+    assert len(store.query("consumer_samples", later)) == 12
+
+
 def test_the_collector_seals_between_cycles_and_the_page_reads_every_cycle(nats_server, db_path, uid, run):
     stream = f"{uid}_SEAL"
     store = Store(db_path)
