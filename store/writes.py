@@ -75,6 +75,8 @@ def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: 
     held = {"accounts": accounts, "kept": ["\x1f".join(key) for key in kept]}
     con.execute(sql.query("release_held"), held)
     con.execute(sql.query("hold_current"), held)
+    if held["kept"]:
+        con.execute(sql.query("release_read_held"))
     con.execute(sql.query("next_cycle"))
     con.execute(sql.query("insert_samples"), {"sampled_at": sampled_at})
     con.unregister("batch")
