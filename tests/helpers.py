@@ -62,6 +62,18 @@ async def make_consumer(api: JetStreamAPI, stream: str, name: str, policy: str |
     return await api.add_consumer(stream, config)
 
 
+async def one_consumer_stream(server_url: str, stream: str, subject: str, consumer: str = "c") -> None:
+    """A stream on `subject` with one pull consumer: the least a collector has to sample."""
+    import nats
+    nc = await nats.connect(server_url)
+    try:
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [subject])
+        await make_consumer(api, stream, consumer)
+    finally:
+        await nc.close()
+
+
 async def publish(nc: Any, subject: str, count: int) -> None:
     for i in range(count):
         await nc.request(subject, str(i).encode(), timeout=5)

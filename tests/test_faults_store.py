@@ -28,7 +28,8 @@ from jetwatch.pipeline.cli import default_since
 from jetwatch.pipeline.load import load
 from jetwatch.store import writes
 from jetwatch.store.database import QueryTimeout, Store
-from tests.helpers import (clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, publish,
+from tests.helpers import (clean_env, collecting, collector_settings, eventually, make_consumer, make_stream,
+                           one_consumer_stream, publish,
                            rows, wait_until)
 
 REAL_STORE_ROWS = 100_000
@@ -473,27 +474,24 @@ def test_a_full_disk_costs_the_collector_no_cycle_and_is_said(nats_server, small
     assert missing == [], f"{len(missing)} of {len(stamps)} cycles never reached the store"
 
 
+def _collector_process(server_url: str, db_path: str, stream: str, stderr: int) -> "subprocess.Popen[str]":
+    """`jetwatch collect` as its own process, a cycle every 0.2 s, sampling one stream."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "collect", "--server", server_url, "--db", db_path,
+         "--interval", "0.2s", "--include-streams", stream],
+        env=clean_env(), stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+
+
 def test_a_collector_killed_mid_write_loses_nothing_it_committed_and_the_store_opens(nats_server, db_path, uid, run):
     """SIGKILL, three times, while the collector writes every 0.2 s: each time the store opens
     (DuckDB replays its write-ahead log), holds at least every sample seen committed before the
     kill, and the next collector carries on in the same file."""
     stream = f"{uid}_KILL"
-
-    async def setup() -> None:
-        nc = await nats.connect(nats_server.url)
-        api = JetStreamAPI(nc)
-        await make_stream(api, stream, [f"{uid}kill.>"])
-        await make_consumer(api, stream, "c")
-        await nc.close()
-
-    run(setup())
+    run(one_consumer_stream(nats_server.url, stream, f"{uid}kill.>"))
     store = Store(db_path, lock_timeout=30)
     committed = 0
     for _ in range(3):
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url, "--db", db_path,
-             "--interval", "0.2s", "--include-streams", stream],
-            env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = _collector_process(nats_server.url, db_path, stream, stderr=subprocess.DEVNULL)
         try:
             seen = committed
             wait_until(lambda: store.exists() and _samples(store, stream) >= seen + 5, timeout=60,
@@ -512,20 +510,9 @@ def test_a_collector_whose_store_a_newer_release_upgraded_stops_and_says_to_rest
     """Its cycles could never be written again: it used to keep them in memory, promise they would
     be, and sample on with two errors a cycle and a status row frozen in the store."""
     stream = f"{uid}_NEWER"
-
-    async def setup() -> None:
-        nc = await nats.connect(nats_server.url)
-        api = JetStreamAPI(nc)
-        await make_stream(api, stream, [f"{uid}newer.>"])
-        await make_consumer(api, stream, "c")
-        await nc.close()
-
-    run(setup())
+    run(one_consumer_stream(nats_server.url, stream, f"{uid}newer.>"))
     store = Store(db_path, lock_timeout=30)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url, "--db", db_path,
-         "--interval", "0.2s", "--include-streams", stream],
-        env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = _collector_process(nats_server.url, db_path, stream, stderr=subprocess.PIPE)
     try:
         wait_until(lambda: store.exists() and _samples(store, stream) >= 2, timeout=60, message="two cycles stored")
 

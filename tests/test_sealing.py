@@ -22,7 +22,7 @@ from jetwatch.store.database import Store, StoreError
 from jetwatch.store.retention import Cutoffs, prune
 from jetwatch.store import sealing
 from jetwatch.store.sealing import seal
-from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, rows
+from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, one_consumer_stream, rows
 
 T0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
 SPAN = dt.timedelta(seconds=60)
@@ -211,18 +211,13 @@ def test_a_failing_seal_is_reported_and_the_samples_stay_readable_unsealed(nats_
                                         "ALTER TABLE samples_sealed ALTER COLUMN guard SET NOT NULL"))
 
     async def scenario() -> int:
-        import nats
-        from jetwatch.core.jsapi import JetStreamAPI
-        nc = await nats.connect(nats_server.url)
-        await make_stream(JetStreamAPI(nc), stream, [f"{uid.lower()}.noseal.>"])
-        await make_consumer(JetStreamAPI(nc), stream, "a")
+        await one_consumer_stream(nats_server.url, stream, f"{uid.lower()}.noseal.>", "a")
         settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.2, seal_every=1.0)
         async with collecting(settings) as collector:
             await eventually(lambda: collector.last_error and "sealing samples failed" in collector.last_error[0],
                              timeout=30, message="the failed seal reported")
             failed_at = collector.cycles
             await eventually(lambda: collector.cycles >= failed_at + 3, message="sampling goes on")
-        await nc.close()
         return failed_at
 
     run(scenario())
@@ -319,11 +314,7 @@ def test_a_store_that_refused_a_cycle_is_not_asked_to_seal_as_well(nats_server, 
     stream = f"{uid}_HELDSEAL"
 
     async def scenario() -> None:
-        import nats
-        from jetwatch.core.jsapi import JetStreamAPI
-        nc = await nats.connect(nats_server.url)
-        await make_stream(JetStreamAPI(nc), stream, [f"{uid.lower()}.heldseal.>"])
-        await make_consumer(JetStreamAPI(nc), stream, "a")
+        await one_consumer_stream(nats_server.url, stream, f"{uid.lower()}.heldseal.>", "a")
         settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.2, seal_every=1.0,
                                       lock_timeout=0.5)
         async with collecting(settings):
@@ -336,7 +327,6 @@ def test_a_store_that_refused_a_cycle_is_not_asked_to_seal_as_well(nats_server, 
             finally:
                 holder.stdin.close()
                 holder.wait(10)
-        await nc.close()
 
     with caplog.at_level(logging.ERROR):
         run(scenario())
@@ -351,17 +341,12 @@ def test_an_upgraded_store_catches_up_on_its_unsealed_spans_between_cycles_not_o
     cycles(store, 0, 400, every=0.1)  # 40 s of rows written before sealing existed: 40 one-second spans
 
     async def scenario() -> int:
-        import nats
-        from jetwatch.core.jsapi import JetStreamAPI
-        nc = await nats.connect(nats_server.url)
-        await make_stream(JetStreamAPI(nc), stream, [f"{uid.lower()}.catchup.>"])
-        await make_consumer(JetStreamAPI(nc), stream, "a")
+        await one_consumer_stream(nats_server.url, stream, f"{uid.lower()}.catchup.>", "a")
         settings = collector_settings(nats_server.url, db_path, (stream,), interval=2.0, seal_every=1.0)
         async with collecting(settings) as collector:
             await eventually(lambda: rows(store, "SELECT count(*) FROM samples_recent WHERE ts < ?",
                                           [T0 + HOUR])[0][0] == 0, timeout=60, message="the old spans sealed")
             cycles_taken = collector.cycles
-        await nc.close()
         return cycles_taken
 
     assert run(scenario()) <= 5, "40 spans sealed in the idle time of a few cycles"

@@ -19,7 +19,7 @@ from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import NatsServer
 from jetwatch.store.database import Store
 from jetwatch.dashboard import identities
-from tests.helpers import OPERATOR_PASSWORD, clean_env, make_consumer, make_stream, operators_file, rows, wait_until
+from tests.helpers import OPERATOR_PASSWORD, clean_env, make_consumer, make_stream, one_consumer_stream, operators_file, rows, wait_until
 
 ACCOUNTS_CONF = """
 accounts {
@@ -342,15 +342,7 @@ def test_a_detached_drain_of_a_dash_named_stream_runs_to_the_end(nats_server, db
 
 def test_a_pause_the_server_did_not_make_is_audited_as_failed(nats_server, db_path, uid, run):
     stream = f"{uid}_PAST"
-
-    async def make() -> None:
-        nc = await nats.connect(nats_server.url)
-        api = JetStreamAPI(nc)
-        await make_stream(api, stream, [f"{uid}.past"])
-        await make_consumer(api, stream, "c")
-        await nc.close()
-
-    run(make())
+    run(one_consumer_stream(nats_server.url, stream, f"{uid}.past"))
     done = jetwatch("pause", stream, "c", "--until", "2020-01-01T00:00:00Z", "--yes", "--db", db_path,
                     "--server", nats_server.url)
     assert done.returncode == 1
