@@ -157,12 +157,12 @@ class Store:
                 "file in a directory this user can write to.") from None
         con = self._connect(read_only=False)
         try:
-            checked = not self._migrated
-            if not self._migrated:
+            migrating = not self._migrated  # the migration refuses a newer schema itself
+            if migrating:
                 self._migrate(con)
             con.execute("BEGIN TRANSACTION")
             try:
-                if not checked:
+                if not migrating:
                     self._refuse_newer(con)
                 result = fn(con)
             except BaseException as exc:

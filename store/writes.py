@@ -63,10 +63,10 @@ def _rows_table(rows: list[dict[str, Any]], types: dict[str, pa.DataType]) -> pa
 
 def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: dict[str, list[Any]],
                   kept: Iterable[tuple[str, ...]] = (), sampled_at: dt.datetime | None = None) -> None:
-    """Append a cycle's samples and make them the current state (the view consumer_current, migration
-    9: nothing is written twice) of the accounts sampled; what
-    `kept` names (account, stream) for a stream whose listing failed, or (account, stream,
-    consumer) for a rejected entry, keeps its last known state. `sampled_at`, the collector's
+    """Append a cycle's samples and make them the live state of the accounts sampled (the view
+    consumer_current goes by the cycle's number: nothing is written twice); what `kept` names
+    (account, stream) for a stream whose listing failed, or (account, stream, consumer) for a
+    rejected entry, keeps its last known state in current_held. `sampled_at`, the collector's
     time of the cycle, is what sealing goes by (None: the samples' own times)."""
     n = len(next(iter(samples.values()), []))
     samples = {**{c: [None] * n for c in _LAG_COLUMNS}, **samples}  # batches made without time lag
