@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jetwatch import sql
+from jetwatch.store.database import ROW_GROUP_ROWS
 
 _SAMPLE_TYPES = {
     "num_pending": pa.int64(), "num_ack_pending": pa.int64(), "num_waiting": pa.int64(),
@@ -52,9 +53,12 @@ def _times(values: list[Any]) -> pa.Array:
 
 
 def _samples_table(columns: dict[str, list[Any]]) -> pa.Table:
-    return pa.table({name: _times(values) if name in _TIME_COLUMNS else
-                     pa.array(values, type=_SAMPLE_TYPES.get(name, pa.string()))
-                     for name, values in columns.items()})
+    """In chunks of one row group each: DuckDB reads an Arrow table's chunks in parallel, each one
+    into a row group of its own (one chunk of 100,000 rows is read by one thread)."""
+    table = pa.table({name: _times(values) if name in _TIME_COLUMNS else
+                      pa.array(values, type=_SAMPLE_TYPES.get(name, pa.string()))
+                      for name, values in columns.items()})
+    return pa.Table.from_batches(table.to_batches(max_chunksize=ROW_GROUP_ROWS), table.schema)
 
 
 def _rows_table(rows: list[dict[str, Any]], types: dict[str, pa.DataType]) -> pa.Table:

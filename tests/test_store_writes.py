@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.store import writes
-from jetwatch.store.database import Store
+from jetwatch.store.database import ROW_GROUP_ROWS, Store
 from tests.helpers import rows
 
 TIMES = ("ts", "created", "delivered_last_active", "ack_floor_last_active", "pause_until", "pinned_ts")
@@ -148,3 +148,27 @@ def test_consumer_current_is_the_latest_cycle_of_each_account_but_what_was_kept(
         assert len(found) == len({tuple(r[:3]) for r in found}), "one row per consumer"
         assert dict(((a, s, c), n) for a, s, c, n in found) == model
     assert read_current_elsewhere(db_path) == model
+
+
+def test_a_cycle_larger_than_a_row_group_is_stored_in_row_groups_of_the_writers_size_in_order(db_path):
+    """The writer attaches the file with its own row group size, so a large cycle fills whole row
+    groups (which DuckDB writes while inserting) rather than part of one of its default 122,880
+    rows; the rows keep the collector's order, and between writes another process can open the
+    file for writing (the writer let it go)."""
+    store = Store(db_path)
+    n = 2 * ROW_GROUP_ROWS + ROW_GROUP_ROWS // 2
+    keys = [("A", f"S{i % 7}", f"c{i:06d}") for i in range(n)]
+    at = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    store.write(lambda con: writes.write_samples(con, ["A"], _cycle(keys, at, 0)))
+    opened = subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()",
+                             str(db_path)], capture_output=True, text=True, timeout=60)
+    assert opened.returncode == 0, opened.stderr
+    store.write(lambda con: writes.write_samples(con, ["A"], _cycle(keys, at + dt.timedelta(seconds=10), 1)))
+
+    groups = [count for (count,) in rows(store, """
+        SELECT sum(count) FROM pragma_storage_info('samples_recent')
+        WHERE column_name = 'consumer' AND segment_type = 'VARCHAR' GROUP BY row_group_id ORDER BY row_group_id""")]
+    assert sum(groups) == 2 * n
+    assert max(groups) == ROW_GROUP_ROWS and groups.count(ROW_GROUP_ROWS) >= 4
+    stored = rows(store, "SELECT consumer, num_pending FROM samples_recent ORDER BY rowid")
+    assert stored == [(k[2], pending + i) for pending in (0, 1) for i, k in enumerate(keys)]
