@@ -17,7 +17,7 @@ from pathlib import Path
 from jetwatch.dashboard import data
 from jetwatch.dashboard.data import EVERY_CONSUMER
 from jetwatch.store.database import Store
-from jetwatch.store.sealing import seal
+from jetwatch.store.sealing import seal_pass
 
 from bench.fleet import CURRENT, GENERATE
 from bench.machine import print_header
@@ -82,7 +82,7 @@ def main(rows: int, consumers: int, runs: int, seal_every: float) -> None:
         passes = []
         while True:
             t = time.perf_counter()
-            sealed = store.write(lambda con: seal(con, span))
+            sealed = seal_pass(store, span)
             if not sealed.rows:
                 break
             passes.append((sealed.rows, time.perf_counter() - t))

@@ -46,7 +46,7 @@ from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes
 from jetwatch.store.database import Store, StoreError, StoreTooNew
 from jetwatch.store.retention import Cutoffs, prune
-from jetwatch.store.sealing import Sealed, seal
+from jetwatch.store.sealing import Sealed, seal_pass
 
 log = logging.getLogger("jetwatch.collector")
 # Errors of one bad value (not of the file, the disk or a lock): the rest of a batch can be stored.
@@ -121,11 +121,14 @@ class Collector:
         self._stop: asyncio.Event | None = None
 
     async def write(self, fn: Callable[[Any], T]) -> T:
-        """fn in one transaction on the writer thread. A store a newer jetwatch upgraded under this
-        one takes no write of this one's again: the run stops and says so, instead of holding cycles
-        in memory for a write that cannot come."""
+        """fn in one transaction on the writer thread."""
+        return await self._on_writer(lambda: self.store.write(fn))
+
+    async def _on_writer(self, call: Callable[[], T]) -> T:
+        """A store a newer jetwatch upgraded under this one takes no write of this one's again: the
+        run stops and says so, instead of holding cycles in memory for a write that cannot come."""
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._writer, self.store.write, fn)
+            return await asyncio.get_running_loop().run_in_executor(self._writer, call)
         except StoreTooNew as exc:
             self.fatal = exc
             if self._stop is not None:
@@ -571,7 +574,7 @@ class Collector:
         """One sealing pass on the writer thread, between cycles (store/sealing.py): a span at most,
         so that no pass holds the file (and the pages waiting on it) for long."""
         began = time.monotonic()
-        sealed = await self.write(lambda con: seal(con, dt.timedelta(seconds=self.settings.seal_every)))
+        sealed = await self._on_writer(lambda: seal_pass(self.store, dt.timedelta(seconds=self.settings.seal_every)))
         self.sealed = sealed
         self._seal_at = time.monotonic() + sealed.next_in.total_seconds()
         if sealed.rows:

@@ -110,8 +110,10 @@ def _is_lock_conflict(exc: BaseException) -> bool:
 # compresses and writes to the file while the INSERT runs, on every core; a cycle smaller than one
 # row group of DuckDB's default (122,880 rows, more than 100,000 consumers) was written at COMMIT
 # instead, in one thread, the whole cycle at once. Readers need no setting: a file holds row groups
-# of any size.
+# of any size. Sealed samples keep DuckDB's own size (`SEALED_ROW_GROUP_ROWS`, store/sealing.py):
+# one consumer's read checks the zone maps of every row group, and there would be 7.5 times as many.
 ROW_GROUP_ROWS = 16_384
+SEALED_ROW_GROUP_ROWS = 122_880
 
 
 def _backoff(deadline: float) -> Iterator[float]:
@@ -140,14 +142,14 @@ class Store:
     def exists(self) -> bool:
         return self.path.exists()
 
-    def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+    def _connect(self, read_only: bool, row_group_rows: int = ROW_GROUP_ROWS) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.lock_timeout
         last: Exception | None = None
         for pause in _backoff(deadline):
             try:
                 if read_only:
                     return duckdb.connect(str(self.path), read_only=True)
-                return self._attach()
+                return self._attach(row_group_rows)
             except duckdb.Error as exc:
                 if not _is_lock_conflict(exc):
                     raise unusable(self.path, exc) or exc from None
@@ -159,8 +161,9 @@ class Store:
             "it: close that shell, or raise --lock-timeout."
         )
 
-    def write(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
-        """Run fn in one transaction on the file attached read-write, then let the file go."""
+    def write(self, fn: Callable[[duckdb.DuckDBPyConnection], T], row_group_rows: int = ROW_GROUP_ROWS) -> T:
+        """Run fn in one transaction on the file attached read-write, then let the file go. What fn
+        appends is stored in row groups of `row_group_rows`."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
@@ -171,7 +174,7 @@ class Store:
                 f"Cannot create the directory of the store {self.path}: {exc.strerror}. Point --db at a "
                 "file in a directory this user can write to.") from None
         with self._writing:
-            con = self._connect(read_only=False)
+            con = self._connect(read_only=False, row_group_rows=row_group_rows)
             try:
                 return self._transaction(con, fn)
             finally:
@@ -196,12 +199,12 @@ class Store:
             raise _disk_full(self.path, exc) or exc
         return result
 
-    def _attach(self) -> duckdb.DuckDBPyConnection:
-        """The file attached read-write to this Store's instance, with the writer's row group size
-        (an option of ATTACH alone)."""
+    def _attach(self, row_group_rows: int) -> duckdb.DuckDBPyConnection:
+        """The file attached read-write to this Store's instance, with a row group size (an option
+        of ATTACH alone)."""
         if self._instance is None:
             self._instance = duckdb.connect()
-        self._instance.execute(f"ATTACH $path AS store (ROW_GROUP_SIZE {ROW_GROUP_ROWS})", {"path": str(self.path)})
+        self._instance.execute(f"ATTACH $path AS store (ROW_GROUP_SIZE {int(row_group_rows)})", {"path": str(self.path)})
         self._instance.execute("USE store")
         return self._instance
 

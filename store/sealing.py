@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import duckdb
 
 from jetwatch import sql
-from jetwatch.store.database import StoreError
+from jetwatch.store.database import SEALED_ROW_GROUP_ROWS, Store, StoreError
 
 
 # Most samples sorted at once: a pass sorts its span in parts of its consumers' numbers, since
@@ -74,3 +74,9 @@ def seal(con: duckdb.DuckDBPyConnection, span: dt.timedelta) -> Sealed:
         raise StoreError(f"Sealing the samples before {until.isoformat()} copied {moved} rows but would remove "
                          f"{removed}: nothing was moved. Report this with the message above.")
     return Sealed(moved, until, max(dt.timedelta(0), span - (newest - until)))
+
+
+def seal_pass(store: Store, span: dt.timedelta) -> Sealed:
+    """One sealing pass in a transaction of its own, its rows in row groups of DuckDB's own size
+    (fewer row groups for a consumer's read to skip), not the collector's smaller ones."""
+    return store.write(lambda con: seal(con, span), row_group_rows=SEALED_ROW_GROUP_ROWS)
