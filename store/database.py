@@ -5,11 +5,15 @@ keeps writers out. So nothing here keeps a connection: every operation opens the
 transaction (or one page's queries) and closes it, retrying with a bounded backoff while another
 process holds the lock. A lock conflict never reaches a user unless the file stays held for
 longer than `lock_timeout`, and then the error says who to look for.
+
+Within one process, threads take turns on a file (`_FileTurns`): readers together, a writer alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 
 import random
 import threading
@@ -25,6 +29,8 @@ from jetwatch.core.clock import utcnow
 from jetwatch.core.errors import JetwatchError
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 class StoreError(JetwatchError):
@@ -116,6 +122,93 @@ ROW_GROUP_ROWS = 16_384
 SEALED_ROW_GROUP_ROWS = 122_880
 
 
+class _FileTurns:
+    """This process's threads' turns on one store file: readers share one, a writer has the file
+    alone, and a waiting writer goes before readers who come after it.
+
+    A writer attaches the file (ATTACH, for its row group size), which DuckDB does not enter in
+    its cache of open files; a second open of the file in this process (a page's read while the
+    collector of `jetwatch up` writes) would then open the file, be refused, and close it, and
+    closing any descriptor of a file drops every lock this process holds on it: other processes
+    could open it in the middle of the write. So no thread here opens the file out of turn."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    @contextlib.contextmanager
+    def reading(self, timeout: float) -> Iterator[bool]:
+        with self._changed:
+            got = self._changed.wait_for(lambda: not self._writing and not self._writers_waiting, timeout)
+            if got:
+                self._readers += 1
+        try:
+            yield got
+        finally:
+            if got:
+                with self._changed:
+                    self._readers -= 1
+                    self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def writing(self, timeout: float) -> Iterator[bool]:
+        with self._changed:
+            self._writers_waiting += 1
+            try:
+                got = self._changed.wait_for(lambda: not self._writing and not self._readers, timeout)
+            finally:
+                self._writers_waiting -= 1
+            if got:
+                self._writing = True
+            else:
+                self._changed.notify_all()
+        try:
+            yield got
+        finally:
+            if got:
+                with self._changed:
+                    self._writing = False
+                    self._changed.notify_all()
+
+
+_turns: dict[str, _FileTurns] = {}
+_turns_made = threading.Lock()
+
+
+def _turns_on(path: Path) -> _FileTurns:
+    key = os.path.realpath(path)
+    with _turns_made:
+        return _turns.setdefault(key, _FileTurns())
+
+
+def _open_for_writing(path: Path, row_group_rows: int) -> duckdb.DuckDBPyConnection:
+    """The file read-write, with a row group size for what is appended (an option of ATTACH alone,
+    so the file is attached to a DuckDB of its own, which closing the connection closes)."""
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH $path AS store (ROW_GROUP_SIZE {int(row_group_rows)})", {"path": str(path)})
+        con.execute("USE store")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _close(con: duckdb.DuckDBPyConnection, committed: bool) -> None:
+    """Close a writer's connection, which checkpoints the file. After a COMMIT the write is kept
+    whatever the checkpoint does (what it could not move into the file stays in the WAL, which the
+    next open replays), so a failure here is logged, never raised as a lost write; after a failed
+    write, the write's own error is the one to tell."""
+    try:
+        con.close()
+    except duckdb.Error as exc:
+        if committed:
+            log.warning("The write was kept, but closing the store afterwards failed (%s): what it could "
+                        "not move into the file stays in its WAL until the next open.", " ".join(str(exc).split()))
+
+
 def _backoff(deadline: float) -> Iterator[float]:
     delay = 0.005
     while time.monotonic() < deadline:
@@ -133,11 +226,6 @@ class Store:
         # of the time a writer waits for it, so a reader gives way before a writer gives up.
         self.query_timeout = lock_timeout / 3 if query_timeout is None else query_timeout
         self._migrated = False
-        # A writer's own DuckDB instance, kept between writes: making one costs ~17 ms, attaching
-        # the file to it ~2 ms. The file is attached for each write and detached after it, so it
-        # is held no longer than before. One write at a time in this process.
-        self._instance: duckdb.DuckDBPyConnection | None = None
-        self._writing = threading.RLock()
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -149,7 +237,7 @@ class Store:
             try:
                 if read_only:
                     return duckdb.connect(str(self.path), read_only=True)
-                return self._attach(row_group_rows)
+                return _open_for_writing(self.path, row_group_rows)
             except duckdb.Error as exc:
                 if not _is_lock_conflict(exc):
                     raise unusable(self.path, exc) or exc from None
@@ -161,8 +249,13 @@ class Store:
             "it: close that shell, or raise --lock-timeout."
         )
 
+    def _no_turn(self) -> StoreLocked:
+        return StoreLocked(
+            f"The store {self.path} stayed busy in this process for {self.lock_timeout:g}s: another of its "
+            "threads kept it (a long write or read). Raise --lock-timeout if this repeats.")
+
     def write(self, fn: Callable[[duckdb.DuckDBPyConnection], T], row_group_rows: int = ROW_GROUP_ROWS) -> T:
-        """Run fn in one transaction on the file attached read-write, then let the file go. What fn
+        """Run fn in one transaction on the file opened read-write, then close it. What fn
         appends is stored in row groups of `row_group_rows`."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -173,12 +266,17 @@ class Store:
             raise unusable(self.path, exc) or StoreUnwritable(
                 f"Cannot create the directory of the store {self.path}: {exc.strerror}. Point --db at a "
                 "file in a directory this user can write to.") from None
-        with self._writing:
+        with _turns_on(self.path).writing(self.lock_timeout) as turn:
+            if not turn:
+                raise self._no_turn()
             con = self._connect(read_only=False, row_group_rows=row_group_rows)
             try:
-                return self._transaction(con, fn)
-            finally:
-                self._detach()
+                result = self._transaction(con, fn)
+            except BaseException:
+                _close(con, committed=False)
+                raise
+            _close(con, committed=True)
+            return result
 
     def _transaction(self, con: duckdb.DuckDBPyConnection, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         migrating = not self._migrated  # the migration refuses a newer schema itself
@@ -199,33 +297,6 @@ class Store:
             raise _disk_full(self.path, exc) or exc
         return result
 
-    def _attach(self, row_group_rows: int) -> duckdb.DuckDBPyConnection:
-        """The file attached read-write to this Store's instance, with a row group size (an option
-        of ATTACH alone)."""
-        if self._instance is None:
-            self._instance = duckdb.connect()
-        self._instance.execute(f"ATTACH $path AS store (ROW_GROUP_SIZE {int(row_group_rows)})", {"path": str(self.path)})
-        self._instance.execute("USE store")
-        return self._instance
-
-    def _detach(self) -> None:
-        """Give the file back: DETACH checkpoints it and lets it go, as closing a connection did.
-        An instance that fails to is dropped whole (which closes the file), and the next write
-        starts on a new one."""
-        instance = self._instance
-        if instance is None:
-            return
-        try:
-            instance.execute("USE memory")
-            instance.execute("DETACH store")
-        except BaseException as exc:
-            self._instance = None
-            with contextlib.suppress(duckdb.Error):
-                instance.close()
-            if isinstance(exc, duckdb.Error):
-                raise _disk_full(self.path, exc) or exc
-            raise
-
     def read(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         """Run fn on a fresh read-only connection, with a time limit, then close it."""
         if not self.path.exists():
@@ -233,19 +304,22 @@ class Store:
                 f"No store at {self.path} yet: start `jetwatch collect --db {self.path}` "
                 "(or `jetwatch up`) and it will appear with the first sample."
             )
-        con = self._connect(read_only=True)
-        timer = threading.Timer(self.query_timeout, con.interrupt)
-        timer.start()
-        try:
-            return fn(con)
-        except duckdb.InterruptException:
-            raise QueryTimeout(
-                f"A query on {self.path} took longer than {self.query_timeout:.0f}s and was stopped; "
-                "narrow the time range."
-            ) from None
-        finally:
-            timer.cancel()
-            con.close()
+        with _turns_on(self.path).reading(self.lock_timeout) as turn:
+            if not turn:
+                raise self._no_turn()
+            con = self._connect(read_only=True)
+            timer = threading.Timer(self.query_timeout, con.interrupt)
+            timer.start()
+            try:
+                return fn(con)
+            except duckdb.InterruptException:
+                raise QueryTimeout(
+                    f"A query on {self.path} took longer than {self.query_timeout:.0f}s and was stopped; "
+                    "narrow the time range."
+                ) from None
+            finally:
+                timer.cancel()
+                con.close()
 
     def migrate(self) -> None:
         self.write(lambda con: None)
@@ -253,12 +327,14 @@ class Store:
     def checkpoint(self) -> None:
         """Write the WAL into the file and give freed blocks back (after retention deleted rows);
         outside any transaction, as DuckDB requires."""
-        with self._writing:
+        with _turns_on(self.path).writing(self.lock_timeout) as turn:
+            if not turn:
+                raise self._no_turn()
             con = self._connect(read_only=False)
             try:
                 con.execute("CHECKPOINT")
             finally:
-                self._detach()
+                con.close()
 
     def check(self) -> None:
         """At startup: the file can be used (created and brought to this schema if it is new), or a

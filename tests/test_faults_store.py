@@ -5,6 +5,7 @@ cover. Every case runs the real command or the real store."""
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import subprocess
 import sys
 import threading
@@ -27,7 +28,7 @@ from jetwatch.pipeline.export import export, prune_archive
 from jetwatch.pipeline.cli import default_since
 from jetwatch.pipeline.load import load
 from jetwatch.store import writes
-from jetwatch.store.database import QueryTimeout, Store
+from jetwatch.store.database import QueryTimeout, Store, StoreFull
 from tests.helpers import (clean_env, collecting, collector_settings, eventually, make_consumer, make_stream,
                            one_consumer_stream, publish,
                            rows, wait_until)
@@ -584,3 +585,74 @@ def test_a_fault_in_judging_costs_that_cycle_its_verdicts_never_its_samples(nats
     assert in_memory == [r[0] for r in rows(store, "SELECT count(*) FROM samples WHERE stream = ? AND ts >= ?",
                                             [stream, since])]
     assert rows(store, "SELECT verdict FROM verdicts_current WHERE stream = ?", [stream]) != []
+
+
+def test_a_write_reported_failed_on_a_full_disk_left_none_of_its_rows_and_every_write_reported_kept_is_there(small_disk):
+    """Filling the disk write by write: a write the store reports as failed (which the collector
+    then writes again with its next cycle) must have left nothing, and one it reports kept must be
+    whole, whatever the checkpoint after the COMMIT could or could not do."""
+    store = Store(small_disk / "jetwatch.duckdb", lock_timeout=2)
+    store.write(lambda con: con.execute("CREATE TABLE t (k BIGINT, i BIGINT, s VARCHAR)"))
+    filler = small_disk / "filler"
+    with open(filler, "wb") as f:
+        f.write(b"\0" * max(0, shutil.disk_usage(small_disk).free - 700_000))
+    reported: dict[int, bool] = {}
+    for k in range(40):
+        def insert(con: duckdb.DuckDBPyConnection, k: int = k) -> None:
+            con.execute("INSERT INTO t SELECT $k, i, 'v' || i || 'xxxxxxxx' || $k FROM range(20000) r(i)", {"k": k})
+        try:
+            store.write(insert)
+            reported[k] = True
+        except StoreFull:
+            reported[k] = False
+    filler.unlink()
+    stored = dict(rows(store, "SELECT k, count(*) FROM t GROUP BY k"))
+    assert not all(reported.values()), "the disk never filled: the test proves nothing"
+    assert [k for k, kept in reported.items() if not kept and k in stored] == [], "reported lost, yet stored"
+    assert [k for k, kept in reported.items() if kept and stored.get(k) != 20000] == [], "reported kept, yet not whole"
+
+
+_PROBE = """
+import sys, time, duckdb
+deadline = time.monotonic() + float(sys.argv[2])
+tries = 0
+while time.monotonic() < deadline:
+    tries += 1
+    try:
+        duckdb.connect(sys.argv[1]).close()
+    except duckdb.Error:
+        time.sleep(0.02)
+        continue
+    print("got in after", tries, "tries"); sys.exit(1)
+print("refused", tries, "times")
+"""
+
+
+def test_a_read_in_the_same_process_during_a_write_never_lets_another_process_into_the_file(db_path):
+    """A page's read in the process that is writing (`jetwatch up`, the dashboard's own writes)
+    waits for the write instead of opening the file out of turn: a refused open there would close
+    a descriptor of the file, which drops the writer's lock and lets another process in mid-write."""
+    Store(db_path).migrate()
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_write(con: duckdb.DuckDBPyConnection) -> None:
+        con.execute("CREATE TABLE marker AS SELECT 1 AS written")
+        inside.set()
+        assert release.wait(60), "the test never let the write finish"
+
+    writer = threading.Thread(target=Store(db_path).write, args=(slow_write,))
+    writer.start()
+    assert inside.wait(30), "the write never began"
+    read: list[Any] = []
+    reader = threading.Thread(target=lambda: read.append(
+        Store(db_path, lock_timeout=30).read(lambda con: con.execute("SELECT * FROM marker").fetchall())))
+    reader.start()
+    try:
+        probe = subprocess.run([sys.executable, "-c", _PROBE, str(db_path), "2"], capture_output=True, text=True,
+                               timeout=60)
+    finally:
+        release.set()
+        writer.join(60)
+        reader.join(60)
+    assert probe.returncode == 0, f"another process opened the file during the write: {probe.stdout}{probe.stderr}"
+    assert read == [[(1,)]], "the read waited for the write and saw it"
