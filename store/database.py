@@ -128,7 +128,7 @@ class _FileTurns:
 
     A writer attaches the file (ATTACH, for its row group size), which DuckDB does not enter in
     its cache of open files; a second open of the file in this process (a page's read while the
-    collector of `jetwatch up` writes) would then open the file, be refused, and close it, and
+    dashboard writes an audit row) would then open the file, be refused, and close it, and
     closing any descriptor of a file drops every lock this process holds on it: other processes
     could open it in the middle of the write. So no thread here opens the file out of turn."""
 
@@ -156,14 +156,15 @@ class _FileTurns:
     def writing(self, timeout: float) -> Iterator[bool]:
         with self._changed:
             self._writers_waiting += 1
+            got = False
             try:
                 got = self._changed.wait_for(lambda: not self._writing and not self._readers, timeout)
             finally:
                 self._writers_waiting -= 1
-            if got:
-                self._writing = True
-            else:
-                self._changed.notify_all()
+                if got:
+                    self._writing = True
+                else:
+                    self._changed.notify_all()  # the readers held back for this writer go on
         try:
             yield got
         finally:
@@ -333,8 +334,10 @@ class Store:
             con = self._connect(read_only=False)
             try:
                 con.execute("CHECKPOINT")
+            except duckdb.Error as exc:
+                raise _disk_full(self.path, exc) or exc
             finally:
-                con.close()
+                _close(con, committed=False)
 
     def check(self) -> None:
         """At startup: the file can be used (created and brought to this schema if it is new), or a

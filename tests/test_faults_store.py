@@ -656,3 +656,22 @@ def test_a_read_in_the_same_process_during_a_write_never_lets_another_process_in
         reader.join(60)
     assert probe.returncode == 0, f"another process opened the file during the write: {probe.stdout}{probe.stderr}"
     assert read == [[(1,)]], "the read waited for the write and saw it"
+
+
+def test_a_checkpoint_on_a_full_disk_says_the_disk_is_full(small_disk):
+    """Retention's checkpoint (the collector catches StoreError there, logs it and tries later) on a
+    disk that filled up: the error is the store's own, in words, not DuckDB's raw one."""
+    store = Store(small_disk / "jetwatch.duckdb", lock_timeout=2)
+    store.write(lambda con: con.execute("CREATE TABLE t (k BIGINT, i BIGINT, s VARCHAR)"))
+    with open(small_disk / "filler", "wb") as f:
+        f.write(b"\0" * max(0, shutil.disk_usage(small_disk).free - 3_000_000))
+    for k in range(40):
+        try:
+            store.write(lambda con, k=k: con.execute(
+                "INSERT INTO t SELECT $k, i, 'v' || i || 'xxxxxxxxxxxx' FROM range(20000) r(i)", {"k": k}))
+        except StoreFull:
+            break
+    else:
+        pytest.fail("the disk never filled: the test proves nothing")
+    with pytest.raises(StoreFull, match="is full"):
+        store.checkpoint()
