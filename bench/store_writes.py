@@ -1,9 +1,9 @@
 """Store: sample rows per second through the collector's write path (the cycle's Python columns as
 the collector hands them over, times as the server's RFC 3339 strings with nanoseconds; typed Arrow
 columns built, one transaction, the file opened and closed per batch, the samples appended as the
-new current cycle, in row groups of the writer's size), versus row-by-row parameterised INSERTs; and, same run, the ceiling: the same
-batches as ready Arrow tables (built before the clock starts) appended to `samples` alone (no cycle
-made current, nothing parsed), through the same Store, so the same open, commit and close per
+new current cycle, in row groups of the writer's size), versus row-by-row parameterised INSERTs;
+and, same run, the ceiling: the same batches as ready Arrow tables (built before the clock starts)
+appended to `samples` alone (no cycle made current, nothing parsed), through the same Store, so the same open, commit and close per
 batch: what the write path would cost if it did nothing but append. The stores are checked equal:
 the write path's `samples` against the ceiling's, its live state (the view `consumer_current`)
 against the last batch."""
@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
 from jetwatch.store import writes
-from jetwatch.store.database import ROW_GROUP_ROWS, Store
+from jetwatch.store.database import Store
 from bench.machine import print_header
 
 
@@ -58,7 +58,7 @@ def ready(cols: dict[str, list], cycle: int) -> pa.Table:
     con.execute("SET TimeZone = 'UTC'")
     table = con.sql(f"SELECT * REPLACE ({casts}), $at AS sampled_at FROM raw",
                     params={"at": sampled_at(cycle)}).to_arrow_table()
-    return pa.Table.from_batches(table.to_batches(max_chunksize=ROW_GROUP_ROWS), table.schema)  # as the write path hands it over
+    return writes.in_row_groups(table)  # as the write path hands it over
 
 
 def _fingerprint(store_path: Path, table: str) -> tuple[int, int]:

@@ -250,10 +250,16 @@ class Store:
             "it: close that shell, or raise --lock-timeout."
         )
 
-    def _no_turn(self) -> StoreLocked:
-        return StoreLocked(
-            f"The store {self.path} stayed busy in this process for {self.lock_timeout:g}s: another of its "
-            "threads kept it (a long write or read). Raise --lock-timeout if this repeats.")
+    @contextlib.contextmanager
+    def _turn(self, writing: bool) -> Iterator[None]:
+        """This thread's turn on the file among the process's others (`_FileTurns`)."""
+        turns = _turns_on(self.path)
+        with (turns.writing if writing else turns.reading)(self.lock_timeout) as got:
+            if not got:
+                raise StoreLocked(
+                    f"The store {self.path} stayed busy in this process for {self.lock_timeout:g}s: another of "
+                    "its threads kept it (a long write or read). Raise --lock-timeout if this repeats.")
+            yield
 
     def write(self, fn: Callable[[duckdb.DuckDBPyConnection], T], row_group_rows: int = ROW_GROUP_ROWS) -> T:
         """Run fn in one transaction on the file opened read-write, then close it. What fn
@@ -267,9 +273,7 @@ class Store:
             raise unusable(self.path, exc) or StoreUnwritable(
                 f"Cannot create the directory of the store {self.path}: {exc.strerror}. Point --db at a "
                 "file in a directory this user can write to.") from None
-        with _turns_on(self.path).writing(self.lock_timeout) as turn:
-            if not turn:
-                raise self._no_turn()
+        with self._turn(writing=True):
             con = self._connect(read_only=False, row_group_rows=row_group_rows)
             try:
                 result = self._transaction(con, fn)
@@ -305,9 +309,7 @@ class Store:
                 f"No store at {self.path} yet: start `jetwatch collect --db {self.path}` "
                 "(or `jetwatch up`) and it will appear with the first sample."
             )
-        with _turns_on(self.path).reading(self.lock_timeout) as turn:
-            if not turn:
-                raise self._no_turn()
+        with self._turn(writing=False):
             con = self._connect(read_only=True)
             timer = threading.Timer(self.query_timeout, con.interrupt)
             timer.start()
@@ -328,9 +330,7 @@ class Store:
     def checkpoint(self) -> None:
         """Write the WAL into the file and give freed blocks back (after retention deleted rows);
         outside any transaction, as DuckDB requires."""
-        with _turns_on(self.path).writing(self.lock_timeout) as turn:
-            if not turn:
-                raise self._no_turn()
+        with self._turn(writing=True):
             con = self._connect(read_only=False)
             try:
                 con.execute("CHECKPOINT")

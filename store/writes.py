@@ -52,13 +52,16 @@ def _times(values: list[Any]) -> pa.Array:
     return nanos.cast(_MICROS, safe=False)  # truncated, as the store's cast truncates
 
 
-def _samples_table(columns: dict[str, list[Any]]) -> pa.Table:
-    """In chunks of one row group each: DuckDB reads an Arrow table's chunks in parallel, each one
-    into a row group of its own (one chunk of 100,000 rows is read by one thread)."""
-    table = pa.table({name: _times(values) if name in _TIME_COLUMNS else
-                      pa.array(values, type=_SAMPLE_TYPES.get(name, pa.string()))
-                      for name, values in columns.items()})
+def in_row_groups(table: pa.Table) -> pa.Table:
+    """The table in chunks of one row group each: DuckDB reads an Arrow table's chunks in parallel,
+    each one into a row group of its own (one chunk of 100,000 rows is read by one thread)."""
     return pa.Table.from_batches(table.to_batches(max_chunksize=ROW_GROUP_ROWS), table.schema)
+
+
+def _samples_table(columns: dict[str, list[Any]]) -> pa.Table:
+    return in_row_groups(pa.table({name: _times(values) if name in _TIME_COLUMNS else
+                                   pa.array(values, type=_SAMPLE_TYPES.get(name, pa.string()))
+                                   for name, values in columns.items()}))
 
 
 def _rows_table(rows: list[dict[str, Any]], types: dict[str, pa.DataType]) -> pa.Table:
