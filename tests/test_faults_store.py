@@ -606,6 +606,9 @@ def test_a_write_reported_failed_on_a_full_disk_left_none_of_its_rows_and_every_
         except StoreFull:
             reported[k] = False
     filler.unlink()
+    free = subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()",
+                           str(store.path)], capture_output=True, text=True, timeout=60)
+    assert free.returncode == 0, f"a failed write left the file open in this process: {free.stderr}"
     stored = dict(rows(store, "SELECT k, count(*) FROM t GROUP BY k"))
     assert not all(reported.values()), "the disk never filled: the test proves nothing"
     assert [k for k, kept in reported.items() if not kept and k in stored] == [], "reported lost, yet stored"

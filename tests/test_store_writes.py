@@ -172,3 +172,33 @@ def test_a_cycle_larger_than_a_row_group_is_stored_in_row_groups_of_the_writers_
     assert max(groups) == ROW_GROUP_ROWS and groups.count(ROW_GROUP_ROWS) >= 4
     stored = rows(store, "SELECT consumer, num_pending FROM samples_recent ORDER BY rowid")
     assert stored == [(k[2], pending + i) for pending in (0, 1) for i, k in enumerate(keys)]
+
+
+def test_nothing_a_write_registers_declares_or_sets_is_seen_by_the_next_write(db_path):
+    """Writes share one in-memory DuckDB (making one per write cost more than a small write), each
+    on a connection of its own: a table registered, a temp view, a variable or a session setting
+    left by one write would otherwise change what the next one reads or how it casts."""
+    import duckdb
+    import pyarrow as pa
+
+    store = Store(db_path)
+    fresh = duckdb.connect()
+    default_zone = fresh.execute("SELECT current_setting('TimeZone')").fetchone()[0]
+    fresh.close()
+
+    def leave_things_behind(con: Any) -> None:
+        con.register("batch", pa.table({"x": [1]}))
+        con.execute("CREATE TEMP VIEW cycle_samples AS SELECT 1 AS x")
+        con.execute("SET VARIABLE window_since = 1")
+        con.execute("SET TimeZone = 'Pacific/Chatham'")
+
+    store.write(leave_things_behind)
+    seen = store.write(lambda con: (
+        con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'cycle_samples'").fetchone()[0],
+        con.execute("SELECT getvariable('window_since')").fetchone()[0],
+        con.execute("SELECT current_setting('TimeZone')").fetchone()[0],
+        con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'batch'").fetchone()[0],
+        [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
+                                    "WHERE table_name IN ('batch', 'cycle_samples')").fetchall()],
+    ))
+    assert seen == (0, None, default_zone, 0, [])
