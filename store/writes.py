@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import datetime as dt
 from typing import Any, Iterable
 
@@ -19,6 +20,7 @@ _SAMPLE_TYPES = {
     "ack_floor_stream_seq": pa.int64(), "paused": pa.bool_(),
     "oldest_unacked_age_seconds": pa.float64(), "oldest_undelivered_age_seconds": pa.float64(),
 }
+_ONE_VALUE_COLUMNS = ("cluster", "domain", "account")
 _TIME_COLUMNS = ("ts", "created", "delivered_last_active", "ack_floor_last_active", "pause_until", "pinned_ts")
 _NANOS = pa.timestamp("ns", tz="UTC")
 _MICROS = pa.timestamp("us", tz="UTC")
@@ -58,10 +60,33 @@ def in_row_groups(table: pa.Table) -> pa.Table:
     return pa.Table.from_batches(table.to_batches(max_chunksize=ROW_GROUP_ROWS), table.schema)
 
 
+def _sample_column(name: str, values: list[Any]) -> pa.Array:
+    """One column of a cycle as Arrow. Converting Python values is most of a write's own time, so
+    what needs no value-by-value conversion skips it: a column without a value (time lag where it
+    does not run, pins where no consumer has one), one value throughout (the cluster, domain and
+    account of a page), and whole integers, which Python's array type packs faster than Arrow
+    converts them (it refuses a None or a float, which then take Arrow's way)."""
+    n = len(values)
+    first = values[0] if n else None
+    if first is None and values.count(None) == n:
+        return pa.nulls(n, _MICROS if name in _TIME_COLUMNS else _SAMPLE_TYPES.get(name, pa.string()))
+    if name in _TIME_COLUMNS:
+        return _times(values)
+    kind = _SAMPLE_TYPES.get(name, pa.string())
+    if name in _ONE_VALUE_COLUMNS and values.count(first) == n:
+        return pa.repeat(pa.scalar(first, kind), n)
+    if kind == pa.int64():
+        try:
+            packed = array.array("q", values)
+        except (TypeError, OverflowError):
+            pass
+        else:
+            return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(packed)])
+    return pa.array(values, type=kind)
+
+
 def _samples_table(columns: dict[str, list[Any]]) -> pa.Table:
-    return in_row_groups(pa.table({name: _times(values) if name in _TIME_COLUMNS else
-                                   pa.array(values, type=_SAMPLE_TYPES.get(name, pa.string()))
-                                   for name, values in columns.items()}))
+    return in_row_groups(pa.table({name: _sample_column(name, values) for name, values in columns.items()}))
 
 
 def _rows_table(rows: list[dict[str, Any]], types: dict[str, pa.DataType]) -> pa.Table:

@@ -94,6 +94,41 @@ def test_every_time_column_stores_what_parse_rfc3339_reads(tmp_path_factory, tim
                       for _, t in sorted(zip([k[2] for k in keys], times))]
 
 
+def _column(values: Any, n: int) -> Any:
+    """A column as a cycle may hold it: no value at all, one value throughout, or any mix."""
+    return st.one_of(st.just([None] * n), values.map(lambda v: [v] * n),
+                     st.lists(st.one_of(st.none(), values), min_size=n, max_size=n))
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12)
+_INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
+SHAPED = {"cluster": _TEXT, "domain": _TEXT, "server": _TEXT, "pin_group": _TEXT, "num_pending": _INT64,
+          "num_waiting": _INT64, "delivered_stream_seq": _INT64, "oldest_unacked_age_seconds": st.floats(-1e9, 1e9)}
+
+
+@st.composite
+def shaped_cycle(draw: Any) -> tuple[dict[str, list[Any]], list[str]]:
+    n = draw(st.integers(2, 6))
+    accounts = draw(st.one_of(_TEXT.map(lambda a: [a] * n), st.lists(_TEXT, min_size=n, max_size=n)))
+    return {c: draw(_column(v, n)) for c, v in SHAPED.items()}, accounts
+
+
+@settings(max_examples=60, deadline=None)
+@given(shaped_cycle())
+def test_every_column_stores_the_values_handed_over_whatever_their_shape(tmp_path_factory, drawn):
+    """Columns without a value, with one value throughout or with any mix take different ways into
+    Arrow (store/writes.py); each stored value is the one handed over, compared with the Python values."""
+    shaped, accounts = drawn
+    keys = [(account, "S", f"c{i}") for i, account in enumerate(accounts)]
+    cycle = _cycle(keys, dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc), 1)
+    cycle.update(shaped)
+    store = Store(str(tmp_path_factory.mktemp("shapes") / "w.duckdb"))
+    store.write(lambda con: writes.write_samples(con, sorted(set(accounts)), cycle))
+    names = ["consumer", "account", *SHAPED]
+    assert rows(store, f"SELECT {', '.join(names)} FROM samples ORDER BY consumer") == sorted(
+        zip(*(cycle[c] for c in names)))
+
+
 READER = """
 import json, sys, duckdb
 con = duckdb.connect(sys.argv[1], read_only=True)
