@@ -222,12 +222,12 @@ class _WritingHost:
             con.close()
 
     def _free(self) -> None:
-        """After a failed attach: nothing of it may stay attached."""
+        """After a failed attach (the attach's own error is the one to tell): nothing of it may stay
+        attached, or the instance goes."""
         try:
             self._duckdb.execute("DETACH DATABASE IF EXISTS store")
         except BaseException:
             self.drop()
-            raise
 
     def drop(self) -> None:
         host, self._duckdb = self._duckdb, None

@@ -65,7 +65,8 @@ def _sample_column(name: str, values: list[Any]) -> pa.Array:
     what needs no value-by-value conversion skips it: a column without a value (time lag where it
     does not run, pins where no consumer has one), one value throughout (the cluster, domain and
     account of a page), and whole integers, which Python's array type packs faster than Arrow
-    converts them (it refuses a None or a float, which then take Arrow's way)."""
+    converts them (it refuses a None or a float, which then take Arrow's way; booleans, which it
+    would take as 0 and 1, the collector has refused in its checks)."""
     n = len(values)
     first = values[0] if n else None
     if first is None and values.count(None) == n:
