@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SMALL = {
     "collect": ["--consumers", "200", "--streams", "4", "--rounds", "2"],
     "lag": ["--consumers", "200", "--streams", "4", "--busy-streams", "2", "--rounds", "2"],
-    "store_writes": ["--rows", "20000", "--batch-rows", "10000", "--baseline-rows", "200"],
+    "store_writes": ["--rows", "20000", "--batch-rows", "10000", "--baseline-rows", "200", "--small-writes", "10"],
     "fleet": ["--rows", "20000", "--consumers", "200", "--runs", "3"],
     "verdicts": ["--rows", "20000", "--consumers", "200", "--runs", "3"],
     "pipeline": ["--rows", "20000", "--consumers", "50"],
@@ -46,6 +46,12 @@ def test_the_scale_bench_reports_every_part_of_a_cycle_cpu_and_peak_rss():
     cycle = next(line for line in text.splitlines() if line.startswith("per cycle"))
     assert all(f"{part} " in cycle for part in ("fetch", "parse", "store", "judge", "total"))
     assert "of one core at a 10s interval; peak RSS" in text
+
+
+def test_the_store_writes_bench_checks_every_store_it_times_holds_the_same_rows():
+    text = run_bench("store_writes")
+    assert "samples equal the ceiling's: True; its consumer_current equals the last batch: True" in text
+    assert "both files hold every row: True" in text
 
 
 def test_the_fleet_bench_baseline_recomputes_the_same_verdicts():
