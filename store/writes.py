@@ -86,7 +86,10 @@ def _sample_column(name: str, values: list[Any]) -> pa.Array:
     return pa.array(values, type=kind)
 
 
-def _samples_table(columns: dict[str, list[Any]]) -> pa.Table:
+def samples_table(columns: dict[str, list[Any]]) -> pa.Table:
+    """A cycle's columns as the Arrow table write_samples appends (with the time-lag columns)."""
+    n = len(next(iter(columns.values()), []))
+    columns = {**{c: [None] * n for c in _LAG_COLUMNS}, **columns}  # batches made without time lag
     return in_row_groups(pa.table({name: _sample_column(name, values) for name, values in columns.items()}))
 
 
@@ -101,9 +104,7 @@ def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: 
     (account, stream) for a stream whose listing failed, or (account, stream, consumer) for a
     rejected entry, keeps its last known state in current_held. `sampled_at`, the collector's
     time of the cycle, is what sealing goes by (None: the samples' own times)."""
-    n = len(next(iter(samples.values()), []))
-    samples = {**{c: [None] * n for c in _LAG_COLUMNS}, **samples}  # batches made without time lag
-    con.register("batch", _samples_table(samples))
+    con.register("batch", samples_table(samples))
     con.execute(sql.query("stage_samples"))
     held = {"accounts": accounts, "kept": ["\x1f".join(key) for key in kept]}
     con.execute(sql.query("release_held"), held)
