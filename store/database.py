@@ -191,8 +191,11 @@ class _WritingHost:
     done, which checkpoints and closes it and releases its lock, as closing a connection to it
     does. Making a DuckDB for each write cost ~25 ms here (its catalog of built-in functions),
     more than the rest of a small write; kept, a write's open and close take ~5 ms. Each write runs
-    on a connection of its own, so what it registers, its temp views, variables and settings end
-    with it. If detaching fails the instance is dropped, so a file never stays attached to it."""
+    on a connection of its own, so what it registers, its temp views, variables and session
+    settings end with it (settings of the whole instance, SET GLOBAL, threads, memory_limit, would
+    outlive it: no write makes one). If detaching fails the instance is dropped; a write stopped
+    by a signal between attaching and detaching leaves the file attached until the next attach,
+    which detaches it first."""
 
     def __init__(self) -> None:
         self._duckdb: duckdb.DuckDBPyConnection | None = None
@@ -202,6 +205,7 @@ class _WritingHost:
             self._duckdb = duckdb.connect()
         con = self._duckdb.cursor()
         try:
+            con.execute("DETACH DATABASE IF EXISTS store")
             con.execute(f"ATTACH $path AS store (ROW_GROUP_SIZE {int(row_group_rows)})", {"path": str(path)})
             con.execute("USE store")
         except BaseException:
@@ -314,11 +318,13 @@ class Store:
                 f"Cannot create the directory of the store {self.path}: {exc.strerror}. Point --db at a "
                 "file in a directory this user can write to.") from None
         with self._turn(writing=True):
-            con = self._connect(read_only=False, row_group_rows=row_group_rows)
+            con = None
             try:
+                con = self._connect(read_only=False, row_group_rows=row_group_rows)
                 result = self._transaction(con, fn)
             except BaseException:
-                _close(self._host, con, committed=False)
+                if con is not None:
+                    _close(self._host, con, committed=False)
                 raise
             _close(self._host, con, committed=True)
             return result

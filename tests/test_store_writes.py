@@ -209,7 +209,7 @@ def test_a_cycle_larger_than_a_row_group_is_stored_in_row_groups_of_the_writers_
     assert stored == [(k[2], pending + i) for pending in (0, 1) for i, k in enumerate(keys)]
 
 
-def test_nothing_a_write_registers_declares_or_sets_is_seen_by_the_next_write(db_path):
+def test_nothing_a_write_registers_declares_or_sets_for_its_session_is_seen_by_the_next_write(db_path):
     """Writes share one in-memory DuckDB (making one per write cost more than a small write), each
     on a connection of its own: a table registered, a temp view, a variable or a session setting
     left by one write would otherwise change what the next one reads or how it casts."""
@@ -237,3 +237,16 @@ def test_nothing_a_write_registers_declares_or_sets_is_seen_by_the_next_write(db
                                     "WHERE table_name IN ('batch', 'cycle_samples')").fetchall()],
     ))
     assert seen == (0, None, default_zone, 0, [])
+
+
+def test_a_write_stopped_while_the_file_was_attached_is_cleared_by_the_stores_next_write(db_path):
+    """A signal landing between a write's attach and its detach (Ctrl-C in `jetwatch pipeline`) leaves
+    the file attached to the Store's DuckDB: its next write detaches it first, and the file is then free."""
+    store = Store(db_path)
+    store.migrate()
+    store._host.attach(db_path, ROW_GROUP_ROWS)  # the state such a signal leaves: attached, never detached
+    store.write(lambda con: con.execute("CREATE TABLE after_the_signal AS SELECT 1 AS x"))
+    opened = subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()",
+                             str(db_path)], capture_output=True, text=True, timeout=60)
+    assert opened.returncode == 0, opened.stderr
+    assert rows(store, "SELECT x FROM after_the_signal") == [(1,)]
