@@ -23,19 +23,37 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+
+from jetwatch.core.clock import parse_rfc3339, parse_rfc3339_column
 
 KEY = ("account", "stream", "consumer")
 NUMBERS = ("num_pending", "num_ack_pending", "num_waiting", "num_redelivered",
            "delivered_consumer_seq", "delivered_stream_seq", "ack_floor_stream_seq", "oldest_unacked_age_seconds")
 NO_PIN = np.iinfo(np.int64).min
 _NEVER = -1e18  # window_features.sql's "no reset" time
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_MICROSECOND = dt.timedelta(microseconds=1)
 
 
 def _seconds(values: Sequence[Any]) -> np.ndarray:
     """Epoch seconds (microsecond precision, as DuckDB's epoch()) of ISO strings, datetimes or
     pandas timestamps; NaN where missing."""
-    if isinstance(values, list) and values.count(None) == len(values):  # `created` mostly
-        return np.full(len(values), np.nan)
+    if isinstance(values, list):
+        if values.count(None) == len(values):  # `created` mostly
+            return np.full(len(values), np.nan)
+        try:
+            text = pa.array(values, pa.string())
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all text: datetimes, pandas' timestamps
+            text = None
+        if text is not None:
+            parsed = parse_rfc3339_column(text)  # the server's times: ten times pandas' ISO 8601 parse
+            if parsed is not None:
+                return parsed.cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.float64) / 1e6
+            # A time Arrow cannot take (before 1970, after 2262: the zero time a server may send)
+            # is past pandas' range as well, which would fail the whole cycle's judging.
+            return np.array([np.nan if v is None else (parse_rfc3339(v) - _EPOCH) // _MICROSECOND / 1e6
+                             for v in values], dtype=np.float64)
     stamps = pd.to_datetime(pd.Series(values, dtype=object), utc=True, format="ISO8601")
     micros = stamps.to_numpy(dtype="datetime64[us]").astype("int64")
     out = micros.astype(np.float64) / 1e6

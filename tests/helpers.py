@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import os
 import subprocess
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
+
+from hypothesis import strategies as st
 
 from jetwatch.collectors.runner import Collector
 from jetwatch.core.connection import connect
@@ -168,3 +171,20 @@ def stop_process(proc: "subprocess.Popen[bytes] | subprocess.Popen[str]") -> Non
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(10)
+
+
+@st.composite
+def server_time(draw: Any) -> str:
+    """A time as a server may write it: any year, 0 to 9 fraction digits, Z or an offset, 'T' or a
+    space; among them the zero time, pre-1970 fractions and years past 2262."""
+    at = draw(st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30)))
+    digits = draw(st.integers(0, 9))
+    fraction = "." + f"{at.microsecond:06d}{draw(st.integers(0, 999)):03d}"[:digits] if digits else ""
+    zone = draw(st.sampled_from(["Z", "+00:00", "+05:30", "-08:00", "+14:00", "-12:00"]))
+    day = f"{at.year:04d}-{at.month:02d}-{at.day:02d}"
+    return day + draw(st.sampled_from("T ")) + at.strftime("%H:%M:%S") + fraction + zone
+
+
+EDGES = ["0001-01-01T00:00:00Z", "1969-12-31T23:59:59.999999999Z", "1970-01-01T00:00:00.000000001Z",
+         "2262-04-11T23:47:16.854775807Z", "2262-04-12T00:00:00Z", "9999-12-31T23:59:59.999999999Z",
+         "2024-02-29T23:59:59.123456789-00:30", "2026-11-22 12:00:00.5+01:00"]

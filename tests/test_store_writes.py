@@ -19,7 +19,7 @@ from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.store import writes
 from jetwatch.store.database import ROW_GROUP_ROWS, Store
-from tests.helpers import rows
+from tests.helpers import EDGES, rows, server_time
 
 TIMES = ("ts", "created", "delivered_last_active", "ack_floor_last_active", "pause_until", "pinned_ts")
 
@@ -51,23 +51,6 @@ def test_the_samples_stored_are_the_collectors_columns_with_the_times_parse_rfc3
                       for row in zip(*(cycle[c] for c in SAMPLE_COLUMNS)))
     for table in ("samples", "consumer_current"):
         assert rows(store, f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM {table} ORDER BY consumer") == expected
-
-
-@st.composite
-def server_time(draw: Any) -> str:
-    """A time as a server may write it: any year, 0 to 9 fraction digits, Z or an offset, 'T' or a
-    space; among them the zero time, pre-1970 fractions and years past 2262."""
-    at = draw(st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30)))
-    digits = draw(st.integers(0, 9))
-    fraction = "." + f"{at.microsecond:06d}{draw(st.integers(0, 999)):03d}"[:digits] if digits else ""
-    zone = draw(st.sampled_from(["Z", "+00:00", "+05:30", "-08:00", "+14:00", "-12:00"]))
-    day = f"{at.year:04d}-{at.month:02d}-{at.day:02d}"
-    return day + draw(st.sampled_from("T ")) + at.strftime("%H:%M:%S") + fraction + zone
-
-
-EDGES = ["0001-01-01T00:00:00Z", "1969-12-31T23:59:59.999999999Z", "1970-01-01T00:00:00.000000001Z",
-         "2262-04-11T23:47:16.854775807Z", "2262-04-12T00:00:00Z", "9999-12-31T23:59:59.999999999Z",
-         "2024-02-29T23:59:59.123456789-00:30", "2026-11-22 12:00:00.5+01:00"]
 
 
 @settings(max_examples=40, deadline=None)

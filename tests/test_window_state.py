@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 
 from jetwatch.collectors import live_state
 from jetwatch.collectors.live_state import LiveState
-from jetwatch.collectors.window_state import FEATURES, NUMBERS, WindowState
+from jetwatch.collectors.window_state import FEATURES, NUMBERS, WindowState, _seconds
+from jetwatch.core.clock import parse_rfc3339
 from jetwatch.health.features import SAMPLE_FIELDS, window_features
+from tests.helpers import EDGES, server_time
 
 T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.timezone.utc)
 KEY = ["account", "stream", "consumer"]
@@ -242,3 +244,21 @@ def test_growing_the_window_holds_at_most_one_array_twice_at_once():
     assert growth > 0
     # What the arrays grew by, one array held twice, and the cycle's own small columns.
     assert peak - before < growth + 2 * max(a.nbytes for a in arrays), (peak - before, growth)
+
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(server_time(), st.sampled_from(EDGES), st.none()), min_size=1, max_size=8), st.booleans())
+def test_the_windows_times_are_parse_rfc3339s_readings_in_epoch_seconds(times, in_range):
+    """A cycle's times go into the window parsed by Arrow where it takes the whole column (the
+    server's times), one by one otherwise (the zero time, years past 2262: pandas, which parsed them
+    all before, refused those and failed the cycle's judging); either way each is parse_rfc3339's
+    reading, to the microsecond, as seconds since the epoch."""
+    if in_range:
+        times = [t for t in times if t is None or dt.datetime(1970, 1, 2, tzinfo=dt.timezone.utc)
+                 < parse_rfc3339(t) < dt.datetime(2262, 1, 1, tzinfo=dt.timezone.utc)] or [None]
+    expected = [np.nan if t is None else (parse_rfc3339(t) - EPOCH) // dt.timedelta(microseconds=1) / 1e6
+                for t in times]
+    np.testing.assert_array_equal(_seconds(list(times)), np.array(expected, dtype=np.float64))
