@@ -50,7 +50,7 @@ def _seconds(values: Sequence[Any]) -> np.ndarray:
             parsed = parse_rfc3339_column(text)  # the server's times: ten times pandas' ISO 8601 parse
             if parsed is not None:
                 return parsed.cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.float64) / 1e6
-            # A time Arrow cannot take (before 1970, after 2262: the zero time a server may send)
+            # A time Arrow cannot take (before 1970, after 2262: the zero time Go writes for one never set)
             # is past pandas' range as well, which would fail the whole cycle's judging.
             return np.array([np.nan if v is None else (parse_rfc3339(v) - _EPOCH) // _MICROSECOND / 1e6
                              for v in values], dtype=np.float64)
