@@ -12,6 +12,8 @@ import subprocess
 import sys
 from typing import Any
 
+import duckdb
+import pyarrow as pa
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -196,9 +198,6 @@ def test_nothing_a_write_registers_declares_or_sets_for_its_session_is_seen_by_t
     """Writes share one in-memory DuckDB (making one per write cost more than a small write), each
     on a connection of its own: a table registered, a temp view, a variable or a session setting
     left by one write would otherwise change what the next one reads or how it casts."""
-    import duckdb
-    import pyarrow as pa
-
     store = Store(db_path)
     fresh = duckdb.connect()
     default_zone = fresh.execute("SELECT current_setting('TimeZone')").fetchone()[0]
