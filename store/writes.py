@@ -61,11 +61,11 @@ def _sample_column(name: str, values: list[Any]) -> pa.Array:
     would take as 0 and 1, the collector has refused in its checks)."""
     n = len(values)
     first = values[0] if n else None
+    kind = _MICROS if name in _TIME_COLUMNS else _SAMPLE_TYPES.get(name, pa.string())
     if first is None and values.count(None) == n:
-        return pa.nulls(n, _MICROS if name in _TIME_COLUMNS else _SAMPLE_TYPES.get(name, pa.string()))
+        return pa.nulls(n, kind)
     if name in _TIME_COLUMNS:
         return _times(values)
-    kind = _SAMPLE_TYPES.get(name, pa.string())
     if name in _ONE_VALUE_COLUMNS and values.count(first) == n:
         return pa.repeat(pa.scalar(first, kind), n)
     if kind == pa.int64():
