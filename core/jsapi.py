@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any, AsyncIterator
 
+import msgspec
 import nats.errors
 from nats.aio.client import Client
 
@@ -77,6 +78,37 @@ def check_group(group: str) -> str:
     return group
 
 
+def _checked(full: str, reply: dict[str, Any]) -> dict[str, Any]:
+    err = reply.get("error")
+    if err:
+        cls = _BY_ERR_CODE.get(err.get("err_code", 0), JetStreamAPIError)
+        raise cls(full, err.get("code", 0), err.get("err_code", 0), err.get("description", ""))
+    return reply
+
+
+class _Envelope(msgspec.Struct):
+    total: Any = 0
+    error: Any = None
+    consumers: list[msgspec.Raw] | None = None  # each entry's bytes, skipped over, not decoded
+
+
+_ENVELOPE = msgspec.json.Decoder(_Envelope)
+
+
+def _extent(full: str, data: bytes) -> tuple[int, Any]:
+    """(entries on the page, total) of a list page, raising a refusal as `request` does. A page
+    msgspec will not read this way (not an object, `consumers` not a list, a NaN) is decoded as
+    `request` decodes it, so that the paging is the same either way."""
+    try:
+        page = _ENVELOPE.decode(data)
+    except msgspec.DecodeError:
+        reply = _checked(full, json.loads(data))
+        return len(reply.get("consumers") or []), reply.get("total", 0)
+    if page.error:
+        _checked(full, json.loads(data))
+    return len(page.consumers or []), page.total
+
+
 class JetStreamAPI:
     """JetStream API requests over an existing connection."""
 
@@ -85,7 +117,8 @@ class JetStreamAPI:
         self.prefix = prefix
         self.timeout = timeout
 
-    async def request(self, subject: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def _reply(self, subject: str, payload: dict[str, Any] | None) -> tuple[str, bytes]:
+        """The full subject and the reply's bytes, not yet decoded."""
         body = b"" if payload is None else json.dumps(payload).encode()
         full = f"{self.prefix}.{subject}"
         try:
@@ -96,12 +129,11 @@ class JetStreamAPI:
             raise NoReply(f"no reply to {full} within {self.timeout:g}s") from None
         if msg.headers and msg.headers.get("Status") == "503":
             raise NoReply(f"no JetStream on the server answered {full}: is JetStream enabled for this account?")
-        reply = json.loads(msg.data)
-        err = reply.get("error")
-        if err:
-            cls = _BY_ERR_CODE.get(err.get("err_code", 0), JetStreamAPIError)
-            raise cls(full, err.get("code", 0), err.get("err_code", 0), err.get("description", ""))
-        return reply
+        return full, msg.data
+
+    async def request(self, subject: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        full, data = await self._reply(subject, payload)
+        return _checked(full, json.loads(data))
 
     async def _pages(self, subject: str, key: str) -> AsyncIterator[list[Any]]:
         offset = 0
@@ -130,6 +162,21 @@ class JetStreamAPI:
         async for page in self._pages(f"CONSUMER.LIST.{check_name('stream', stream)}", "consumers"):
             out.extend(page)
         return out
+
+    async def consumer_list_pages(self, stream: str) -> list[bytes]:
+        """Every page of a stream's CONSUMER.LIST as the server sent it (the collector reads them
+        straight into Arrow, collectors/list_pages.py); a refusal is raised as `request` raises it.
+        Only each page's envelope is decoded here, to page on."""
+        subject = f"CONSUMER.LIST.{check_name('stream', stream)}"
+        pages: list[bytes] = []
+        offset = 0
+        while True:
+            full, data = await self._reply(subject, {"offset": offset})
+            count, total = _extent(full, data)
+            pages.append(data)
+            offset += count
+            if not count or offset >= total:
+                return pages
 
     async def consumer_names(self, stream: str) -> list[str]:
         """The names of a stream's consumers, paged (what one INFO per consumer needs first)."""
