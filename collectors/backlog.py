@@ -25,6 +25,7 @@ class PendingCycle:
     rejects: list[tuple[str, str, str]] = field(default_factory=list)
     dropped_rejects: dict[str, Any] | None = None  # the minute's count over the reject budget
     kept: list[tuple[str, ...]] = field(default_factory=list)  # streams/consumers keeping their last state
+    arrow: dict[str, Any] | None = None  # the samples as read into Arrow (SampleBatch.arrow)
 
     @property
     def size(self) -> int:

@@ -7,10 +7,12 @@ requests in flight at once: never one INFO request per consumer.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, Callable
 
 from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
 from jetwatch.collectors.filters import NameFilter
+from jetwatch.collectors.list_pages import RawFingerprints, read_pages
 from jetwatch.collectors.state_columns import Fingerprints, add_consumers
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 
@@ -24,20 +26,46 @@ class ConsumerListCollector:
         self.clock = clock
         self.known_hashes: dict[tuple[str, str, str], str] = {}
         self.fingerprints: Fingerprints = {}  # the latest cycle's configs, to skip unchanged ones
+        self.raw_fingerprints: RawFingerprints = {}  # the same, for cycles read into Arrow
         self._limit = asyncio.Semaphore(concurrency)
 
     async def collect(self) -> SampleBatch:
         names = [s for s in await self.api.stream_names() if self.name_filter.stream_ok(s)]
         return self.batch_from_pages(await self.fetch(names))
 
-    async def fetch(self, names: list[str]) -> list[tuple[str, list[Any] | None | Exception]]:
-        """Each stream's CONSUMER.LIST entries, at most `concurrency` requests in flight."""
+    async def fetch(self, names: list[str]) -> list[tuple[str, list[bytes] | None | Exception]]:
+        """Each stream's CONSUMER.LIST pages as sent, at most `concurrency` requests in flight."""
         return list(zip(names, await asyncio.gather(*(self._stream(s) for s in names))))
 
-    def batch_from_pages(self, pages: list[tuple[str, list[Any] | None | Exception]]) -> SampleBatch:
-        """The cycle's batch from each stream's CONSUMER.LIST entries (None: the stream was
-        deleted meanwhile; an exception: listing it failed). One stream that failed, or one
-        entry that is malformed, is set aside with the reason; every other consumer is kept."""
+    def batch_from_pages(self, pages: list[tuple[str, list[bytes] | None | Exception]]) -> SampleBatch:
+        """The cycle's batch from each stream's CONSUMER.LIST pages (None: the stream was deleted
+        meanwhile; an exception: listing it failed), read straight into Arrow (list_pages.py);
+        when anything on them is not plainly well formed, decoded and read page by page."""
+        listed = [(stream, got) for stream, got in pages if isinstance(got, list)]
+        fingerprints: RawFingerprints = {}
+        read = read_pages(listed, self.scope, self.clock(), self.name_filter, self.known_hashes,
+                          self.raw_fingerprints, fingerprints)
+        if read is None:
+            return self.batch_from_entries([(stream, _decoded(got)) for stream, got in pages])
+        self.raw_fingerprints = fingerprints
+        batch = SampleBatch(accounts={self.scope.account})
+        for stream, got in pages:
+            if isinstance(got, Exception):
+                self._failed(batch, stream, got)
+        batch.streams = len(listed)
+        for ts in read.last_ts:
+            if ts is not None:
+                batch.saw_server_time(ts)
+        batch.samples = read.lists()
+        batch.arrow = read.columns
+        batch.filters = read.filters
+        batch.configs = read.configs
+        return batch
+
+    def batch_from_entries(self, pages: list[tuple[str, list[Any] | None | Exception]]) -> SampleBatch:
+        """The cycle's batch from each stream's decoded CONSUMER.LIST entries. One stream that
+        failed, or one entry that is malformed, is set aside with the reason; every other
+        consumer is kept."""
         batch = SampleBatch(accounts={self.scope.account})
         now = self.clock()
         fingerprints: Fingerprints = {}
@@ -45,8 +73,7 @@ class ConsumerListCollector:
             if consumers is None:
                 continue  # deleted between STREAM.NAMES and CONSUMER.LIST
             if isinstance(consumers, Exception):
-                batch.failed_streams.append((self.scope.account, stream))
-                batch.errors.append(f"listing the consumers of stream {stream!r} failed: {consumers}")
+                self._failed(batch, stream, consumers)
                 continue
             batch.streams += 1
             if consumers and isinstance(consumers[-1], dict):
@@ -64,13 +91,31 @@ class ConsumerListCollector:
         self.fingerprints = fingerprints
         return batch
 
-    async def _stream(self, stream: str) -> list[dict] | None | Exception:
+    def _failed(self, batch: SampleBatch, stream: str, exc: Exception) -> None:
+        batch.failed_streams.append((self.scope.account, stream))
+        batch.errors.append(f"listing the consumers of stream {stream!r} failed: {exc}")
+
+    async def _stream(self, stream: str) -> list[bytes] | None | Exception:
         async with self._limit:
             try:
-                return await self.api.consumer_list(stream)
+                return await self.api.consumer_list_pages(stream)
             except StreamNotFound:
                 return None
             except NoReply as exc:
                 return NoReply(f"{exc} (may the collector's user publish to $JS.API.CONSUMER.LIST.{stream}?)")
             except (JetStreamAPIError, ValueError) as exc:  # a refusal, or a reply that is not JSON
                 return exc
+
+
+def _decoded(got: list[bytes] | None | Exception) -> list[Any] | None | Exception:
+    """A stream's pages decoded as JetStreamAPI.consumer_list decodes them: its entries, in order."""
+    if not isinstance(got, list):
+        return got
+    entries: list[Any] = []
+    for raw in got:
+        try:
+            page = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            return ValueError(f"a page of its listing is not JSON: {exc}")
+        entries.extend(page.get("consumers") or [])
+    return entries

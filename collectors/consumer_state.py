@@ -150,6 +150,9 @@ class SampleBatch:
     # Each sampled consumer's filter subjects, in sample order (empty: the whole stream), for lag.
     filters: list[tuple[str, ...]] = field(default_factory=list)
     server_now: dt.datetime | None = None  # the server's clock at its latest reply (for the offset)
+    # The samples as read straight into Arrow (collectors/list_pages.py; times as the server's text),
+    # when the whole cycle was read that way: what the store appends. The lag columns are not among them.
+    arrow: dict[str, Any] | None = None
 
     def saw_server_time(self, text: Any) -> None:
         """Keep the latest server time seen in a reply (`ts` of consumer info, JSZ `now`)."""

@@ -336,7 +336,8 @@ class Collector:
         # Behind any cycles the store could not take yet: written together, oldest first.
         dropped = self.backlog.dropped_cycles
         pending = self.backlog.add(PendingCycle(now, accounts, batch.samples, batch.configs, state_rejects.rows,
-                                                 state_rejects.dropped, batch.failed_streams + batch.rejected_consumers + batch.unanswered))
+                                                 state_rejects.dropped, batch.failed_streams + batch.rejected_consumers + batch.unanswered,
+                                                 batch.arrow))
         if self.backlog.dropped_cycles > dropped:
             self._error(f"the store stayed unwritable past --write-backlog {self.settings.write_backlog} samples: "
                         f"{self.backlog.dropped_cycles} oldest cycle(s), {self.backlog.dropped_samples} samples, given up")
@@ -346,7 +347,7 @@ class Collector:
 
         def tx(con: Any) -> tuple[LiveState, JudgedCycle | BaseException]:
             for cycle in pending:
-                writes.write_samples(con, cycle.accounts, cycle.samples, cycle.kept, cycle.at)
+                writes.write_samples(con, cycle.accounts, cycle.samples, cycle.kept, cycle.at, cycle.arrow)
                 writes.write_configs(con, cycle.configs)
                 writes.write_rejects(con, cycle.at, "consumer_state", cycle.rejects)
                 writes.write_dropped_rejects(con, cycle.dropped_rejects)

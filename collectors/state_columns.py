@@ -26,9 +26,9 @@ Fingerprints = dict[tuple[str, str, str], tuple[bytes, Any, str, tuple[str, ...]
 # A subset of what core.clock.parse_rfc3339 accepts: Go's RFC 3339 with a 'T', 0-9 fraction digits
 # and Z or ±HH:MM, each part in range; a day is only taken when every year has it in that month
 # (29 February and anything odder go to the per-entry check).
-_TIME = (r"(?!0000)\d{4}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)"
+TIME_PATTERN = (r"(?!0000)\d{4}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)"
          r"|(?:0[13578]|1[02])-31)T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)")
-_TIME_LINE = re.compile(f"^{_TIME}$", re.MULTILINE | re.ASCII)
+_TIME_LINE = re.compile(f"^{TIME_PATTERN}$", re.MULTILINE | re.ASCII)
 _INT64 = (-(1 << 63), 1 << 63)
 _NONE = type(None)
 _EMPTY: dict[str, Any] = {}

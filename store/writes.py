@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import array
 import datetime as dt
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import duckdb
 import pyarrow as pa
@@ -78,11 +78,27 @@ def _sample_column(name: str, values: list[Any]) -> pa.Array:
     return pa.array(values, type=kind)
 
 
-def samples_table(columns: dict[str, list[Any]]) -> pa.Table:
-    """A cycle's columns as the Arrow table write_samples appends (with the time-lag columns)."""
+def _arrow_column(name: str, values: pa.Array) -> pa.Array:
+    """A column the collector read straight into Arrow, typed as the store keeps it."""
+    if name in _TIME_COLUMNS:
+        if values.null_count == len(values):
+            return pa.nulls(len(values), _MICROS)
+        parsed = parse_rfc3339_column(values)
+        return values if parsed is None else parsed
+    kind = _SAMPLE_TYPES.get(name, pa.string())
+    return values if values.type == kind else values.cast(kind)
+
+
+def samples_table(columns: dict[str, list[Any]], arrow: Mapping[str, pa.Array] | None = None) -> pa.Table:
+    """A cycle's columns as the Arrow table write_samples appends (with the time-lag columns):
+    those in `arrow` (read straight into Arrow by the collector) as they are, the rest from the
+    Python lists."""
     n = len(next(iter(columns.values()), []))
     columns = {**{c: [None] * n for c in _LAG_COLUMNS}, **columns}  # batches made without time lag
-    return in_row_groups(pa.table({name: _sample_column(name, values) for name, values in columns.items()}))
+    arrow = arrow or {}
+    return in_row_groups(pa.table({
+        name: _arrow_column(name, arrow[name]) if name in arrow else _sample_column(name, values)
+        for name, values in columns.items()}))
 
 
 def _rows_table(rows: list[dict[str, Any]], types: dict[str, pa.DataType]) -> pa.Table:
@@ -90,13 +106,15 @@ def _rows_table(rows: list[dict[str, Any]], types: dict[str, pa.DataType]) -> pa
 
 
 def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: dict[str, list[Any]],
-                  kept: Iterable[tuple[str, ...]] = (), sampled_at: dt.datetime | None = None) -> None:
+                  kept: Iterable[tuple[str, ...]] = (), sampled_at: dt.datetime | None = None,
+                  arrow: Mapping[str, pa.Array] | None = None) -> None:
     """Append a cycle's samples and make them the live state of the accounts sampled (the view
     consumer_current goes by the cycle's number: nothing is written twice); what `kept` names
     (account, stream) for a stream whose listing failed, or (account, stream, consumer) for a
     rejected entry, keeps its last known state in current_held. `sampled_at`, the collector's
-    time of the cycle, is what sealing goes by (None: the samples' own times)."""
-    con.register("batch", samples_table(samples))
+    time of the cycle, is what sealing goes by (None: the samples' own times). `arrow`: the
+    columns the collector read straight into Arrow (SampleBatch.arrow), appended as they are."""
+    con.register("batch", samples_table(samples, arrow))
     con.execute(sql.query("stage_samples"))
     held = {"accounts": accounts, "kept": ["\x1f".join(key) for key in kept]}
     con.execute(sql.query("release_held"), held)
