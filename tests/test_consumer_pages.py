@@ -6,16 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from typing import Any, Callable
 
 import nats
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
 from jetwatch.collectors.filters import NameFilter
+from jetwatch.collectors import list_pages, state_columns
 from jetwatch.collectors.state_columns import add_consumers
-from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.clock import parse_rfc3339
+from jetwatch.store import writes
+from jetwatch.core.jsapi import JetStreamAPI, NoReply, StreamNotFound
 from tests.helpers import make_consumer, make_stream, publish
 
 NOW = "2026-11-23T12:00:00Z"
@@ -71,7 +78,7 @@ CHANGES: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     *[(f"delivered.stream_seq={v!r}", _set("delivered.stream_seq", v)) for v in ("1", False, 2**63 - 1)],
     *[(f"stream_name={v!r}", _set("stream_name", v)) for v in ("", 5, None)],
     *[(f"name={v!r}", _set("name", v)) for v in (7, [], "", "x")],
-    ("no config", _drop("config")), ("config=[]", _set("config", [])),
+    ("no config", _drop("config")), ("config=[]", _set("config", [])), ("config=None", _set("config", None)),
     *[(f"config.{k}={v!r}", _set(f"config.{k}", v)) for k, v in (
         ("max_waiting", "x"), ("ack_wait", True), ("priority_groups", "jobs"), ("filter_subjects", [1]),
         ("filter_subject", 3), ("max_deliver", 2**64), ("description", "changed"), ("num_replicas", True))],
@@ -127,7 +134,7 @@ def test_each_odd_or_wrong_field_gives_what_the_entry_by_entry_path_gives(page, 
             if cycle == label:
                 entries[where] = change(entries[where])
             pages = [("PAGES", entries), ("PAGES2", copy.deepcopy(page))]
-            fast = collector.batch_from_pages(copy.deepcopy(pages))
+            fast = collector.batch_from_entries(copy.deepcopy(pages))
             slow = _one_by_one(copy.deepcopy(pages), known)
             try:
                 _same(fast, slow)
@@ -145,3 +152,129 @@ def test_a_clean_page_takes_the_page_at_a_time_path_and_a_bad_one_does_not(page)
     bad[2]["num_pending"] = "5"
     assert not add_consumers(batch, bad, SCOPE, NOW, known, now, {})
     assert batch.consumers == 4  # nothing of the refused page was appended
+
+
+# -- the pages as sent, read straight into Arrow (collectors/list_pages.py) --------------------
+
+def _sent(entries: list[Any], total: int | None = None) -> bytes:
+    """A CONSUMER.LIST page as the server encodes it: compact JSON, the envelope first."""
+    return json.dumps({"type": "io.nats.jetstream.api.v1.consumer_list_response", "total": total or len(entries),
+                       "offset": 0, "limit": 256, "consumers": entries}, separators=(",", ":")).encode()
+
+
+def _same_store_rows(batch: SampleBatch) -> None:
+    """What the store appends from the Arrow columns is what it appends from the Python lists."""
+    assert batch.arrow is not None
+    assert writes.samples_table(batch.samples, batch.arrow).equals(writes.samples_table(batch.samples))
+
+
+@pytest.mark.parametrize("where", [0, 3])
+def test_each_odd_or_wrong_field_read_into_arrow_gives_what_the_entry_by_entry_path_gives(page, where):
+    collector = ConsumerListCollector(None, SCOPE, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
+    known: dict = {}
+    by_arrow = 0
+    for label, change in CHANGES:
+        for cycle in ("before", label, "after"):
+            entries = copy.deepcopy(page)
+            if cycle == label:
+                entries[where] = change(entries[where])
+            pages = [("PAGES", entries), ("PAGES2", copy.deepcopy(page))]
+            fast = collector.batch_from_pages([(stream, [_sent(e)]) for stream, e in pages])
+            slow = _one_by_one(copy.deepcopy(pages), known)
+            try:
+                _same(fast, slow)
+                if fast.arrow is not None:
+                    _same_store_rows(fast)
+            except AssertionError:
+                raise AssertionError(f"{label} at entry {where}, cycle {cycle}") from None
+            by_arrow += cycle == label and fast.arrow is not None
+    assert by_arrow >= 20  # the clean page and the odd but valid fields were read into Arrow
+
+
+# Pages only bytes can hold: each must be read as json.loads reads it, or left to the decoded path.
+RAW_PAGES = {
+    "a key given twice": lambda e: _sent([e]).replace(b'"num_pending":', b'"num_pending":7,"num_pending":', 1),
+    "a config given twice": lambda e: _sent([e]).replace(b'"config":', b'"config":{"durable_name":"x"},"config":', 1),
+    "a whole number written 5.0": lambda e: _sent([e]).replace(b'"num_waiting":0', b'"num_waiting":5.0', 1),
+    "a count written 1e3": lambda e: _sent([e]).replace(b'"num_waiting":0', b'"num_waiting":1e3', 1),
+    "a count of -0": lambda e: _sent([e]).replace(b'"num_waiting":0', b'"num_waiting":-0', 1),
+    "NaN": lambda e: _sent([e]).replace(b'"num_waiting":0', b'"num_waiting":NaN', 1),
+    "pretty-printed": lambda e: json.dumps({"total": 1, "consumers": [e]}, indent=2).encode(),
+    "escapes in a name": lambda e: _sent([{**e, "name": "caf\u00e9\u0000\t/"}]),
+    "escaped slashes": lambda e: _sent([e]).replace(b'"stream_name":"PAGES"', b'"stream_name":"PA\\/GES"', 1),
+    "no consumers": lambda e: _sent([]),
+    "consumers null": lambda e: b'{"total":0,"consumers":null}',
+    "a null entry": lambda e: _sent([e, None]),
+    "an entry that is a number": lambda e: _sent([e, 5]),
+    "a first group that is null": lambda e: _sent([{**e, "priority_groups": [None]}]),
+}
+
+
+@pytest.mark.parametrize("label", list(RAW_PAGES))
+def test_pages_only_bytes_can_hold_are_read_as_json_loads_reads_them(page, label):
+    raw = RAW_PAGES[label](copy.deepcopy(page[2]))
+    collector = ConsumerListCollector(None, SCOPE, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
+    fast = collector.batch_from_pages([("PAGES", [raw])])
+    slow = _one_by_one([("PAGES", json.loads(raw).get("consumers") or [])], {})
+    _same(fast, slow)
+    if fast.arrow is not None:
+        _same_store_rows(fast)
+
+
+def test_a_stream_listed_over_several_pages_is_read_whole_and_its_last_entry_gives_the_server_time(page):
+    entries = [{**copy.deepcopy(page[i % 4]), "name": f"c{i}", "ts": f"2026-11-23T10:00:{i:02d}Z"} for i in range(9)]
+    collector = ConsumerListCollector(None, SCOPE, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
+    fast = collector.batch_from_pages([("EMPTY", [_sent([])]), ("PAGES", [_sent(entries[:4], 9), _sent(entries[4:], 9)])])
+    slow = _one_by_one([("EMPTY", []), ("PAGES", entries)], {})
+    _same(fast, slow)
+    _same_store_rows(fast)
+    assert fast.streams == 2 and fast.consumers == 9
+    assert fast.server_now == parse_rfc3339("2026-11-23T10:00:08Z")
+
+
+def test_a_consumer_filter_leaves_out_the_same_consumers_read_into_arrow(page):
+    names = NameFilter(exclude_consumers=("pin*",))
+    fast = ConsumerListCollector(None, SCOPE, names, lambda: NOW).batch_from_pages(  # type: ignore[arg-type]
+        [("PAGES", [_sent(copy.deepcopy(page))])])
+    assert fast.arrow is not None and fast.samples["consumer"] == ["filtered", "paused", "plain"]
+    assert fast.filters == [("pages.a", "pages.b"), (), ()]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(
+    st.sampled_from(TIMES[:-2]),
+    st.from_regex(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{0,10})?([Zz]|[+-][0-9]{2}:[0-9]{2})?\Z"),
+    st.text(alphabet="0123456789-:TZ.+\n ", max_size=32)), min_size=1, max_size=8))
+def test_arrows_time_check_takes_exactly_the_times_the_page_path_takes(times):
+    column = pa.array(times, pa.string())
+    assert list_pages._times_ok(column) == state_columns._times_ok(tuple(times))
+
+
+def test_a_cycle_with_no_consumers_or_every_stream_failed_is_read_into_arrow_as_empty():
+    collector = ConsumerListCollector(None, SCOPE, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
+    batch = collector.batch_from_pages([("GONE", None), ("DOWN", NoReply("no reply"))])
+    assert batch.arrow is not None and batch.consumers == 0 and batch.streams == 0
+    assert batch.failed_streams == [("$G", "DOWN")] and "'DOWN' failed: no reply" in batch.errors[0]
+    assert writes.samples_table(batch.samples, batch.arrow).num_rows == 0
+
+
+def test_a_stream_of_more_than_a_page_is_listed_whole_as_sent_and_a_missing_one_refused(nats_server):
+    async def listing() -> tuple[list[bytes], list[str]]:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, "MANY", ["many.>"])
+        await asyncio.gather(*(make_consumer(api, "MANY", f"c{i:03d}") for i in range(300)))
+        raw = await api.consumer_list_pages("MANY")
+        names = [c["name"] for c in await api.consumer_list("MANY")]
+        with pytest.raises(StreamNotFound):
+            await api.consumer_list_pages("NOPE")
+        await nc.close()
+        return raw, names
+
+    raw, names = asyncio.run(listing())
+    assert len(raw) == 2 and [c["name"] for page in raw for c in json.loads(page)["consumers"]] == names
+    collector = ConsumerListCollector(None, SCOPE, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
+    fast = collector.batch_from_pages([("MANY", raw)])
+    assert fast.arrow is not None and sorted(fast.samples["consumer"]) == [f"c{i:03d}" for i in range(300)]
+    _same(fast, _one_by_one([("MANY", [c for page in raw for c in json.loads(page)["consumers"]])], {}))
+    _same_store_rows(fast)

@@ -152,7 +152,7 @@ def test_a_consumer_with_a_field_of_the_wrong_type_is_rejected_alone_in_list_mod
             page = sorted(await api.consumer_list(stream), key=lambda c: c["name"])
             page[0] = _corrupt(page[0], num_pending="5")  # "bad"
             page[1] = _corrupt(page[1], num_pending=7)  # "good", told apart from the sampled 5
-            batch = collector.sampler.batch_from_pages([(stream, page)])
+            batch = collector.sampler.batch_from_entries([(stream, page)])
             await collector.store_cycle(batch)
             # `bad` keeps its last known state (from the first real cycle); `good` is this cycle's.
             assert rows(store, "SELECT consumer, num_pending FROM consumer_current WHERE stream = ? ORDER BY consumer",
@@ -183,7 +183,7 @@ def test_a_time_the_store_cannot_read_is_rejected_alone_and_the_cycles_go_on(nat
             page = sorted(await api.consumer_list(stream), key=lambda c: c["name"])
             page[0] = _corrupt(page[0], created=page[0]["created"].replace("T", "t").replace("Z", "z"))  # "bad"
             page[1] = _corrupt(page[1], num_pending=7)  # "good"
-            await collector.store_cycle(collector.sampler.batch_from_pages([(stream, page)]))
+            await collector.store_cycle(collector.sampler.batch_from_entries([(stream, page)]))
             assert rows(store, "SELECT consumer, num_pending FROM consumer_current WHERE stream = ? ORDER BY consumer",
                         [stream]) == [("bad", 0), ("good", 7)]
             rejected = rows(store, "SELECT error FROM rejects WHERE subject = ?", [f"CONSUMER.LIST.{stream}"])
