@@ -56,7 +56,7 @@ class ConsumerListCollector:
         for ts in read.last_ts:
             if ts is not None:
                 batch.saw_server_time(ts)
-        batch.samples = read.lists()
+        batch.samples = read.samples
         batch.arrow = read.columns
         batch.filters = read.filters
         batch.configs = read.configs

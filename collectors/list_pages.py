@@ -65,24 +65,20 @@ _CONFIGS = msgspec.json.Decoder(_Page)
 
 @dataclass
 class ListRead:
-    """A cycle's pages as read here: the sample columns (times as the server's text), and what
-    the page path would have added beside them."""
+    """A cycle's pages as read here: the sample columns (times as the server's text), the same as
+    the page path's Python lists (what the window and the lag reader take), and what the page path
+    would have added beside them."""
 
     columns: dict[str, pa.Array]
+    samples: dict[str, list[Any]] = field(default_factory=dict)
     filters: list[tuple[str, ...]] = field(default_factory=list)
     configs: list[dict[str, Any]] = field(default_factory=list)
     last_ts: list[Any] = field(default_factory=list)  # each stream's last entry's `ts`, before filtering
 
-    @property
-    def rows(self) -> int:
-        return len(self.columns["consumer"])
-
-    def lists(self) -> dict[str, list[Any]]:
-        """The columns as the page path's Python lists (what the window and the lag reader take)."""
-        n = self.rows
-        out = {name: column.to_pylist() for name, column in self.columns.items()}
-        out.update({name: [None] * n for name in LAG_COLUMNS})
-        return {name: out[name] for name in SAMPLE_COLUMNS}
+    def __post_init__(self) -> None:
+        n = len(self.columns["consumer"])
+        lists = {name: column.to_pylist() for name, column in self.columns.items()}
+        self.samples = {name: lists[name] if name in lists else [None] * n for name in SAMPLE_COLUMNS}
 
 
 def _entries(raws: list[bytes]) -> tuple[pa.StructArray, list[int]] | None:
@@ -205,23 +201,25 @@ def _assemble(f: dict[str, pa.Array], configs: list[msgspec.Raw], scope: Scope, 
         "pin_group": groups["group"], "pinned_id": pinned_id, "pinned_ts": pinned_ts, "leader": leader,
     }
     read = ListRead(columns, last_ts=last_ts)
-    if not _configs(read, f, configs, scope, now_iso, known_hashes, previous, current):
+    if not _configs(read, configs, scope, now_iso, known_hashes, previous, current):
         return None
     return read
 
 
-def _configs(read: ListRead, f: dict[str, pa.Array], configs: list[msgspec.Raw], scope: Scope, now_iso: str,
+def _configs(read: ListRead, configs: list[msgspec.Raw], scope: Scope, now_iso: str,
              known_hashes: dict[tuple[str, str, str], str], previous: RawFingerprints,
              current: RawFingerprints) -> bool:
     """Each consumer's filters, and a config row for each config whose hash changed; False for a
     config that is not an object or has a field of the wrong type."""
-    account = scope.account
-    streams, names, created = f["stream_name"].to_pylist(), f["name"].to_pylist(), f["created"].to_pylist()
-    changed, stored = [], {}  # stored: the hashes this cycle's rows will store, as known_hashes will hold them
-    for i, (stream, name, made, raw) in enumerate(zip(streams, names, created, configs)):
+    account, samples = scope.account, read.samples
+    changed = []
+    stored: dict[tuple[str, str, str], str] = {}  # the hashes this cycle stores, entry by entry as the page path
+    for i, (stream, name, made, raw) in enumerate(zip(samples["stream"], samples["consumer"], samples["created"],
+                                                      configs)):
         key = (account, stream, name)
         exact = bytes(raw)
         seen = previous.get(key)
+        config = None
         if seen is None or seen[0] != exact or seen[1] != made:
             try:
                 config = json.loads(exact)
@@ -233,13 +231,11 @@ def _configs(read: ListRead, f: dict[str, pa.Array], configs: list[msgspec.Raw],
             seen = (exact, made, config_hash(config) + (made or ""), filter_subjects(config))
         current[key] = seen
         read.filters.append(seen[3])
-        if (stored[key] if key in stored else known_hashes.get(key)) != seen[2]:  # a consumer listed twice: once
+        if (stored[key] if key in stored else known_hashes.get(key)) != seen[2]:
             stored[key] = seen[2]
-            changed.append((i, key, exact, seen))
-    if changed:
-        ts = f["ts"].to_pylist()
-        known_hashes.update(stored)
-        for i, key, exact, (_, made, digest, filters) in changed:
-            info = {"ts": ts[i], "stream_name": key[1], "name": key[2], "created": made}
-            read.configs.append(config_row(info, json.loads(exact), scope, now_iso, digest, filters))
+            changed.append((i, key, config if config is not None else json.loads(exact), seen))
+    known_hashes.update(stored)
+    for i, key, config, (_, made, digest, filters) in changed:
+        info = {"ts": samples["ts"][i], "stream_name": key[1], "name": key[2], "created": made}
+        read.configs.append(config_row(info, config, scope, now_iso, digest, filters))
     return True
