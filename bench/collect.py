@@ -49,7 +49,7 @@ async def main(consumers: int, streams: int, rounds: int) -> None:
             for _ in range(rounds):
                 t = time.perf_counter()
                 batch = await collector.collect()
-                store.write(lambda con: writes.write_samples(con, ["$G"], batch.samples))
+                store.write(lambda con: writes.write_samples(con, ["$G"], batch.samples, arrow=batch.arrow))
                 full.append(time.perf_counter() - t)
                 assert batch.consumers == consumers
             limit = asyncio.Semaphore(CONCURRENCY)
@@ -68,7 +68,7 @@ async def main(consumers: int, streams: int, rounds: int) -> None:
                 t = time.perf_counter()
                 names = await api.stream_names()
                 pages = await asyncio.gather(*(info_each(s) for s in names))
-                batch = collector.batch_from_pages(list(zip(names, pages)))
+                batch = collector.batch_from_entries(list(zip(names, pages)))
                 store.write(lambda con: writes.write_samples(con, ["$G"], batch.samples))
                 per_info.append(time.perf_counter() - t)
                 assert batch.consumers == consumers

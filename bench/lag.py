@@ -99,7 +99,7 @@ async def main(consumers: int, streams: int, busy: int, rounds: int, urgent_shar
                 if with_lag:
                     await lag.fill(batch, urgent)
                 t2 = time.perf_counter()
-                store.write(lambda con: writes.write_samples(con, ["$G"], batch.samples))
+                store.write(lambda con: writes.write_samples(con, ["$G"], batch.samples, arrow=batch.arrow))
                 assert batch.consumers == consumers
                 parts["collect+" if with_lag else "collect"].append(t1 - t)
                 parts["write+" if with_lag else "write"].append(time.perf_counter() - t2)

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-PACKAGES = ("nats-py", "duckdb", "pandas", "pyarrow", "pyspark", "streamlit", "prometheus-client")
+PACKAGES = ("nats-py", "duckdb", "pandas", "pyarrow", "msgspec", "pyspark", "streamlit", "prometheus-client")
 
 
 def _cpu() -> str:

@@ -1,17 +1,20 @@
-"""Store: sample rows per second through the collector's write path (the cycle's Python columns as
-the collector hands them over, times as the server's RFC 3339 strings with nanoseconds; typed Arrow
-columns built, one transaction, the file opened and closed per batch, the samples appended as the
-new current cycle, in row groups of the writer's size), versus row-by-row parameterised INSERTs;
-and, same run, the ceiling: the same batches as ready Arrow tables (built before the clock starts)
-appended to `samples` alone (no cycle made current, nothing parsed), through the same Store, so the same open, commit and close per
-batch: what the write path would cost if it did nothing but append. The stores are checked equal:
-the write path's `samples` against the ceiling's, its live state (the view `consumer_current`)
-against the last batch. Then a small write's time through the Store against a DuckDB made per write."""
+"""Store: sample rows per second through the collector's write path, from what the collector hands
+over: the cycle read from server-shaped CONSUMER.LIST pages by the collector's own parse (before the
+clock), the samples appended as the new current cycle in one transaction, the file attached and
+detached per batch, in row groups of the writer's size. Timed taking turns batch by batch, into three
+stores checked equal: the write from the columns the parse read straight into Arrow (the collector's
+path for CONSUMER.LIST); the same write from the parse's Python lists, each value converted to Arrow
+first (the path before, and still the one for /jsz and for a cycle that falls back to decoding its
+pages); and the ceiling, the same rows as ready Arrow tables (built before the clock) appended to
+`samples` alone through the same Store: what a write would cost if it did nothing but append. Then
+reading the same pages both ways, a small write's time through the Store against a DuckDB made per
+write, and row-by-row INSERTs."""
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import statistics
 import tempfile
 import time
@@ -20,25 +23,45 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
+from jetwatch.collectors.consumer_list import ConsumerListCollector
+from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS, SampleBatch, Scope
+from jetwatch.collectors.filters import NameFilter
+from jetwatch.collectors.gc_policy import GcPolicy
 from jetwatch.store import writes
 from jetwatch.store.database import Store
 from bench.machine import print_header
 
+PAGE = 256  # consumers a CONSUMER.LIST page holds
 
-def batch(n: int, cycle: int) -> dict[str, list]:
-    """One cycle of n consumers as the collector hands it to the store."""
+
+def pages(n: int, cycle: int) -> list[tuple[str, list[bytes]]]:
+    """One cycle of n consumers in 100 streams as the server sends them: consumer info with its
+    config, counts, sequences, nanosecond times and a pinned group; 256 to a page."""
     second = f"2026-11-22T00:{cycle // 60:02d}:{cycle % 60:02d}"
-    ts = [f"{second}.{i * 7919 % 1_000_000_000:09d}Z" for i in range(n)]
-    cols: dict[str, list] = {c: [None] * n for c in SAMPLE_COLUMNS}
-    cols.update(ts=ts, server=["n1"] * n, cluster=["c1"] * n, account=["$G"] * n,
-                stream=[f"S{i % 100}" for i in range(n)], consumer=[f"c{i}" for i in range(n)],
-                created=[f"2026-11-20T10:{i % 60:02d}:{i // 60 % 60:02d}.{i:09d}Z" for i in range(n)],
-                num_pending=list(range(n)), num_ack_pending=[1] * n, num_waiting=[2] * n, num_redelivered=[0] * n,
-                delivered_consumer_seq=[cycle] * n, delivered_stream_seq=[cycle] * n, delivered_last_active=ts,
-                ack_floor_consumer_seq=[cycle] * n, ack_floor_stream_seq=[cycle] * n, ack_floor_last_active=ts,
-                paused=[False] * n, pinned_id=["p"] * n, leader=["n1"] * n)
-    return cols
+    streams: dict[str, list[dict]] = {}
+    for i in range(n):
+        ts = f"{second}.{i * 7919 % 1_000_000_000:09d}Z"
+        stream = f"S{i % 100}"
+        streams.setdefault(stream, []).append({
+            "stream_name": stream, "name": f"c{i}", "created": f"2026-11-20T10:{i % 60:02d}:{i // 60 % 60:02d}.{i:09d}Z",
+            "config": {"durable_name": f"c{i}", "name": f"c{i}", "deliver_policy": "all", "ack_policy": "explicit",
+                       "ack_wait": 30_000_000_000, "max_deliver": -1, "replay_policy": "instant", "max_waiting": 512,
+                       "max_ack_pending": 1000, "num_replicas": 0, "metadata": {"_nats.req.level": "1"},
+                       "priority_groups": ["jobs"], "priority_policy": "pinned_client", "priority_timeout": 60_000_000_000},
+            "delivered": {"consumer_seq": cycle, "stream_seq": cycle, "last_active": ts},
+            "ack_floor": {"consumer_seq": cycle, "stream_seq": cycle, "last_active": ts},
+            "num_ack_pending": 1, "num_redelivered": 0, "num_waiting": 2, "num_pending": i, "ts": ts,
+            "cluster": {"leader": "n1"},
+            "priority_groups": [{"group": "jobs", "pinned_client_id": f"pin{i}", "pinned_ts": f"{second}Z"}],
+        })
+    return [(stream, [json.dumps({"type": "io.nats.jetstream.api.v1.consumer_list_response", "total": len(entries),
+                                  "offset": at, "limit": PAGE, "consumers": entries[at:at + PAGE]},
+                                 separators=(",", ":")).encode() for at in range(0, len(entries), PAGE)])
+            for stream, entries in streams.items()]
+
+
+def decoded(cycle: list[tuple[str, list[bytes]]]) -> list[tuple[str, list[dict]]]:
+    return [(stream, [info for raw in got for info in json.loads(raw)["consumers"]]) for stream, got in cycle]
 
 
 def sampled_at(cycle: int) -> dt.datetime:
@@ -116,52 +139,74 @@ def _count(path: Path) -> int:
         con.close()
 
 
+def _collector() -> ConsumerListCollector:
+    return ConsumerListCollector(None, Scope("$G"), NameFilter(), lambda: "2026-11-22T00:00:00Z")  # type: ignore[arg-type]
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
 def main(rows: int, batch_rows: int, baseline_rows: int, small_writes: int) -> None:
     print_header()
+    policy = GcPolicy()
+    policy.apply()  # the collector's (collectors/gc_policy.py): full collections between cycles, not in them
+    try:
+        run(rows, batch_rows, baseline_rows, small_writes, policy)
+    finally:
+        policy.restore()
+
+
+def run(rows: int, batch_rows: int, baseline_rows: int, small_writes: int, policy: GcPolicy) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        store = Store(Path(tmp) / "w.duckdb")
-        store.migrate()
-        batches = [batch(batch_rows, i) for i in range(rows // batch_rows)]
-        t = time.perf_counter()
-        for i, b in enumerate(batches):
-            store.write(lambda con, b=b, i=i: writes.write_samples(con, ["$G"], b, (), sampled_at(i)))
-        fast = time.perf_counter() - t
-        rate = rows / fast
-        print(f"collector write path: {rows:,} rows in {fast:.2f}s = {rate:,.0f} rows/s "
-              f"(batches of {batch_rows:,}, file opened and closed per batch)")
-        building = []
-        for b in batches:
-            t = time.perf_counter()
-            writes.samples_table(b)
-            building.append(time.perf_counter() - t)
-        print(f"of which, measured again alone: the batch's Arrow table built from the Python lists, median "
-              f"{statistics.median(building) * 1000:.0f} ms of the {fast / len(batches) * 1000:.0f} ms a batch took")
-
-        ceiling_store = Store(Path(tmp) / "c.duckdb")
-        ceiling_store.migrate()
-        tables = [ready(b, i) for i, b in enumerate(batches)]  # built before the clock
-        t = time.perf_counter()
-        for table in tables:
-            ceiling_store.write(lambda con, table=table: con.register("ready", table).execute(
-                "INSERT INTO samples_recent BY NAME SELECT * FROM ready"))  # baseline only
-        ceiling = rows / (time.perf_counter() - t)
+        stores = {}
+        for kind in ("arrow", "lists", "ceiling"):
+            stores[kind] = Store(Path(tmp) / f"{kind}.duckdb")
+            stores[kind].migrate()
+        collector = _collector()
+        spent = {kind: 0.0 for kind in stores}
+        batches = rows // batch_rows
+        last: SampleBatch | None = None
+        for i in range(batches):
+            batch = collector.batch_from_pages(pages(batch_rows, i))  # the collector's parse, before the clock
+            assert batch.arrow is not None and batch.consumers == batch_rows
+            table = ready(batch.samples, i)  # baseline only: the ceiling's ready table, before the clock
+            turns = {
+                "arrow": lambda con, b=batch, i=i: writes.write_samples(con, ["$G"], b.samples, (), sampled_at(i), b.arrow),
+                "lists": lambda con, b=batch, i=i: writes.write_samples(con, ["$G"], b.samples, (), sampled_at(i)),
+                "ceiling": lambda con, t=table: con.register("ready", t).execute(  # baseline only
+                    "INSERT INTO samples_recent BY NAME SELECT * FROM ready"),
+            }
+            for kind in list(turns)[i % 3:] + list(turns)[:i % 3]:  # each path first in turn
+                spent[kind] += _timed(lambda kind=kind: stores[kind].write(turns[kind]))
+            last = batch
+            policy.between_cycles()
+        rate = {kind: rows / seconds for kind, seconds in spent.items()}
+        print(f"collector write path, CONSUMER.LIST (the columns its parse read into Arrow): {rows:,} rows in "
+              f"{spent['arrow']:.2f}s = {rate['arrow']:,.0f} rows/s (batches of {batch_rows:,}, file attached and detached per batch)")
+        print(f"the same write from the parse's Python lists, each value converted to Arrow (the path before; /jsz and "
+              f"a cycle that falls back to decoding its pages): {rate['lists']:,.0f} rows/s")
         print(f"ceiling, the same rows as ready Arrow tables appended to samples alone, same Store: "
-              f"{ceiling:,.0f} rows/s; the write path runs at {rate / ceiling:.0%} of it")
+              f"{rate['ceiling']:,.0f} rows/s; the write path runs at {rate['arrow'] / rate['ceiling']:.0%} of it")
 
-        samples_same = _fingerprint(store.path, "samples") == _fingerprint(ceiling_store.path, "samples")
-        last = duckdb.connect()
-        last.register("last_batch", tables[-1])
+        fingerprints = {kind: _fingerprint(store.path, "samples") for kind, store in stores.items()}
+        samples_same = fingerprints["arrow"] == fingerprints["lists"] == fingerprints["ceiling"]
+        check = duckdb.connect()
+        check.register("last_batch", ready(last.samples, batches - 1))
         cols = ", ".join(SAMPLE_COLUMNS)
-        current_same = _fingerprint(store.path, "consumer_current") == last.execute(
-            f"SELECT count(*), coalesce(sum(hash({cols})::HUGEINT), 0) FROM last_batch").fetchone()
+        current_same = all(_fingerprint(stores[kind].path, "consumer_current") == check.execute(
+            f"SELECT count(*), coalesce(sum(hash({cols})::HUGEINT), 0) FROM last_batch").fetchone() for kind in ("arrow", "lists"))
         print(f"checked: the write path's samples equal the ceiling's: {samples_same}; its consumer_current "
               f"equals the last batch: {current_same}")
 
+        read_pages(batch_rows)
         small_write(Path(tmp), small_writes)
 
         base = Store(Path(tmp) / "b.duckdb")
         base.migrate()
-        one = batch(baseline_rows, 0)
+        one = collector.batch_from_pages(pages(baseline_rows, 0)).samples
         cols = list(one)
         values = list(zip(*(one[c] for c in cols)))
         marks = ", ".join("?" for _ in cols)
@@ -170,7 +215,32 @@ def main(rows: int, batch_rows: int, baseline_rows: int, small_writes: int) -> N
             f"INSERT INTO samples_recent ({', '.join(cols)}) VALUES ({marks})", values))  # baseline only
         slow = baseline_rows / (time.perf_counter() - t)
         print(f"baseline, row-by-row INSERT: {slow:,.0f} rows/s")
-        print(f"ratio: {rate / slow:.0f}x row-by-row; {rate / ceiling:.2f}x the ceiling")
+        print(f"ratio: {rate['arrow'] / rate['lists']:.2f}x the write from the Python lists; {rate['arrow'] / slow:.0f}x "
+              f"row-by-row; {rate['arrow'] / rate['ceiling']:.2f}x the ceiling")
+
+
+def read_pages(n: int) -> None:
+    """Where the conversion went: the same pages read into Arrow by the collector's parse, against
+    decoding them with json.loads, taking them page at a time and converting the lists to Arrow as
+    the write from lists does (both with their config fingerprints warm, as in a running collector)."""
+    cycle = pages(n, 0)
+    arrow, before = _collector(), _collector()
+    arrow.batch_from_pages(cycle)
+    before.batch_from_entries(decoded(cycle))
+    spent: dict[str, list[float]] = {"arrow": [], "decode": [], "pages": [], "convert": []}
+    for _ in range(3):
+        spent["arrow"].append(_timed(lambda: arrow.batch_from_pages(cycle)))
+        t = time.perf_counter()
+        entries = decoded(cycle)
+        spent["decode"].append(time.perf_counter() - t)
+        batch = before.batch_from_entries(entries)
+        spent["pages"].append(time.perf_counter() - t - spent["decode"][-1])
+        spent["convert"].append(_timed(lambda: writes.samples_table(batch.samples)))
+    ms = {k: statistics.median(v) * 1000 for k, v in spent.items()}
+    old = ms["decode"] + ms["pages"] + ms["convert"]
+    print(f"reading {n:,} consumers' pages, median of 3: into Arrow (columns for the store, lists for the window) "
+          f"{ms['arrow']:.0f} ms; before: json.loads {ms['decode']:.0f} ms + page at a time {ms['pages']:.0f} ms + the "
+          f"lists converted to Arrow {ms['convert']:.0f} ms = {old:.0f} ms; ratio {old / ms['arrow']:.2f}x")
 
 
 if __name__ == "__main__":
