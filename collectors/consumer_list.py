@@ -47,7 +47,7 @@ class ConsumerListCollector:
                           self.raw_fingerprints, fingerprints)
         if read is None:
             return self.batch_from_entries([(stream, _decoded(got)) for stream, got in pages])
-        self.raw_fingerprints = fingerprints
+        self.raw_fingerprints, self.fingerprints = fingerprints, {}  # one cache kept: each holds every config
         batch = SampleBatch(accounts={self.scope.account})
         for stream, got in pages:
             if isinstance(got, Exception):
@@ -88,7 +88,7 @@ class ConsumerListCollector:
                     add_consumer(batch, info, self.scope, now, self.known_hashes)
                 except MalformedState as exc:
                     batch.reject(f"CONSUMER.LIST.{stream}", exc, info, self.scope.account, stream)
-        self.fingerprints = fingerprints
+        self.fingerprints, self.raw_fingerprints = fingerprints, {}
         return batch
 
     def _failed(self, batch: SampleBatch, stream: str, exc: Exception) -> None:
@@ -103,11 +103,11 @@ class ConsumerListCollector:
                 return None
             except NoReply as exc:
                 return NoReply(f"{exc} (may the collector's user publish to $JS.API.CONSUMER.LIST.{stream}?)")
-            except (JetStreamAPIError, ValueError) as exc:  # a refusal, or a reply that is not JSON
+            except (JetStreamAPIError, ValueError, RecursionError) as exc:  # a refusal, a reply that is not JSON
                 return exc
 
 
-def _decoded(got: list[bytes] | None | Exception) -> list[Any] | None | Exception:
+def _decoded(got: list[bytes] | None | BaseException) -> list[Any] | None | BaseException:
     """A stream's pages decoded as JetStreamAPI.consumer_list decodes them: its entries, in order."""
     if not isinstance(got, list):
         return got
@@ -115,7 +115,7 @@ def _decoded(got: list[bytes] | None | Exception) -> list[Any] | None | Exceptio
     for raw in got:
         try:
             page = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            return ValueError(f"a page of its listing is not JSON: {exc}")
+        except (ValueError, RecursionError) as exc:  # as JetStreamAPI.request raised it
+            return exc
         entries.extend(page.get("consumers") or [])
     return entries

@@ -114,6 +114,9 @@ def check_config(config: dict[str, Any]) -> None:
         value = config.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             raise MalformedState(f"config.{key} is {value!r:.60}, expected a list of strings")
+    metadata = config.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):  # config_hash reads its keys
+        raise MalformedState(f"config.metadata is {metadata!r:.60}, expected an object")
 
 
 @dataclass

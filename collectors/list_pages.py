@@ -7,11 +7,15 @@ the sample fields into typed columns, and msgspec cuts out each consumer's confi
 server sent: a config is decoded only when its bytes change. The store appends the columns as they
 are; the Python lists the health window and the lag reader take are made from them.
 
-What is read this way is what the page-at-a-time path would read, or nothing: pyarrow refuses a
+What is read this way is what decoding the pages and taking them a page at a time would give, or
+nothing: pages that are not valid UTF-8 are refused (pyarrow does not check), pyarrow refuses a
 field of another JSON type than the one declared (a count sent as a string or a boolean, a number
-past int64, a fraction, a key given twice), entries that are not objects are refused, and the
-times are held to the page path's pattern. Anything not vouched for returns None, and the caller
-decodes the pages and takes the page-at-a-time path, which rejects a malformed entry alone.
+past int64, a fraction, a key given twice), entries that are not objects are refused, and the times
+are held to the page path's pattern. Anything not vouched for returns None, and the caller decodes
+the pages and takes the page-at-a-time path, which rejects a malformed entry alone. One difference
+is left on purpose: a field jetwatch does not store is not read here, so a page that json.loads
+refuses only for such a field (an integer of more than 4,300 digits, nesting ~1,000 deep) is
+stored here where decoding would fail the stream.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from jetwatch.collectors.consumer_state import (
-    LAG_COLUMNS, SAMPLE_COLUMNS, ZERO_TIME, MalformedState, Scope, check_config, config_hash, config_row,
+    SAMPLE_COLUMNS, ZERO_TIME, MalformedState, Scope, check_config, config_hash, config_row,
     filter_subjects,
 )
 from jetwatch.collectors.filters import NameFilter
@@ -48,8 +52,16 @@ _INFO = pa.struct([
 ])
 _PARSE = pj.ParseOptions(explicit_schema=pa.schema([("consumers", pa.list_(_INFO))]),
                          unexpected_field_behavior="ignore")
-# RE2 has no lookahead: the page path's "not year 0000" spelled out.
-_TIME_RE2 = "^(?:" + TIME_PATTERN.replace(r"(?!0000)\d{4}", r"(?:[1-9]\d{3}|0[1-9]\d{2}|00[1-9]\d|000[1-9])") + ")$"
+
+def _for_re2(pattern: str) -> str:
+    """The page path's time pattern for RE2, which has no lookahead: "not year 0000" spelled out."""
+    spelled = pattern.replace(r"(?!0000)\d{4}", r"(?:[1-9]\d{3}|0[1-9]\d{2}|00[1-9]\d|000[1-9])")
+    if "(?" in spelled.replace("(?:", ""):
+        raise ValueError(f"the time pattern has a construct RE2 cannot take: {pattern}")
+    return f"^(?:{spelled})$"
+
+
+_TIME_RE2 = _for_re2(TIME_PATTERN)
 
 
 class _Entry(msgspec.Struct):
@@ -70,15 +82,16 @@ class ListRead:
     would have added beside them."""
 
     columns: dict[str, pa.Array]
-    samples: dict[str, list[Any]] = field(default_factory=dict)
+    samples: dict[str, list[Any]]
     filters: list[tuple[str, ...]] = field(default_factory=list)
     configs: list[dict[str, Any]] = field(default_factory=list)
     last_ts: list[Any] = field(default_factory=list)  # each stream's last entry's `ts`, before filtering
 
-    def __post_init__(self) -> None:
-        n = len(self.columns["consumer"])
-        lists = {name: column.to_pylist() for name, column in self.columns.items()}
-        self.samples = {name: lists[name] if name in lists else [None] * n for name in SAMPLE_COLUMNS}
+
+def _lists(columns: dict[str, pa.Array]) -> dict[str, list[Any]]:
+    n = len(columns["consumer"])
+    lists = {name: column.to_pylist() for name, column in columns.items()}
+    return {name: lists[name] if name in lists else [None] * n for name in SAMPLE_COLUMNS}
 
 
 def _entries(raws: list[bytes]) -> tuple[pa.StructArray, list[int]] | None:
@@ -86,6 +99,11 @@ def _entries(raws: list[bytes]) -> tuple[pa.StructArray, list[int]] | None:
     if not raws:
         return pa.array([], _INFO), []
     if any(b"\n" in raw or b"\r" in raw for raw in raws):  # pyarrow reads one object per line
+        return None
+    try:
+        for raw in raws:
+            raw.decode()
+    except UnicodeDecodeError:
         return None
     block = max(1 << 22, 2 * max(map(len, raws)))
     try:
@@ -122,7 +140,7 @@ def _first_groups(groups: pa.ListArray) -> dict[str, pa.Array] | None:
     return _fields(flat.take(pa.array(index, mask=~has)))
 
 
-def _times_ok(column: pa.Array) -> bool:
+def _times_match(column: pa.Array) -> bool:
     if column.null_count == len(column):
         return True
     return pc.all(pc.match_substring_regex(column, _TIME_RE2), skip_nulls=True).as_py() is not False
@@ -136,7 +154,8 @@ def read_pages(pages: list[tuple[str, list[bytes]]], scope: Scope, now_iso: str,
                known_hashes: dict[tuple[str, str, str], str], previous: RawFingerprints,
                current: RawFingerprints) -> ListRead | None:
     """Each stream's pages (stream, raw pages) read as one; None when anything on them is not
-    plainly well formed. `previous` is the last cycle's fingerprints; `current` gets this one's."""
+    plainly well formed. `known_hashes` is updated as the page path updates it (only when the read
+    is taken); `previous` is the last cycle's fingerprints; `current` gets this one's."""
     raws = [raw for _, stream_pages in pages for raw in stream_pages]
     read = _entries(raws)
     if read is None:
@@ -144,7 +163,7 @@ def read_pages(pages: list[tuple[str, list[bytes]]], scope: Scope, now_iso: str,
     infos, counts = read
     try:
         configs = [entry.config for raw in raws for entry in (_CONFIGS.decode(raw).consumers or ())]
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     if len(configs) != len(infos):
         return None
@@ -152,10 +171,10 @@ def read_pages(pages: list[tuple[str, list[bytes]]], scope: Scope, now_iso: str,
     if not (_not_empty(f["stream_name"]) and _not_empty(f["name"]) and f["config"].null_count == 0):
         return None
 
-    per_stream, k = [], 0
+    per_stream, first = [], 0
     for _, stream_pages in pages:
-        per_stream.append(sum(counts[k:k + len(stream_pages)]))
-        k += len(stream_pages)
+        per_stream.append(sum(counts[first:first + len(stream_pages)]))
+        first += len(stream_pages)
     ts = f["ts"]
     last_ts = [ts[int(end) - 1].as_py() if entries else None for entries, end in zip(per_stream, np.cumsum(per_stream))]
 
@@ -164,7 +183,7 @@ def read_pages(pages: list[tuple[str, list[bytes]]], scope: Scope, now_iso: str,
         if not keep.all():
             mask = pa.array(keep)
             infos = infos.filter(mask)
-            configs = [c for c, k in zip(configs, keep) if k]
+            configs = [config for config, kept in zip(configs, keep) if kept]
             f = _fields(infos)
     return _assemble(f, configs, scope, now_iso, known_hashes, previous, current, last_ts)
 
@@ -179,7 +198,7 @@ def _assemble(f: dict[str, pa.Array], configs: list[msgspec.Raw], scope: Scope, 
         return None
     paused = pc.fill_null(f["paused"], False)
     pause_until = pc.if_else(paused, _fields(f["config"])["pause_until"], pa.scalar(None, pa.string()))
-    if not all(map(_times_ok, (f["ts"], f["created"], delivered["last_active"], ack_floor["last_active"],
+    if not all(map(_times_match, (f["ts"], f["created"], delivered["last_active"], ack_floor["last_active"],
                                pause_until, groups["pinned_ts"]))):
         return None
     leader = cluster["leader"]
@@ -200,7 +219,11 @@ def _assemble(f: dict[str, pa.Array], configs: list[msgspec.Raw], scope: Scope, 
         "ack_floor_last_active": ack_floor["last_active"], "paused": paused, "pause_until": pause_until,
         "pin_group": groups["group"], "pinned_id": pinned_id, "pinned_ts": pinned_ts, "leader": leader,
     }
-    read = ListRead(columns, last_ts=last_ts)
+    try:
+        samples = _lists(columns)
+    except UnicodeDecodeError:  # checked for above; a string Arrow cannot give back is refused all the same
+        return None
+    read = ListRead(columns, samples, last_ts=last_ts)
     if not _configs(read, configs, scope, now_iso, known_hashes, previous, current):
         return None
     return read
@@ -226,7 +249,7 @@ def _configs(read: ListRead, configs: list[msgspec.Raw], scope: Scope, now_iso: 
                 if type(config) is not dict:
                     return False
                 check_config(config)
-            except (ValueError, MalformedState):
+            except (ValueError, RecursionError, MalformedState):
                 return False
             seen = (exact, made, config_hash(config) + (made or ""), filter_subjects(config))
         current[key] = seen

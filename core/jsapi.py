@@ -98,10 +98,11 @@ _ENVELOPE = msgspec.json.Decoder(_Envelope)
 def _extent(full: str, data: bytes) -> tuple[int, Any]:
     """(entries on the page, total) of a list page, raising a refusal as `request` does. A page
     msgspec will not read this way (not an object, `consumers` not a list, a NaN) is decoded as
-    `request` decodes it, so that the paging is the same either way."""
+    `request` decodes it, so that the paging is the same either way. msgspec does not check the
+    UTF-8 of the entries it skips: the collector's read does (collectors/list_pages.py)."""
     try:
         page = _ENVELOPE.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         reply = _checked(full, json.loads(data))
         return len(reply.get("consumers") or []), reply.get("total", 0)
     if page.error:

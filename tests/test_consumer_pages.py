@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
 from jetwatch.collectors.filters import NameFilter
-from jetwatch.collectors import list_pages, state_columns
+from jetwatch.collectors import consumer_list, list_pages, state_columns
 from jetwatch.collectors.state_columns import add_consumers
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.store import writes
@@ -81,7 +81,8 @@ CHANGES: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("no config", _drop("config")), ("config=[]", _set("config", [])), ("config=None", _set("config", None)),
     *[(f"config.{k}={v!r}", _set(f"config.{k}", v)) for k, v in (
         ("max_waiting", "x"), ("ack_wait", True), ("priority_groups", "jobs"), ("filter_subjects", [1]),
-        ("filter_subject", 3), ("max_deliver", 2**64), ("description", "changed"), ("num_replicas", True))],
+        ("filter_subject", 3), ("max_deliver", 2**64), ("description", "changed"), ("num_replicas", True),
+        ("metadata", "x"), ("metadata", {"owner": "team-a"}))],
     *[(f"{k}={v!r}", _set(k, v)) for k in ("delivered", "ack_floor", "cluster") for v in ([], "x", 0, None, {})],
     ("cluster.leader=5", _set("cluster.leader", 5)), ("cluster.name=[]", _set("cluster.name", [])),
     ("cluster.leader=n1", _set("cluster.leader", "n1")),
@@ -247,7 +248,7 @@ def test_a_consumer_filter_leaves_out_the_same_consumers_read_into_arrow(page):
     st.text(alphabet="0123456789-:TZ.+\n ", max_size=32)), min_size=1, max_size=8))
 def test_arrows_time_check_takes_exactly_the_times_the_page_path_takes(times):
     column = pa.array(times, pa.string())
-    assert list_pages._times_ok(column) == state_columns._times_ok(tuple(times))
+    assert list_pages._times_match(column) == state_columns._times_ok(tuple(times))
 
 
 def test_a_cycle_with_no_consumers_or_every_stream_failed_is_read_into_arrow_as_empty():
@@ -278,3 +279,32 @@ def test_a_stream_of_more_than_a_page_is_listed_whole_as_sent_and_a_missing_one_
     assert fast.arrow is not None and sorted(fast.samples["consumer"]) == [f"c{i:03d}" for i in range(300)]
     _same(fast, _one_by_one([("MANY", [c for page in raw for c in json.loads(page)["consumers"]])], {}))
     _same_store_rows(fast)
+
+
+def _decoded_reference(pages: list[tuple[str, list[bytes]]]) -> SampleBatch:
+    """The same pages decoded as the collector decoded them before it read them into Arrow."""
+    collector = ConsumerListCollector(None, SCOPE, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
+    return collector.batch_from_entries([(stream, consumer_list._decoded(got)) for stream, got in pages])
+
+
+@pytest.mark.parametrize("label, bad", [
+    ("invalid UTF-8 in a stored field", lambda raw: raw.replace(b'"name":"pinned"', b'"name":"pin\xc0\xafned"', 1)),
+    ("invalid UTF-8 in a field not stored", lambda raw: raw.replace(b'"stream_name":', b'"x":"\xff","stream_name":', 1)),
+    ("a surrogate encoded in UTF-8", lambda raw: raw.replace(b'"name":"pinned"', b'"name":"pin\xed\xb0\x80"', 1)),
+    ("a config nested 2,000 deep", lambda raw: raw.replace(b'"config":{', b'"config":{"deep":' + b"[" * 2000 + b"]" * 2000 + b",", 1)),
+])
+def test_a_page_the_arrow_read_cannot_vouch_for_is_decoded_and_the_other_streams_kept(page, label, bad):
+    raw = bad(_sent(copy.deepcopy(page)))
+    pages = [("BAD", [raw]), ("GOOD", [_sent(copy.deepcopy(page))])]
+    collector = ConsumerListCollector(None, SCOPE, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
+    fast = collector.batch_from_pages(pages)
+    reference = _decoded_reference(pages)
+    _same(fast, reference)
+    assert fast.arrow is None and fast.failed_streams == reference.failed_streams and fast.errors == reference.errors
+    assert fast.consumers >= 4 and ("$G", "GOOD") not in fast.failed_streams
+
+
+def test_the_time_pattern_is_refused_at_import_if_rE2_could_not_take_it():
+    assert list_pages._for_re2(state_columns.TIME_PATTERN) == list_pages._TIME_RE2
+    with pytest.raises(ValueError, match="RE2 cannot take"):
+        list_pages._for_re2(r"(?!19)\d{4}-" + state_columns.TIME_PATTERN)
