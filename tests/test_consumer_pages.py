@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import nats
 import pyarrow as pa
@@ -122,26 +122,30 @@ def _same(a: SampleBatch, b: SampleBatch) -> None:
     assert a.consumers == b.consumers
 
 
+def _cycles(page: list[dict[str, Any]], where: int) -> Iterator[tuple[str, str, list[tuple[str, list[Any]]]]]:
+    """For each change: a clean cycle, then the changed one, then a clean one again (configs seen
+    before come from the fingerprints, configs that changed and changed back are stored again)."""
+    for label, change in CHANGES:
+        for cycle in ("before", label, "after"):
+            entries = copy.deepcopy(page)
+            if cycle == label:
+                entries[where] = change(entries[where])
+            yield label, cycle, [("PAGES", entries), ("PAGES2", copy.deepcopy(page))]
+
+
 @pytest.mark.parametrize("where", [0, 1, 2, 3])
 def test_each_odd_or_wrong_field_gives_what_the_entry_by_entry_path_gives(page, where):
     collector = ConsumerListCollector(None, SCOPE, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
     known: dict = {}
     rejected = 0
-    for label, change in CHANGES:
-        # A clean cycle, then the changed one, then a clean one again: configs seen before come
-        # from the fingerprints, configs that changed and changed back are stored again.
-        for cycle in ("before", label, "after"):
-            entries = copy.deepcopy(page)
-            if cycle == label:
-                entries[where] = change(entries[where])
-            pages = [("PAGES", entries), ("PAGES2", copy.deepcopy(page))]
-            fast = collector.batch_from_entries(copy.deepcopy(pages))
-            slow = _one_by_one(copy.deepcopy(pages), known)
-            try:
-                _same(fast, slow)
-            except AssertionError:
-                raise AssertionError(f"{label} at entry {where}, cycle {cycle}") from None
-            rejected += len(slow.rejects)
+    for label, cycle, pages in _cycles(page, where):
+        fast = collector.batch_from_entries(copy.deepcopy(pages))
+        slow = _one_by_one(copy.deepcopy(pages), known)
+        try:
+            _same(fast, slow)
+        except AssertionError:
+            raise AssertionError(f"{label} at entry {where}, cycle {cycle}") from None
+        rejected += len(slow.rejects)
     assert rejected > 50  # the changes did make entries malformed
 
 
@@ -174,21 +178,16 @@ def test_each_odd_or_wrong_field_read_into_arrow_gives_what_the_entry_by_entry_p
     collector = ConsumerListCollector(None, SCOPE, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
     known: dict = {}
     by_arrow = 0
-    for label, change in CHANGES:
-        for cycle in ("before", label, "after"):
-            entries = copy.deepcopy(page)
-            if cycle == label:
-                entries[where] = change(entries[where])
-            pages = [("PAGES", entries), ("PAGES2", copy.deepcopy(page))]
-            fast = collector.batch_from_pages([(stream, [_sent(e)]) for stream, e in pages])
-            slow = _one_by_one(copy.deepcopy(pages), known)
-            try:
-                _same(fast, slow)
-                if fast.arrow is not None:
-                    _same_store_rows(fast)
-            except AssertionError:
-                raise AssertionError(f"{label} at entry {where}, cycle {cycle}") from None
-            by_arrow += cycle == label and fast.arrow is not None
+    for label, cycle, pages in _cycles(page, where):
+        fast = collector.batch_from_pages([(stream, [_sent(e)]) for stream, e in pages])
+        slow = _one_by_one(copy.deepcopy(pages), known)
+        try:
+            _same(fast, slow)
+            if fast.arrow is not None:
+                _same_store_rows(fast)
+        except AssertionError:
+            raise AssertionError(f"{label} at entry {where}, cycle {cycle}") from None
+        by_arrow += cycle == label and fast.arrow is not None
     assert by_arrow >= 20  # the clean page and the odd but valid fields were read into Arrow
 
 
