@@ -14,11 +14,13 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+import msgspec
 import nats.errors
 from nats.aio.client import Client
 
 from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
 from jetwatch.collectors.filters import NameFilter
+from jetwatch.collectors.list_pages import Listing, RawFingerprints, read_listings
 from jetwatch.core.jsapi import NoReply
 
 JSZ_QUERY = "/jsz?accounts=true&streams=true&consumers=true&config=true"
@@ -29,10 +31,50 @@ PING_OPTIONS = json.dumps({"accounts": True, "streams": True, "consumer": True, 
 
 @dataclass
 class ServerReport:
-    """One server's JSZ report and the name its consumers' `cluster.leader` uses for it."""
+    """One server's JSZ report and the name its consumers' `cluster.leader` uses for it: as sent
+    (`raw`, read straight into Arrow by the collector), or decoded (`jsz`). A report that was
+    decoded is read from its dict."""
 
     server: str
-    jsz: dict[str, Any]
+    jsz: dict[str, Any] | None = None
+    raw: bytes | None = None
+
+    def decoded(self) -> dict[str, Any]:
+        if self.jsz is None:
+            self.jsz = json.loads(self.raw or b"null")
+        return self.jsz
+
+
+class _Head(msgspec.Struct):
+    server_id: Any = None
+    server_name: Any = None
+
+
+_NULL = msgspec.Raw(b"null")
+
+
+class _Ping(msgspec.Struct):
+    server: Any = None
+    data: msgspec.Raw = _NULL
+
+
+class _Stream(msgspec.Struct):
+    name: Any = ""
+    consumer_detail: msgspec.Raw = _NULL
+
+
+class _Account(msgspec.Struct):
+    name: Any = None
+    id: Any = None
+    stream_detail: list[_Stream] | None = None
+
+
+class _Report(msgspec.Struct):
+    now: Any = None
+    account_details: list[_Account] | None = None
+
+
+_HEAD, _PING, _REPORT = (msgspec.json.Decoder(t) for t in (_Head, _Ping, _Report))
 
 
 class JszSource(Protocol):
@@ -41,9 +83,9 @@ class JszSource(Protocol):
     async def reports(self) -> list[ServerReport]: ...
 
 
-def _get(url: str, timeout: float) -> dict[str, Any]:
+def _get(url: str, timeout: float) -> bytes:
     with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (operator-given URL)
-        return json.loads(resp.read())
+        return resp.read()
 
 
 class HttpJsz:
@@ -61,15 +103,22 @@ class HttpJsz:
 
     async def _fetch(self, url: str) -> ServerReport | None:
         try:
-            jsz = await asyncio.to_thread(_get, url + JSZ_QUERY, self.timeout)
-            server_id = str(jsz.get("server_id") or "?")
+            raw = await asyncio.to_thread(_get, url + JSZ_QUERY, self.timeout)
+            report = ServerReport("?", raw=raw)
+            try:
+                head: Any = _HEAD.decode(raw)
+            except (msgspec.DecodeError, RecursionError):  # read as before, decoded
+                jsz = report.decoded()
+                head = _Head(jsz.get("server_id"), jsz.get("server_name"))
+            server_id = str(head.server_id or "?")
             known = self.names.get(url)
             if known is None or known[0] != server_id:
-                varz = await asyncio.to_thread(_get, url + "/varz", self.timeout)
+                varz = json.loads(await asyncio.to_thread(_get, url + "/varz", self.timeout))
                 self.names[url] = known = (server_id, str(varz.get("server_name") or server_id))
         except (OSError, ValueError):
             return None
-        return ServerReport(jsz.get("server_name") or known[1], jsz)
+        report.server = head.server_name or known[1]
+        return report
 
     async def reports(self) -> list[ServerReport]:
         replies = await asyncio.gather(*(self._fetch(u) for u in self.urls))
@@ -96,16 +145,44 @@ class SystemJsz:
                     msg = await sub.next_msg(timeout=min(left, self.quiet) if out else left)
                 except (nats.errors.TimeoutError, asyncio.TimeoutError):
                     break
-                try:
-                    doc = json.loads(msg.data)
-                except ValueError:
-                    continue
-                if isinstance(doc, dict) and isinstance(doc.get("data"), dict):
-                    server = doc.get("server") or {}
-                    out.append(ServerReport(server.get("name") or server.get("id") or "?", doc["data"]))
+                report = _report(msg.data)
+                if report is not None:
+                    out.append(report)
         finally:
             await sub.unsubscribe()
         return out
+
+
+def _report(data: bytes) -> ServerReport | None:
+    """A PING.JSZ reply's report, its `data` kept as sent; one msgspec will not read this way is
+    decoded as before."""
+    try:
+        ping = _PING.decode(data)
+        if isinstance(ping.server, dict) or not ping.server:
+            server = ping.server or {}
+            data = bytes(ping.data)
+            if not data.startswith(b"{"):
+                return None
+            return ServerReport(server.get("name") or server.get("id") or "?", raw=data)
+    except (msgspec.DecodeError, RecursionError):
+        pass
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None
+    if isinstance(doc, dict) and isinstance(doc.get("data"), dict):
+        server = doc.get("server") or {}
+        return ServerReport(server.get("name") or server.get("id") or "?", doc["data"])
+    return None
+
+
+def _decodes(report: ServerReport) -> bool:
+    """Whether a report decodes to an object; one that does not is left out, as its source left
+    out a reply that was not JSON before reports were kept as sent."""
+    try:
+        return isinstance(report.decoded(), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def leads(consumer: dict[str, Any], server_name: str) -> bool:
@@ -119,6 +196,7 @@ class JszCollector:
         self.name_filter = name_filter
         self.clock = clock
         self.known_hashes: dict[tuple[str, str, str], str] = {}
+        self.raw_fingerprints: RawFingerprints = {}  # the latest cycle's configs, for reports read into Arrow
         # The consumers each server led when it last answered: if it stops answering, they keep
         # their last known state (and the status says which server) instead of vanishing.
         self.led: dict[str, set[tuple[str, str, str]]] = {}
@@ -130,15 +208,23 @@ class JszCollector:
         return self.batch_from_reports(reports)
 
     def batch_from_reports(self, reports: list[ServerReport]) -> SampleBatch:
-        """The cycle's batch from the servers' JSZ reports: each consumer from its leader. An
-        entry that is malformed goes to the rejects with the reason; every other one is kept."""
+        """The cycle's batch from the servers' JSZ reports: each consumer from its leader. Read
+        straight into Arrow (list_pages.py); when anything is not plainly well formed, decoded
+        and read entry by entry, where a malformed entry goes to the rejects with the reason and
+        every other one is kept."""
+        if all(r.jsz is None and r.raw is not None for r in reports):
+            batch = self._read(reports)
+            if batch is not None:
+                return batch
+        reports = [r for r in reports if _decodes(r)]
         batch = SampleBatch()
         now = self.clock()
         seen: set[tuple[str, str, str]] = set()
         led: dict[str, set[tuple[str, str, str]]] = {}
         for report in reports:
-            batch.saw_server_time(report.jsz.get("now"))
-            for account in _objects(report.jsz.get("account_details")):
+            jsz = report.decoded()
+            batch.saw_server_time(jsz.get("now"))
+            for account in _objects(jsz.get("account_details")):
                 scope = Scope(account=str(account.get("name") or account.get("id") or "$G"), server=report.server)
                 batch.accounts.add(scope.account)
                 for stream in _objects(account.get("stream_detail")):
@@ -161,6 +247,53 @@ class JszCollector:
                             continue
                         seen.add(key)
                         led.setdefault(report.server, set()).add(key)
+        self._keep_unanswered(batch, {r.server for r in reports}, led, seen)
+        self.raw_fingerprints = {}
+        return batch
+
+    def _read(self, reports: list[ServerReport]) -> SampleBatch | None:
+        """The reports read straight into Arrow, as batch_from_reports reads them decoded; None
+        when anything on them is not plainly well formed."""
+        try:
+            for report in reports:
+                report.raw.decode()  # msgspec does not check the UTF-8 of what it skips; decoding would refuse it
+            docs = [_REPORT.decode(r.raw) for r in reports]
+        except (UnicodeDecodeError, msgspec.DecodeError, RecursionError):
+            return None
+        batch = SampleBatch()
+        listings: list[Listing] = []
+        for report, doc in zip(reports, docs):
+            batch.saw_server_time(doc.now)
+            for account in doc.account_details or ():
+                scope = Scope(account=str(account.name or account.id or "$G"), server=report.server)
+                batch.accounts.add(scope.account)
+                for stream in account.stream_detail or ():
+                    if not isinstance(stream.name, str) or not self.name_filter.stream_ok(stream.name):
+                        continue
+                    batch.streams += 1
+                    detail = bytes(stream.consumer_detail)
+                    if detail != b"null":
+                        listings.append(Listing(stream.name, [b'{"consumers":' + detail + b"}"], scope))
+        seen: set[tuple[str, str, str]] = set()
+        led: dict[str, set[tuple[str, str, str]]] = {}
+
+        def keep(rows: list[Listing], names: list[str], leaders: list[Any]) -> list[bool]:
+            taken = []
+            for listing, name, leader in zip(rows, names, leaders):
+                key, server = (listing.scope.account, listing.stream, name), listing.scope.server
+                ok = key not in seen and (not leader or leader == server) and self.name_filter.consumer_ok(name)
+                if ok:
+                    seen.add(key)
+                    led.setdefault(server, set()).add(key)
+                taken.append(ok)
+            return taken
+
+        fingerprints: RawFingerprints = {}
+        read = read_listings(listings, self.clock(), keep, self.known_hashes, self.raw_fingerprints, fingerprints)
+        if read is None:
+            return None
+        self.raw_fingerprints = fingerprints
+        batch.samples, batch.arrow, batch.filters, batch.configs = read.samples, read.columns, read.filters, read.configs
         self._keep_unanswered(batch, {r.server for r in reports}, led, seen)
         return batch
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
 import numpy as np
@@ -50,8 +50,9 @@ _INFO = pa.struct([
     ("cluster", pa.struct([("name", pa.string()), ("leader", pa.string())])),
     ("config", pa.struct([("pause_until", pa.string())])), ("priority_groups", pa.list_(_GROUP)),
 ])
+# Objects may span lines: /jsz is pretty-printed (a raw newline inside a string is still refused).
 _PARSE = pj.ParseOptions(explicit_schema=pa.schema([("consumers", pa.list_(_INFO))]),
-                         unexpected_field_behavior="ignore")
+                         unexpected_field_behavior="ignore", newlines_in_values=True)
 
 def _for_re2(pattern: str) -> str:
     """The page path's time pattern for RE2, which has no lookahead: "not year 0000" spelled out."""
@@ -98,8 +99,6 @@ def _entries(raws: list[bytes]) -> tuple[pa.StructArray, list[int]] | None:
     """Every entry of the pages, in order, and how many each page holds."""
     if not raws:
         return pa.array([], _INFO), []
-    if any(b"\n" in raw or b"\r" in raw for raw in raws):  # pyarrow reads one object per line
-        return None
     try:
         for raw in raws:
             raw.decode()
@@ -150,13 +149,39 @@ def _not_empty(column: pa.Array) -> bool:
     return column.null_count == 0 and (len(column) == 0 or pc.min(pc.binary_length(column)).as_py() > 0)
 
 
+@dataclass(frozen=True)
+class Listing:
+    """One stream's consumer entries as the server sent them: its CONSUMER.LIST pages, or a JSZ
+    report's `consumer_detail` of it (wrapped as one page), with where they came from."""
+
+    stream: str  # the stream as listed (a JSZ entry's own `stream_name` is what is stored)
+    pages: list[bytes]
+    scope: Scope
+
+
+# Which entries to keep, given each one's listing and name and `cluster.leader` (all in order);
+# called once per cycle, before the checks, as the page path filters before it checks.
+RowFilter = Callable[[list[Listing], list[str], list[Any]], list[bool]]
+
+
 def read_pages(pages: list[tuple[str, list[bytes]]], scope: Scope, now_iso: str, name_filter: NameFilter,
                known_hashes: dict[tuple[str, str, str], str], previous: RawFingerprints,
                current: RawFingerprints) -> ListRead | None:
-    """Each stream's pages (stream, raw pages) read as one; None when anything on them is not
-    plainly well formed. `known_hashes` is updated as the page path updates it (only when the read
-    is taken); `previous` is the last cycle's fingerprints; `current` gets this one's."""
-    raws = [raw for _, stream_pages in pages for raw in stream_pages]
+    """Each stream's CONSUMER.LIST pages (stream, raw pages) read as one; None when anything on
+    them is not plainly well formed. `known_hashes` is updated as the page path updates it (only
+    when the read is taken); `previous` is the last cycle's fingerprints; `current` gets this one's."""
+    keep = None
+    if name_filter.filters_consumers:
+        keep = lambda listings, names, leaders: [name_filter.consumer_ok(n) for n in names]  # noqa: E731
+    return read_listings([Listing(stream, got, scope) for stream, got in pages], now_iso, keep, known_hashes,
+                         previous, current)
+
+
+def read_listings(listings: list[Listing], now_iso: str, keep: RowFilter | None,
+                  known_hashes: dict[tuple[str, str, str], str], previous: RawFingerprints,
+                  current: RawFingerprints) -> ListRead | None:
+    """The listings read as one (see read_pages); `keep` chooses the entries taken."""
+    raws = [raw for listing in listings for raw in listing.pages]
     read = _entries(raws)
     if read is None:
         return None
@@ -171,27 +196,36 @@ def read_pages(pages: list[tuple[str, list[bytes]]], scope: Scope, now_iso: str,
     if not (_not_empty(f["stream_name"]) and _not_empty(f["name"]) and f["config"].null_count == 0):
         return None
 
-    per_stream, first = [], 0
-    for _, stream_pages in pages:
-        per_stream.append(sum(counts[first:first + len(stream_pages)]))
-        first += len(stream_pages)
+    per_listing, first = [], 0
+    for listing in listings:
+        per_listing.append(sum(counts[first:first + len(listing.pages)]))
+        first += len(listing.pages)
     ts = f["ts"]
-    last_ts = [ts[int(end) - 1].as_py() if entries else None for entries, end in zip(per_stream, np.cumsum(per_stream))]
+    last_ts = [ts[int(end) - 1].as_py() if entries else None
+               for entries, end in zip(per_listing, np.cumsum(per_listing))]
+    rows = [listing for listing, entries in zip(listings, per_listing) for _ in range(entries)]
 
-    if name_filter.filters_consumers:
-        keep = np.fromiter((name_filter.consumer_ok(n) for n in f["name"].to_pylist()), dtype=bool, count=len(infos))
-        if not keep.all():
-            mask = pa.array(keep)
-            infos = infos.filter(mask)
-            configs = [config for config, kept in zip(configs, keep) if kept]
+    if keep is not None:
+        kept = np.asarray(keep(rows, f["name"].to_pylist(), _fields(f["cluster"])["leader"].to_pylist()), dtype=bool)
+        if not kept.all():
+            infos = infos.filter(pa.array(kept))
+            configs = [config for config, taken in zip(configs, kept) if taken]
+            rows = [row for row, taken in zip(rows, kept) if taken]
             f = _fields(infos)
-    return _assemble(f, configs, scope, now_iso, known_hashes, previous, current, last_ts)
+    return _assemble(f, configs, [row.scope for row in rows], now_iso, known_hashes, previous, current, last_ts)
 
 
-def _assemble(f: dict[str, pa.Array], configs: list[msgspec.Raw], scope: Scope, now_iso: str,
+def _scoped(scopes: list[Scope], part: str) -> pa.Array:
+    """One field of each entry's scope, as a column (one value repeated where all are the same)."""
+    values = [getattr(scope, part) for scope in scopes]
+    if values and values.count(values[0]) == len(values):
+        return pa.repeat(pa.scalar(values[0], pa.string()), len(values))
+    return pa.array(values, pa.string())
+
+
+def _assemble(f: dict[str, pa.Array], configs: list[msgspec.Raw], scopes: list[Scope], now_iso: str,
               known_hashes: dict[tuple[str, str, str], str], previous: RawFingerprints, current: RawFingerprints,
               last_ts: list[Any]) -> ListRead | None:
-    n = len(f["name"])
     delivered, ack_floor, cluster = _fields(f["delivered"]), _fields(f["ack_floor"]), _fields(f["cluster"])
     groups = _first_groups(f["priority_groups"])
     if groups is None:
@@ -208,9 +242,9 @@ def _assemble(f: dict[str, pa.Array], configs: list[msgspec.Raw], scope: Scope, 
                            groups["pinned_ts"], pa.scalar(None, pa.string()))
     columns = {
         "ts": pc.fill_null(f["ts"], now_iso),
-        "server": pc.if_else(pc.fill_null(pc.not_equal(leader, ""), False), leader, pa.scalar(scope.server, pa.string())),
-        "cluster": cluster["name"], "domain": pa.repeat(pa.scalar(scope.domain, pa.string()), n),
-        "account": pa.repeat(pa.scalar(scope.account, pa.string()), n), "stream": f["stream_name"],
+        "server": pc.if_else(pc.fill_null(pc.not_equal(leader, ""), False), leader, _scoped(scopes, "server")),
+        "cluster": cluster["name"], "domain": _scoped(scopes, "domain"),
+        "account": _scoped(scopes, "account"), "stream": f["stream_name"],
         "consumer": f["name"], "created": f["created"], "num_pending": f["num_pending"],
         "num_ack_pending": f["num_ack_pending"], "num_waiting": f["num_waiting"],
         "num_redelivered": f["num_redelivered"], "delivered_consumer_seq": delivered["consumer_seq"],
@@ -224,21 +258,21 @@ def _assemble(f: dict[str, pa.Array], configs: list[msgspec.Raw], scope: Scope, 
     except UnicodeDecodeError:  # checked for above; a string Arrow cannot give back is refused all the same
         return None
     read = ListRead(columns, samples, last_ts=last_ts)
-    if not _configs(read, configs, scope, now_iso, known_hashes, previous, current):
+    if not _configs(read, configs, scopes, now_iso, known_hashes, previous, current):
         return None
     return read
 
 
-def _configs(read: ListRead, configs: list[msgspec.Raw], scope: Scope, now_iso: str,
+def _configs(read: ListRead, configs: list[msgspec.Raw], scopes: list[Scope], now_iso: str,
              known_hashes: dict[tuple[str, str, str], str], previous: RawFingerprints,
              current: RawFingerprints) -> bool:
     """Each consumer's filters, and a config row for each config whose hash changed; False for a
     config that is not an object or has a field of the wrong type."""
-    account, samples = scope.account, read.samples
+    samples = read.samples
     changed = []
     stored: dict[tuple[str, str, str], str] = {}  # the hashes this cycle stores, entry by entry as the page path
-    for i, (stream, name, made, raw) in enumerate(zip(samples["stream"], samples["consumer"], samples["created"],
-                                                      configs)):
+    for i, (account, stream, name, made, raw) in enumerate(zip(samples["account"], samples["stream"],
+                                                               samples["consumer"], samples["created"], configs)):
         key = (account, stream, name)
         exact = bytes(raw)
         seen = previous.get(key)
@@ -260,5 +294,5 @@ def _configs(read: ListRead, configs: list[msgspec.Raw], scope: Scope, now_iso: 
     known_hashes.update(stored)
     for i, key, config, (_, made, digest, filters) in changed:
         info = {"ts": samples["ts"][i], "stream_name": key[1], "name": key[2], "created": made}
-        read.configs.append(config_row(info, config, scope, now_iso, digest, filters))
+        read.configs.append(config_row(info, config, scopes[i], now_iso, digest, filters))
     return True

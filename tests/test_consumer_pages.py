@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
 from jetwatch.collectors.filters import NameFilter
-from jetwatch.collectors import consumer_list, list_pages, state_columns
+from jetwatch.collectors.jsz import HttpJsz, JszCollector, ServerReport
+from jetwatch.collectors import consumer_list, jsz, list_pages, state_columns
 from jetwatch.collectors.state_columns import add_consumers
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.store import writes
@@ -289,6 +290,7 @@ def _decoded_reference(pages: list[tuple[str, list[bytes]]]) -> SampleBatch:
 @pytest.mark.parametrize("label, bad", [
     ("invalid UTF-8 in a stored field", lambda raw: raw.replace(b'"name":"pinned"', b'"name":"pin\xc0\xafned"', 1)),
     ("invalid UTF-8 in a field not stored", lambda raw: raw.replace(b'"stream_name":', b'"x":"\xff","stream_name":', 1)),
+    ("a raw newline inside a string", lambda raw: raw.replace(b'"name":"pinned"', b'"name":"pin\nned"', 1)),
     ("a surrogate encoded in UTF-8", lambda raw: raw.replace(b'"name":"pinned"', b'"name":"pin\xed\xb0\x80"', 1)),
     ("a config nested 2,000 deep", lambda raw: raw.replace(b'"config":{', b'"config":{"deep":' + b"[" * 2000 + b"]" * 2000 + b",", 1)),
 ])
@@ -307,3 +309,77 @@ def test_the_time_pattern_is_refused_at_import_if_rE2_could_not_take_it():
     assert list_pages._for_re2(state_columns.TIME_PATTERN) == list_pages._TIME_RE2
     with pytest.raises(ValueError, match="RE2 cannot take"):
         list_pages._for_re2(r"(?!19)\d{4}-" + state_columns.TIME_PATTERN)
+
+
+# -- JSZ reports as sent, read into Arrow the same way ------------------------------------------
+
+def _jsz(pages: list[tuple[str, list[Any]]], server: str) -> dict[str, Any]:
+    """One server's JSZ report holding these streams' consumers (as /jsz?consumers=true lists them)."""
+    return {"server_id": server, "now": "2026-11-23T12:00:01Z", "account_details": [
+        {"name": "$G", "id": "$G", "stream_detail": [{"name": stream, "consumer_detail": entries}
+                                                    for stream, entries in pages]},
+        {"name": "OTHER", "stream_detail": []}]}
+
+
+def _same_jsz(fast: SampleBatch, slow: SampleBatch) -> None:
+    _same(fast, slow)
+    assert (fast.accounts, fast.streams, fast.server_now) == (slow.accounts, slow.streams, slow.server_now)
+    assert (fast.unanswered, fast.errors) == (slow.unanswered, slow.errors)
+
+
+@pytest.mark.parametrize("where", [0, 3])
+def test_jsz_reports_read_into_arrow_give_what_decoding_them_entry_by_entry_gives(page, where):
+    led = copy.deepcopy(page)
+    for i, entry in enumerate(led):  # two servers each report every consumer; each leads some, one leads none
+        entry["cluster"] = {"leader": "n1"} if i % 2 == 0 else {"leader": "n2"} if i == 1 else {}
+    fast_reader = JszCollector(None, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
+    slow_reader = JszCollector(None, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
+    by_arrow = 0
+    for label, cycle, pages in _cycles(led, where):
+        docs = {server: _jsz(pages, server) for server in ("n1", "n2")}
+        fast = fast_reader.batch_from_reports([ServerReport(s, raw=json.dumps(d).encode()) for s, d in docs.items()])
+        slow = slow_reader.batch_from_reports([ServerReport(s, jsz=copy.deepcopy(d)) for s, d in docs.items()])
+        try:
+            _same_jsz(fast, slow)
+            if fast.arrow is not None:
+                _same_store_rows(fast)
+        except AssertionError:
+            raise AssertionError(f"{label} at entry {where}, cycle {cycle}") from None
+        by_arrow += cycle == label and fast.arrow is not None
+    assert by_arrow >= 20
+    # n2 stops answering: what it led keeps its last state, said the same way by both.
+    doc = _jsz([("PAGES", copy.deepcopy(led))], "n1")
+    fast = fast_reader.batch_from_reports([ServerReport("n1", raw=json.dumps(doc).encode())])
+    slow = slow_reader.batch_from_reports([ServerReport("n1", jsz=doc)])
+    _same_jsz(fast, slow)
+    assert fast.arrow is not None and fast.unanswered == [("$G", "PAGES", "paused"), ("$G", "PAGES2", "paused")]
+
+
+def test_a_jsz_report_that_is_not_json_is_left_out_as_its_source_left_it_out(page):
+    good = ServerReport("n1", raw=json.dumps(_jsz([("PAGES", copy.deepcopy(page))], "n1")).encode())
+    bad = ServerReport("n2", raw=b'{"now":"2026-11-23T12:00:01Z","x":"\xff"}')
+    batch = JszCollector(None, NameFilter(), lambda: NOW).batch_from_reports([good, bad])  # type: ignore[arg-type]
+    assert batch.arrow is None and batch.consumers == 4 and batch.errors == []
+
+
+def test_a_real_jsz_report_is_read_into_arrow_as_decoding_it_reads_it(page, nats_server):
+    reports = asyncio.run(HttpJsz((nats_server.monitor_url,)).reports())
+    assert len(reports) == 1 and reports[0].raw is not None
+    fast = JszCollector(None, NameFilter(), lambda: NOW).batch_from_reports(reports)  # type: ignore[arg-type]
+    decoded = [ServerReport(r.server, jsz=json.loads(r.raw)) for r in reports]
+    slow = JszCollector(None, NameFilter(), lambda: NOW).batch_from_reports(decoded)  # type: ignore[arg-type]
+    _same_jsz(fast, slow)
+    _same_store_rows(fast)
+    assert {"filtered", "paused", "pinned", "plain"} <= set(fast.samples["consumer"])
+
+
+def test_a_ping_jsz_reply_keeps_its_report_as_sent_and_one_without_a_report_is_left_out(page):
+    data = json.dumps(_jsz([("PAGES", copy.deepcopy(page))], "n1")).encode()
+    reply = b'{"server":{"name":"n1","id":"NID"},"data":' + data + b"}"
+    report = jsz._report(reply)
+    assert report is not None and report.server == "n1" and report.raw == data and report.jsz is None
+    assert jsz._report(b'{"server":{"id":"NID"},"data":' + data + b"}").server == "NID"
+    assert [jsz._report(r) for r in (b'{"server":{"name":"n1"},"data":[]}', b'{"server":{"name":"n1"}}', b"junk")] \
+        == [None, None, None]
+    batch = JszCollector(None, NameFilter(), lambda: NOW).batch_from_reports([report])  # type: ignore[arg-type]
+    assert batch.arrow is not None and batch.consumers == 4

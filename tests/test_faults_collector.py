@@ -14,7 +14,7 @@ import nats
 import pytest
 
 from jetwatch.collectors.advisories import ensure_capture_stream
-from jetwatch.collectors.jsz import HttpJsz
+from jetwatch.collectors.jsz import HttpJsz, ServerReport
 from jetwatch.core.clock import utcnow
 from jetwatch.core.settings import Settings
 from jetwatch.core.jsapi import JetStreamAPI
@@ -206,11 +206,17 @@ def test_a_consumer_with_a_bad_timestamp_is_rejected_alone_in_jsz_mode(nats_serv
                                       interval=3600)
         async with collecting(settings) as collector:
             reports = await HttpJsz((nats_server.monitor_url,)).reports()
-            details = [s for a in reports[0].jsz["account_details"] for s in a["stream_detail"] if s["name"] == stream]
+            assert reports[0].raw is not None and reports[0].jsz is None  # kept as sent
+            details = [s for a in reports[0].decoded()["account_details"] for s in a["stream_detail"]
+                       if s["name"] == stream]
             for entry in details[0]["consumer_detail"]:
                 if entry["name"] == "bad":
                     entry["delivered"] = {**entry["delivered"], "last_active": "yesterday"}
+            # The same report as sent is read into Arrow, refused there, and decoded: the same rejects.
+            as_sent = ServerReport(reports[0].server, raw=json.dumps(reports[0].jsz).encode())
+            resent = collector.sampler.batch_from_reports([as_sent])
             batch = collector.sampler.batch_from_reports(reports)
+            assert resent.arrow is None and resent.samples == batch.samples and resent.rejects == batch.rejects
             assert batch.consumers >= 1
             assert abs((batch.server_now - utcnow()).total_seconds()) < 5  # JSZ `now`: the server's clock
             before = rows(store, "SELECT ts FROM consumer_current WHERE stream = ? AND consumer = 'bad'", [stream])
