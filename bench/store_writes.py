@@ -27,6 +27,7 @@ from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS, SampleBatch, Scope
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.gc_policy import GcPolicy
+from jetwatch.collectors.jsz import JszCollector, ServerReport
 from jetwatch.store import writes
 from jetwatch.store.database import Store
 from bench.machine import print_header
@@ -58,6 +59,13 @@ def pages(n: int, cycle: int) -> list[tuple[str, list[bytes]]]:
                                   "offset": at, "limit": PAGE, "consumers": entries[at:at + PAGE]},
                                  separators=(",", ":")).encode() for at in range(0, len(entries), PAGE)])
             for stream, entries in streams.items()]
+
+
+def jsz_report(cycle: list[tuple[str, list[bytes]]]) -> bytes:
+    """The same consumers as one server's /jsz report (compact, as PING.JSZ sends it)."""
+    return json.dumps({"server_id": "n1", "now": "2026-11-22T00:00:00Z", "account_details": [
+        {"name": "$G", "stream_detail": [{"name": stream, "consumer_detail": entries}
+                                         for stream, entries in decoded(cycle)]}]}, separators=(",", ":")).encode()
 
 
 def decoded(cycle: list[tuple[str, list[bytes]]]) -> list[tuple[str, list[dict]]]:
@@ -162,42 +170,48 @@ def main(rows: int, batch_rows: int, baseline_rows: int, small_writes: int) -> N
 def run(rows: int, batch_rows: int, baseline_rows: int, small_writes: int, policy: GcPolicy) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         stores = {}
-        for kind in ("arrow", "lists", "ceiling"):
+        for kind in ("arrow", "jsz", "lists", "ceiling"):
             stores[kind] = Store(Path(tmp) / f"{kind}.duckdb")
             stores[kind].migrate()
-        collector = _collector()
+        collector, jsz_reader = _collector(), JszCollector(None, NameFilter(), lambda: "2026-11-22T00:00:00Z")  # type: ignore[arg-type]
         spent = {kind: 0.0 for kind in stores}
         batches = rows // batch_rows
         last: SampleBatch | None = None
         for i in range(batches):
-            batch = collector.batch_from_pages(pages(batch_rows, i))  # the collector's parse, before the clock
-            assert batch.arrow is not None and batch.consumers == batch_rows
+            cycle = pages(batch_rows, i)
+            batch = collector.batch_from_pages(cycle)  # the collector's parse, before the clock
+            by_jsz = jsz_reader.batch_from_reports([ServerReport("n1", raw=jsz_report(cycle))])  # the same, from /jsz
+            assert batch.arrow is not None and by_jsz.arrow is not None and batch.consumers == by_jsz.consumers == batch_rows
             table = ready(batch.samples, i)  # baseline only: the ceiling's ready table, before the clock
             turns = {
                 "arrow": lambda con, b=batch, i=i: writes.write_samples(con, ["$G"], b.samples, (), sampled_at(i), b.arrow),
+                "jsz": lambda con, b=by_jsz, i=i: writes.write_samples(con, ["$G"], b.samples, (), sampled_at(i), b.arrow),
                 "lists": lambda con, b=batch, i=i: writes.write_samples(con, ["$G"], b.samples, (), sampled_at(i)),
                 "ceiling": lambda con, t=table: con.register("ready", t).execute(  # baseline only
                     "INSERT INTO samples_recent BY NAME SELECT * FROM ready"),
             }
-            for kind in list(turns)[i % 3:] + list(turns)[:i % 3]:  # each path first in turn
+            for kind in list(turns)[i % 4:] + list(turns)[:i % 4]:  # each path first in turn
                 spent[kind] += _timed(lambda kind=kind: stores[kind].write(turns[kind]))
             last = batch
+            del cycle, by_jsz
             policy.between_cycles()
         rate = {kind: rows / seconds for kind, seconds in spent.items()}
         print(f"collector write path, CONSUMER.LIST (the columns its parse read into Arrow): {rows:,} rows in "
               f"{spent['arrow']:.2f}s = {rate['arrow']:,.0f} rows/s (batches of {batch_rows:,}, file attached and detached per batch)")
-        print(f"the same write from the parse's Python lists, each value converted to Arrow (the path before; /jsz and "
-              f"a cycle that falls back to decoding its pages): {rate['lists']:,.0f} rows/s")
+        print(f"the same rows read from a /jsz report into Arrow, written the same way: {rate['jsz']:,.0f} rows/s")
+        print(f"the same write from the parse's Python lists, each value converted to Arrow (the path before; a cycle "
+              f"that falls back to decoding its pages): {rate['lists']:,.0f} rows/s")
         print(f"ceiling, the same rows as ready Arrow tables appended to samples alone, same Store: "
               f"{rate['ceiling']:,.0f} rows/s; the write path runs at {rate['arrow'] / rate['ceiling']:.0%} of it")
 
         fingerprints = {kind: _fingerprint(store.path, "samples") for kind, store in stores.items()}
-        samples_same = fingerprints["arrow"] == fingerprints["lists"] == fingerprints["ceiling"]
+        samples_same = len(set(fingerprints.values())) == 1
         check = duckdb.connect()
         check.register("last_batch", ready(last.samples, batches - 1))
         cols = ", ".join(SAMPLE_COLUMNS)
         current_same = all(_fingerprint(stores[kind].path, "consumer_current") == check.execute(
-            f"SELECT count(*), coalesce(sum(hash({cols})::HUGEINT), 0) FROM last_batch").fetchone() for kind in ("arrow", "lists"))
+            f"SELECT count(*), coalesce(sum(hash({cols})::HUGEINT), 0) FROM last_batch").fetchone()
+            for kind in ("arrow", "jsz", "lists"))
         print(f"checked: the write path's samples equal the ceiling's: {samples_same}; its consumer_current "
               f"equals the last batch: {current_same}")
 
@@ -215,7 +229,8 @@ def run(rows: int, batch_rows: int, baseline_rows: int, small_writes: int, polic
             f"INSERT INTO samples_recent ({', '.join(cols)}) VALUES ({marks})", values))  # baseline only
         slow = baseline_rows / (time.perf_counter() - t)
         print(f"baseline, row-by-row INSERT: {slow:,.0f} rows/s")
-        print(f"ratio: {rate['arrow'] / rate['lists']:.2f}x the write from the Python lists; {rate['arrow'] / slow:.0f}x "
+        print(f"ratio: {rate['arrow'] / rate['lists']:.2f}x the write from the Python lists (from /jsz: "
+              f"{rate['jsz'] / rate['lists']:.2f}x); {rate['arrow'] / slow:.0f}x "
               f"row-by-row; {rate['arrow'] / rate['ceiling']:.2f}x the ceiling")
 
 
@@ -241,6 +256,19 @@ def read_pages(n: int) -> None:
     print(f"reading {n:,} consumers' pages, median of 3: into Arrow (columns for the store, lists for the window) "
           f"{ms['arrow']:.0f} ms; before: json.loads {ms['decode']:.0f} ms + page at a time {ms['pages']:.0f} ms + the "
           f"lists converted to Arrow {ms['convert']:.0f} ms = {old:.0f} ms; ratio {old / ms['arrow']:.2f}x")
+    report = jsz_report(cycle)
+    readers = [JszCollector(None, NameFilter(), lambda: "2026-11-22T00:00:00Z") for _ in range(2)]  # type: ignore[arg-type]
+
+    def as_sent() -> None:
+        readers[0].batch_from_reports([ServerReport("n1", raw=report)])
+
+    def as_before() -> None:  # decoded, entry by entry, then converted for the store
+        writes.samples_table(readers[1].batch_from_reports([ServerReport("n1", jsz=json.loads(report))]).samples)
+    as_sent(), as_before()  # the known config hashes warm, as in a running collector
+    sent = statistics.median(_timed(as_sent) for _ in range(3)) * 1000
+    before = statistics.median(_timed(as_before) for _ in range(3)) * 1000
+    print(f"reading the same consumers from one /jsz report: into Arrow {sent:.0f} ms; before: json.loads + entry by "
+          f"entry + the lists converted to Arrow {before:.0f} ms; ratio {before / sent:.2f}x")
 
 
 if __name__ == "__main__":
