@@ -15,7 +15,7 @@ are held to the page path's pattern. Anything not vouched for returns None, and 
 the pages and takes the page-at-a-time path, which rejects a malformed entry alone. One difference
 is left on purpose: a field jetwatch does not store is not read here, so a page that json.loads
 refuses only for such a field (an integer of more than 4,300 digits, nesting ~1,000 deep) is
-stored here where decoding would fail the stream.
+stored here where decoding would fail the stream (or, for a /jsz report, leave that server out).
 """
 
 from __future__ import annotations

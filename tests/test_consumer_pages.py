@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import http.server
 import json
+import threading
 from typing import Any, Callable, Iterator
 
 import nats
@@ -383,3 +385,30 @@ def test_a_ping_jsz_reply_keeps_its_report_as_sent_and_one_without_a_report_is_l
         == [None, None, None]
     batch = JszCollector(None, NameFilter(), lambda: NOW).batch_from_reports([report])  # type: ignore[arg-type]
     assert batch.arrow is not None and batch.consumers == 4
+
+
+def test_a_jsz_reply_that_is_empty_or_not_utf8_leaves_out_that_server_alone(page):
+    good = json.dumps(_jsz([("PAGES", copy.deepcopy(page))], "n1")).encode()
+    bodies = {"good": good, "empty": b"", "bad": good[:-1] + b',"x":"\xff"}'}
+
+    class Reply(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the handler's name)
+            name, endpoint = self.path.split("?")[0].strip("/").split("/")
+            body = bodies[name] if endpoint == "jsz" else json.dumps({"server_name": name}).encode()
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Reply)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        urls = tuple(f"{base}/{name}" for name in ("good", "empty", "bad"))
+        reports = asyncio.run(HttpJsz(urls, timeout=5).reports())
+    finally:
+        server.shutdown()
+    assert [r.server for r in reports] == ["good"]
+    assert jsz._report(b'{"server":{"name":"n\xff"},"data":' + good + b"}") is None
