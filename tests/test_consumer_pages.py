@@ -180,18 +180,28 @@ def _same_store_rows(batch: SampleBatch) -> None:
 def test_each_odd_or_wrong_field_read_into_arrow_gives_what_the_entry_by_entry_path_gives(page, where):
     collector = ConsumerListCollector(None, SCOPE, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
     known: dict = {}
+    by_arrow = _read_both_ways(page, where, lambda pages: (
+        collector.batch_from_pages([(stream, [_sent(e)]) for stream, e in pages]), _one_by_one(copy.deepcopy(pages), known)),
+        _same)
+    assert by_arrow >= 20  # the clean page and the odd but valid fields were read into Arrow
+
+
+def _read_both_ways(page: list[dict[str, Any]], where: int,
+                    read: Callable[[list[tuple[str, list[Any]]]], tuple[SampleBatch, SampleBatch]],
+                    same: Callable[[SampleBatch, SampleBatch], None]) -> int:
+    """Each cycle of _cycles read into Arrow and the decoded way, checked the same; how many of the
+    changed cycles were read into Arrow."""
     by_arrow = 0
     for label, cycle, pages in _cycles(page, where):
-        fast = collector.batch_from_pages([(stream, [_sent(e)]) for stream, e in pages])
-        slow = _one_by_one(copy.deepcopy(pages), known)
+        fast, slow = read(pages)
         try:
-            _same(fast, slow)
+            same(fast, slow)
             if fast.arrow is not None:
                 _same_store_rows(fast)
         except AssertionError:
             raise AssertionError(f"{label} at entry {where}, cycle {cycle}") from None
         by_arrow += cycle == label and fast.arrow is not None
-    assert by_arrow >= 20  # the clean page and the odd but valid fields were read into Arrow
+    return by_arrow
 
 
 # Pages only bytes can hold: each must be read as json.loads reads it, or left to the decoded path.
@@ -336,19 +346,12 @@ def test_jsz_reports_read_into_arrow_give_what_decoding_them_entry_by_entry_give
         entry["cluster"] = {"leader": "n1"} if i % 2 == 0 else {"leader": "n2"} if i == 1 else {}
     fast_reader = JszCollector(None, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
     slow_reader = JszCollector(None, NameFilter(), lambda: NOW)  # type: ignore[arg-type]
-    by_arrow = 0
-    for label, cycle, pages in _cycles(led, where):
+
+    def read(pages: list[tuple[str, list[Any]]]) -> tuple[SampleBatch, SampleBatch]:
         docs = {server: _jsz(pages, server) for server in ("n1", "n2")}
-        fast = fast_reader.batch_from_reports([ServerReport(s, raw=json.dumps(d).encode()) for s, d in docs.items()])
-        slow = slow_reader.batch_from_reports([ServerReport(s, jsz=copy.deepcopy(d)) for s, d in docs.items()])
-        try:
-            _same_jsz(fast, slow)
-            if fast.arrow is not None:
-                _same_store_rows(fast)
-        except AssertionError:
-            raise AssertionError(f"{label} at entry {where}, cycle {cycle}") from None
-        by_arrow += cycle == label and fast.arrow is not None
-    assert by_arrow >= 20
+        return (fast_reader.batch_from_reports([ServerReport(s, raw=json.dumps(d).encode()) for s, d in docs.items()]),
+                slow_reader.batch_from_reports([ServerReport(s, jsz=copy.deepcopy(d)) for s, d in docs.items()]))
+    assert _read_both_ways(led, where, read, _same_jsz) >= 20
     # n2 stops answering: what it led keeps its last state, said the same way by both.
     doc = _jsz([("PAGES", copy.deepcopy(led))], "n1")
     fast = fast_reader.batch_from_reports([ServerReport("n1", raw=json.dumps(doc).encode())])
