@@ -56,10 +56,7 @@ class ConsumerListCollector:
         for ts in read.last_ts:
             if ts is not None:
                 batch.saw_server_time(ts)
-        batch.samples = read.samples
-        batch.arrow = read.columns
-        batch.filters = read.filters
-        batch.configs = read.configs
+        read.into(batch)
         return batch
 
     def batch_from_entries(self, pages: list[tuple[str, list[Any] | None | Exception]]) -> SampleBatch:

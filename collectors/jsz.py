@@ -164,11 +164,10 @@ def _report(data: bytes) -> ServerReport | None:
     try:
         ping = _PING.decode(data)
         if isinstance(ping.server, dict) or not ping.server:
-            server = ping.server or {}
             data = bytes(ping.data)
             if not data.startswith(b"{"):
                 return None
-            return ServerReport(server.get("name") or server.get("id") or "?", raw=data)
+            return ServerReport(_server_name(ping.server or {}), raw=data)
     except (msgspec.DecodeError, RecursionError):
         pass
     try:
@@ -176,9 +175,12 @@ def _report(data: bytes) -> ServerReport | None:
     except ValueError:
         return None
     if isinstance(doc, dict) and isinstance(doc.get("data"), dict):
-        server = doc.get("server") or {}
-        return ServerReport(server.get("name") or server.get("id") or "?", doc["data"])
+        return ServerReport(_server_name(doc.get("server") or {}), doc["data"])
     return None
+
+
+def _server_name(server: dict[str, Any]) -> str:
+    return server.get("name") or server.get("id") or "?"
 
 
 def _decodes(report: ServerReport) -> bool:
@@ -298,7 +300,7 @@ class JszCollector:
         if read is None:
             return None
         self.raw_fingerprints = fingerprints
-        batch.samples, batch.arrow, batch.filters, batch.configs = read.samples, read.columns, read.filters, read.configs
+        read.into(batch)
         self._keep_unanswered(batch, {r.server for r in reports}, led, seen)
         return batch
 

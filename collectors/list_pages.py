@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from jetwatch.collectors.consumer_state import (
-    SAMPLE_COLUMNS, ZERO_TIME, MalformedState, Scope, check_config, config_hash, config_row,
+    SAMPLE_COLUMNS, ZERO_TIME, MalformedState, SampleBatch, Scope, check_config, config_hash, config_row,
     filter_subjects,
 )
 from jetwatch.collectors.filters import NameFilter
@@ -87,6 +87,10 @@ class ListRead:
     filters: list[tuple[str, ...]] = field(default_factory=list)
     configs: list[dict[str, Any]] = field(default_factory=list)
     last_ts: list[Any] = field(default_factory=list)  # each stream's last entry's `ts`, before filtering
+
+    def into(self, batch: SampleBatch) -> None:
+        """Hand the read to a cycle's batch, as the page path would have filled it."""
+        batch.samples, batch.arrow, batch.filters, batch.configs = self.samples, self.columns, self.filters, self.configs
 
 
 def _lists(columns: dict[str, pa.Array]) -> dict[str, list[Any]]:
