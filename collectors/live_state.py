@@ -1,5 +1,5 @@
 """What the collector knows of every consumer between cycles, so that judging a cycle reads nothing
-back from the store: the health window's samples (collectors/window_state.py), the live state
+back from the store: the health window's samples (health/window.py), the live state
 with the limits of each consumer's latest config (what the view consumer_latest holds), the
 verdict it last kept for each, and when each last pulled, last acknowledged and was first seen.
 
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from jetwatch import sql
-from jetwatch.collectors.window_state import (WindowState, feature_columns, feature_frame, first_column, lagged,
+from jetwatch.health.window import (WindowState, feature_columns, feature_frame, first_column, lagged,
                                               last_true, picked, previous_samples)
 
 KEY = ("account", "stream", "consumer")
@@ -315,7 +315,7 @@ class LiveState:
         afs = w.values["ack_floor_stream_seq"][lo:n, pick]
         waiting = w.values["num_waiting"][lo:n, pick]
 
-        def previous(a: np.ndarray) -> np.ndarray:  # as window_state._features: by column, then the rest
+        def previous(a: np.ndarray) -> np.ndarray:  # as health.window.feature_columns: by column, then the rest
             return lagged(a, irregular, p)
 
         pulled = valid & ((waiting > 0) | (has_prev & (dcs > previous(dcs))))

@@ -1,4 +1,4 @@
-"""The collector's in-memory window (collectors/window_state.py) against window_features.sql, the
+"""The collector's in-memory window (health/window.py) against window_features.sql, the
 one definition, run by DuckDB over the same samples: generated histories with resets, recreated
 consumers, missing readings, pins coming and going, cut by windows that start anywhere."""
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from jetwatch.collectors import live_state
 from jetwatch.collectors.live_state import LiveState
-from jetwatch.collectors.window_state import FEATURES, NUMBERS, WindowState, _seconds
+from jetwatch.health.window import FEATURES, NUMBERS, WindowState, _seconds
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.health.features import SAMPLE_FIELDS, window_features
 from tests.helpers import EDGES, server_time
