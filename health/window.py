@@ -26,10 +26,15 @@ import pandas as pd
 import pyarrow as pa
 
 from jetwatch.core.clock import parse_rfc3339, parse_rfc3339_column
+from jetwatch.health.onsets import ONSET_FEATURES, Samples, onset_features
 
 KEY = ("account", "stream", "consumer")
 NUMBERS = ("num_pending", "num_ack_pending", "num_waiting", "num_redelivered",
            "delivered_consumer_seq", "delivered_stream_seq", "ack_floor_stream_seq", "oldest_unacked_age_seconds")
+# The server's own activity times (epoch seconds, NaN where it sent none): the last delivery (or
+# progress report, `+WPI`, or delayed nak) and the last acknowledgement. Read from these, activity
+# does not depend on the ack floor, which max_deliver and limits move without any client acking.
+TIMES = ("delivered_last_active", "ack_floor_last_active")
 NO_PIN = np.iinfo(np.int64).min
 _NEVER = -1e18  # window_features.sql's "no reset" time
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -58,6 +63,14 @@ def _seconds(values: Sequence[Any]) -> np.ndarray:
     micros = stamps.to_numpy(dtype="datetime64[us]").astype("int64")
     out = micros.astype(np.float64) / 1e6
     out[stamps.isna().to_numpy()] = np.nan
+    return out
+
+
+def _activity(values: Sequence[Any]) -> np.ndarray:
+    """The server's activity times as epoch seconds; NaN where missing or before 1970 (Go's zero
+    time, for an activity that never happened)."""
+    out = _seconds(list(values))
+    out[out < 0] = np.nan
     return out
 
 
@@ -97,16 +110,17 @@ class WindowState:
         self.t = np.full((columns, rows), np.nan)
         self.created = np.full((columns, rows), np.nan)
         self.values = {name: np.zeros((columns, rows)) for name in NUMBERS}
+        self.times = {name: np.full((columns, rows), np.nan) for name in TIMES}
         self.paused = np.zeros((columns, rows), dtype=bool)
         self.pins = np.full((columns, rows), NO_PIN, dtype=np.int64)
 
     def _empty_cells(self) -> list[tuple[np.ndarray, Any]]:
         """Each array with what its cells hold where there is no sample (as `_alloc` fills them)."""
         return [(self.t, np.nan), (self.created, np.nan), (self.paused, False), (self.pins, NO_PIN),
-                *((a, 0.0) for a in self.values.values())]
+                *((a, 0.0) for a in self.values.values()), *((a, np.nan) for a in self.times.values())]
 
     def _arrays(self) -> list[np.ndarray]:
-        return [self.t, self.created, self.paused, self.pins, *self.values.values()]
+        return [self.t, self.created, self.paused, self.pins, *self.values.values(), *self.times.values()]
 
     def _resize(self, rows: int, columns: int, keep: slice) -> None:
         """New arrays of the given shape holding the columns `keep` of the old ones, first.
@@ -126,6 +140,8 @@ class WindowState:
         self.pins = moved(self.pins, NO_PIN)
         for name in NUMBERS:
             self.values[name] = moved(self.values[name], 0.0)
+        for name in TIMES:
+            self.times[name] = moved(self.times[name], np.nan)
 
     def _row_of(self, keys: list[tuple[str, str, str]]) -> np.ndarray:
         found = [self.rows.get(key) for key in keys]
@@ -191,6 +207,8 @@ class WindowState:
         self.created[cols, rows] = _seconds(samples["created"])[order]
         for name in NUMBERS:  # a batch made without time lag has no age: none
             self.values[name][cols, rows] = _numbers(samples[name] if name in samples else [None] * len(keys))[order]
+        for name in TIMES:  # a batch from before these were read has none
+            self.times[name][cols, rows] = _activity(samples[name] if name in samples else [None] * len(keys))[order]
         self.paused[cols, rows] = np.asarray([bool(v) for v in samples["paused"]], dtype=bool)[order]
         self.pins[cols, rows] = _pin_codes(samples["pinned_id"])[order]
         self.used += width
@@ -220,7 +238,7 @@ class WindowState:
             return
         ordered = samples.sort_values("ts", kind="stable")
         columns = {c: ordered[c].tolist() for c in ordered.columns}
-        for name in NUMBERS + ("created", "paused", "pinned_id"):
+        for name in NUMBERS + TIMES + ("created", "paused", "pinned_id"):
             columns.setdefault(name, [None] * len(ordered))
         rank = ordered.groupby(list(KEY), sort=False).cumcount().to_numpy()
         for r in range(int(rank.max()) + 1):
@@ -329,9 +347,9 @@ def _rows_of(a: np.ndarray, rows: np.ndarray | slice, lo: int, n: int) -> np.nda
 
 
 def feature_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
-    """feature_columns as window_features.sql gives them: a frame, `last_ts` a UTC timestamp."""
+    """feature_columns as a frame, `last_ts` a UTC timestamp (the onset features stay epoch seconds)."""
     if not columns:
-        return pd.DataFrame(columns=list(KEY) + FEATURES)
+        return pd.DataFrame(columns=list(KEY) + FEATURES + ONSET_FEATURES)
     micros = np.round(columns["last_ts"] * 1e6).astype("int64").astype("datetime64[us]").astype("datetime64[ns]")
     return pd.DataFrame({**columns, "last_ts": pd.DatetimeIndex(micros).tz_localize("UTC")})
 
@@ -448,6 +466,13 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     afs_first, afs_last = first_last(afs)
     red_first, red_last = first_last(redelivered)
 
+    onsets = onset_features(Samples(
+        t=t, s=s, has_prev=stepped, lag=_take, pending=pending, in_flight=ack, waiting=waiting,
+        redelivered=redelivered, age=val["oldest_unacked_age_seconds"],
+        delivered_at=_rows_of(state.times["delivered_last_active"], pick, lo, lo + n),
+        acked_at=_rows_of(state.times["ack_floor_last_active"], pick, lo, lo + n),
+        pinned=pins != NO_PIN, same_pin=pins == _at(pins, last)[None, :],
+        t_first=t_first, t_last=t_last, last=last))
     account, stream, consumer = state.key_columns(rows)
     return {
         "account": account, "stream": stream, "consumer": consumer,
@@ -477,6 +502,7 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
         "backlog_slope_se": backlog_se,
         "nopin_seconds": nopin_seconds,
         "sample_pin_switches": switches.astype(np.int64),
+        **onsets,
         "row": np.asarray(rows, dtype=np.int64),
     }
 

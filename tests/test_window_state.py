@@ -17,7 +17,7 @@ from jetwatch.collectors import live_state
 from jetwatch.collectors.live_state import LiveState
 from jetwatch.health.window import FEATURES, NUMBERS, WindowState, _seconds
 from jetwatch.core.clock import parse_rfc3339
-from jetwatch.health.features import SAMPLE_FIELDS, window_features
+from jetwatch.health.features import SAMPLE_FIELDS, window_features_sql
 from tests.helpers import EDGES, server_time
 
 T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.timezone.utc)
@@ -72,7 +72,7 @@ def _reference(frame: pd.DataFrame, since: dt.datetime) -> pd.DataFrame:
     frame = frame.assign(ts=pd.to_datetime(frame["ts"], utc=True), created=pd.to_datetime(frame["created"], utc=True),
                          pinned_id=frame["pinned_id"].astype("string"))
     inside = frame[frame["ts"] >= pd.Timestamp(since)]
-    return window_features(inside) if not inside.empty else pd.DataFrame(columns=KEY + FEATURES)
+    return window_features_sql(inside) if not inside.empty else pd.DataFrame(columns=KEY + FEATURES)
 
 
 def _same(ours: pd.DataFrame, theirs: pd.DataFrame) -> None:
