@@ -202,6 +202,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("unpinned_after", 30.0, "How long a pinned_client consumer with work pending may go without a pin before UNPINNED.", parse_duration, "health", minimum=0.0),
     Setting("flapping_switches", 4, "More pin switches than this in the window is FLAPPING.", int, "health", minimum=0),
     Setting("redelivery_share", 0.1, "Share of deliveries that are redeliveries above which the verdict is REDELIVERING.", float, "health", minimum=0.0, maximum=1.0),
+    Setting("stalled_after", 30.0, "How long work in flight may go unacknowledged before STALLED, where the consumer acknowledged faster before (its own rhythm, doubled, if longer); at the latest STALLED when ack_wait passes with nothing acknowledged or delivered.", parse_duration, "health", minimum=0.0, maximum=30 * 86400.0),
+    Setting("no_pullers_after", 30.0, "How long work may wait with nothing in flight and no pull before NO_PULLERS (a consumer's own pull rhythm, doubled, if longer).", parse_duration, "health", minimum=0.0, maximum=30 * 86400.0),
+    Setting("pin_idle_after", 30.0, "How long a pinned client may go without pulling while work waits and another client's pull waits, before PIN_IDLE (its own pull rhythm, doubled, if longer).", parse_duration, "health", minimum=0.0, maximum=30 * 86400.0),
+    Setting("lagging_after", 60.0, "How long the oldest unacknowledged message may keep getting older before LAGGING (the consumer's own catch-up rhythm, doubled, if longer).", parse_duration, "health", minimum=0.0, maximum=30 * 86400.0),
+    Setting("clear_after", 10.0, "How long a verdict's cause must be gone before the verdict eases (alerts do not flap).", parse_duration, "health", minimum=0.0, maximum=86400.0),
     Setting("lagging_age", 600.0, "A consumer whose oldest unacknowledged message is older than this is at least LAGGING, whatever its trend.", parse_duration, "health", minimum=1.0, maximum=30 * 86400.0),
     Setting("stale_after", 30.0, "Data older than this is marked stale on screen.", parse_duration, "dashboard", minimum=0.0),
     # exporters: /metrics and Alertmanager, fed by the collector's verdicts each cycle

@@ -40,7 +40,7 @@ ONSET_FEATURES = [
     "delivered_last_active", "acked_last_active",
     "age_rise_onset", "age_rise", "age_rise_gap_max",
     "behind_onset", "behind_rise", "behind_gap_max",
-    "first_ts",
+    "first_ts", "last_seconds",
 ]
 
 
@@ -169,5 +169,5 @@ def onset_features(x: Samples) -> dict[str, np.ndarray]:
         "behind_onset": behind_onset,
         "behind_rise": np.where(np.isnan(behind_onset), np.nan, age_last - age_at(behind_onset)),
         "behind_gap_max": _run_gap_max(x, behind),
-        "first_ts": x.t_first,
+        "first_ts": x.t_first, "last_seconds": x.t_last,
     }

@@ -23,6 +23,7 @@ from jetwatch.health.columns import array as column_array
 from jetwatch.health.columns import floats
 from jetwatch.health.features import KEY, window_features
 from jetwatch.health.features import Frame as Samples
+from jetwatch.health.onsets import ONSET_FEATURES
 
 _HEALTH = {s.name: s for s in SETTINGS if s.group == "health"}
 
@@ -44,6 +45,11 @@ class Thresholds:
     flapping_switches: int = _default("flapping_switches")
     redelivery_share: float = _default("redelivery_share")
     lagging_age: float = _default("lagging_age")
+    stalled_after: float = _default("stalled_after")
+    no_pullers_after: float = _default("no_pullers_after")
+    pin_idle_after: float = _default("pin_idle_after")
+    lagging_after: float = _default("lagging_after")
+    clear_after: float = _default("clear_after")
 
     @classmethod
     def from_settings(cls, s: Settings) -> "Thresholds":
@@ -77,18 +83,65 @@ def _limited(x: Any) -> Any:
     return x > 0 if isinstance(x, np.ndarray) else (x is not None and not pd.isna(x) and x > 0)
 
 
-def _no_pullers(f: Columns, th: Thresholds) -> np.ndarray:
-    return (f["pending_min"] > 0) & (f["waiting_max"] == 0) & ~f["delivered_moved"]
+# A consumer's own rhythm, doubled, is how long is too long for it: a gap twice the longest it
+# showed in the window is not its normal pace.
+RHYTHM = 2.0
+ACK_WAIT_DEFAULT = 30.0  # the server's default ack_wait, for a config that does not say
 
 
-def _no_pullers_says(c: Ctx, th: Thresholds) -> Finding:
-    return Finding("NO_PULLERS", f"{_n(c['pending_last'])} messages pending and no client has pulled for "
-                   f"{c['span_seconds']:.0f}s",
-                   {"pending": _n(c["pending_last"]), "waiting": 0, "seconds": round(c["span_seconds"])})
+def _after(th: Thresholds, name: str) -> float:
+    """A rule's duration (its `for:`), never longer than the health window it judges."""
+    return min(float(getattr(th, name)), th.health_window)
+
+
+def _held(x: Any, onset: str) -> Any:
+    """How long a condition has held at the latest sample (NaN: it does not hold)."""
+    return x["last_seconds"] - x[onset]
+
+
+def _rhythm(gap: Any, floor: Any) -> Any:
+    """The duration a condition must hold: `floor`, or the consumer's own longest gap doubled."""
+    return np.fmax(floor, RHYTHM * np.nan_to_num(gap, nan=0.0))
+
+
+def _ack_wait(x: Any) -> Any:
+    ack_wait = x["ack_wait_ns"] / 1e9
+    return np.where(np.isnan(ack_wait) | (ack_wait <= 0), ACK_WAIT_DEFAULT, ack_wait)
+
+
+def _seconds_text(seconds: float) -> str:
+    s = max(0, int(round(seconds)))
+    return f"{s} s" if s < 60 else f"{s // 60} min {s % 60} s" if s < 3600 else f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def _stalled_at_limit(x: Any) -> Any:
+    """In flight at max_ack_pending while pulls keep coming: nothing more can be delivered."""
+    return _limited(x["max_ack_pending"]) & (x["ack_pending_last"] >= x["max_ack_pending"]) & (x["waiting_last"] > 0)
+
+
+def _stalled_fast(x: Any, th: Thresholds) -> Any:
+    """Unambiguous before ack_wait: more work handed out, or the limit reached with pulls waiting,
+    while nothing is acknowledged for longer than the consumer ever went between acks."""
+    held = _held(x, "stall_onset")
+    known = ~np.isnan(x["ack_gap_max"])
+    slower = held >= _rhythm(x["ack_gap_max"], _after(th, "stalled_after"))
+    return slower & ((known & (x["stall_grew"] | _stalled_at_limit(x))) | (~known & _stalled_at_limit(x)))
+
+
+def _stalled_timed_out(x: Any) -> Any:
+    """ack_wait passed with nothing acknowledged and nothing delivered or reported in progress:
+    every message in flight has outlived its ack timer in the hands of a client that does nothing."""
+    quiet = np.where(np.isnan(x["quiet_since"]), x["stall_onset"], x["quiet_since"])
+    return ~np.isnan(x["stall_onset"]) & (x["last_seconds"] - quiet >= _ack_wait(x))
+
+
+def _stalled_redelivered(x: Any) -> Any:
+    """ack_wait passed with nothing acknowledged while the server redelivered the work."""
+    return (_held(x, "stall_onset") >= _ack_wait(x)) & x["stall_redelivered"]
 
 
 def _stalled(f: Columns, th: Thresholds) -> np.ndarray:
-    return (f["ack_pending_min"] > 0) & ~f["ack_floor_moved"]
+    return _stalled_fast(f, th) | _stalled_timed_out(f) | _stalled_redelivered(f)
 
 
 def _age(c: Ctx) -> float:
@@ -105,12 +158,76 @@ def _waited(seconds: float) -> str:
 
 
 def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
-    numbers = {"ack_pending": _n(c["ack_pending_last"]), "seconds": round(c["span_seconds"])}
-    reason = f"{_n(c['ack_pending_last'])} messages handed out and none acknowledged for {c['span_seconds']:.0f}s"
+    held = float(_held(c, "stall_onset"))
+    numbers: dict[str, Any] = {"ack_pending": _n(c["ack_pending_last"]), "seconds": round(held),
+                               "ack_wait_seconds": round(float(_ack_wait(c)))}
+    reason = f"{_n(c['ack_pending_last'])} messages handed out and none acknowledged for {_seconds_text(held)}"
+    if bool(_stalled_timed_out(c)):
+        reason += f"; nothing delivered or reported in progress since, and ack_wait ({_seconds_text(float(_ack_wait(c)))}) has passed"
+        numbers["holder"] = "idle"
+    elif bool(_stalled_redelivered(c)):
+        reason += "; the server redelivers them and they are not acknowledged either"
+        numbers["holder"] = "redelivered"
+    elif bool(_stalled_at_limit(c)):
+        reason += f"; in flight is at max_ack_pending ({_n(c['max_ack_pending'])}) while pulls wait"
+        numbers["holder"] = "at_limit"
+    else:
+        reason += (f"; more keeps being handed out (it acknowledged at least every "
+                   f"{_seconds_text(float(c['ack_gap_max']))} before)")
+        numbers["holder"] = "pulling"
     if _age(c) > 0:
         reason += f"; the oldest has waited {_waited(_age(c))}"
         numbers["oldest_unacked_age_seconds"] = round(_age(c))
     return Finding("STALLED", reason, numbers)
+
+
+def _idle_for(x: Any, th: Thresholds, onset: str, name: str) -> Any:
+    """An idle condition held long enough: the consumer's own pull rhythm doubled, when jetwatch has
+    seen it pull; else at least the health window's shortest span (a consumer first seen idle may
+    be one that pulls rarely)."""
+    seen = x["pullers_seen"] if onset == "idle_onset" else ~np.isnan(x["pull_gap_max"])
+    floor = np.where(seen, _after(th, name), max(_after(th, name), th.health_min_span))
+    return _held(x, onset) >= _rhythm(x["pull_gap_max"], floor)
+
+
+def _no_pullers(f: Columns, th: Thresholds) -> np.ndarray:
+    return _idle_for(f, th, "idle_onset", "no_pullers_after")
+
+
+def _no_pullers_says(c: Ctx, th: Thresholds) -> Finding:
+    held = float(_held(c, "idle_onset"))
+    return Finding("NO_PULLERS", f"{_n(c['pending_last'])} messages pending, nothing in flight and no client has "
+                   f"pulled for {_seconds_text(held)}",
+                   {"pending": _n(c["pending_last"]), "waiting": 0, "seconds": round(held)})
+
+
+def _pin_idle(f: Columns, th: Thresholds) -> np.ndarray:
+    return (f["priority_policy"] == "pinned_client") & _idle_for(f, th, "pin_idle_onset", "pin_idle_after")
+
+
+def pin_moves_by(c: Ctx) -> float | None:
+    """When the server's priority_timeout moves the pin at the latest (epoch seconds): the timer
+    restarts with every pull carrying the pin id, which jetwatch cannot see, so the last delivery
+    plus the timeout is an upper bound. None when either is unknown."""
+    timeout, last = c.get("priority_timeout_ns"), c.get("delivered_last_active")
+    if timeout is None or last is None or pd.isna(timeout) or pd.isna(last) or timeout <= 0:
+        return None
+    return float(last) + float(timeout) / 1e9
+
+
+def _pin_idle_says(c: Ctx, th: Thresholds) -> Finding:
+    held = float(_held(c, "pin_idle_onset"))
+    numbers: dict[str, Any] = {"pending": _n(c["pending_last"]), "waiting": _n(c["waiting_last"]),
+                               "seconds": round(held)}
+    reason = (f"the pinned client has pulled nothing for {_seconds_text(held)} while {_n(c['pending_last'])} "
+              f"messages wait and {_n(c['waiting_last'])} other pull requests wait for the pin")
+    moves = pin_moves_by(c)
+    if moves is not None:
+        numbers["pin_moves_by"] = round(moves, 3)
+        left = moves - float(c["last_seconds"])
+        reason += (f"; priority_timeout moves the pin by itself within {_seconds_text(left)} at the latest" if left > 0
+                   else "; priority_timeout should have moved the pin already")
+    return Finding("PIN_IDLE", reason, numbers)
 
 
 def _ack_saturated(x: Any, th: Thresholds) -> Any:
@@ -198,9 +315,37 @@ def _redelivering_says(c: Ctx, th: Thresholds) -> Finding:
                    {"redelivered_first": _n(c["redelivered_first"]), "redelivered_last": _n(c["redelivered_last"])})
 
 
+# Falling behind: the oldest unacknowledged message getting older with wall time. At least this
+# share of the time passed must show in its age (a worker at half the arrival rate shows 0.5).
+AGE_GROWTH = 0.25
+BEHIND_GROWTH = 0.1
+
+
+def _age_rising(x: Any, th: Thresholds) -> Any:
+    """The oldest unacknowledged age rose at every sample, work waiting, for long enough."""
+    held = _held(x, "age_rise_onset")
+    return ((x["pending_last"] > 0) & (held >= _rhythm(x["age_rise_gap_max"], _after(th, "lagging_after")))
+            & (x["age_rise"] >= AGE_GROWTH * held))
+
+
+def _never_caught_up(x: Any, th: Thresholds) -> Any:
+    """Work waiting and the oldest message never fresh again since the onset, older by a share of
+    the time passed: a sawtooth whose low points rise (Burrow's "the lag never reached zero")."""
+    held = _held(x, "behind_onset")
+    return ((held >= _rhythm(x["behind_gap_max"], _after(th, "lagging_after")))
+            & (x["behind_rise"] >= BEHIND_GROWTH * held))
+
+
+def _acks_came(x: Any) -> Any:
+    """Acknowledged within the window, by the server's clock (the ack floor where it gives none)."""
+    known = ~np.isnan(x["acked_last_active"])
+    return np.where(known, x["acked_last_active"] >= x["first_ts"], x["ack_floor_moved"])
+
+
 def _growing(x: Any) -> Any:
-    return ((x["pending_slope"] > 0) & (x["pending_last"] > x["pending_first"]) & (x["pending_rising_share"] >= 0.6)
-            & (x["ack_floor_moved"] if isinstance(x["ack_floor_moved"], np.ndarray) else bool(x["ack_floor_moved"])))
+    """Without ages (time lag not collected): the backlog grows through the window while acks come."""
+    return ((x["unacked_age_last"] <= 0) & (x["pending_slope"] > 0) & (x["pending_last"] > x["pending_first"])
+            & (x["pending_rising_share"] >= 0.6) & _acks_came(x))
 
 
 def _too_old(f: Columns, th: Thresholds) -> np.ndarray:
@@ -208,14 +353,19 @@ def _too_old(f: Columns, th: Thresholds) -> np.ndarray:
 
 
 def _lagging(f: Columns, th: Thresholds) -> np.ndarray:
-    """The backlog grows while acks come, or the oldest unacknowledged message is older than
-    `lagging_age` whatever the trend."""
-    return _growing(f) | _too_old(f, th)
+    return _age_rising(f, th) | _never_caught_up(f, th) | _growing(f) | _too_old(f, th)
 
 
 def _lagging_says(c: Ctx, th: Thresholds) -> Finding:
     parts, numbers = [], {}
-    if _growing(c):
+    for fired, onset, rise in ((_age_rising, "age_rise_onset", "age_rise"), (_never_caught_up, "behind_onset", "behind_rise")):
+        if bool(fired(c, th)):
+            held = float(_held(c, onset))
+            parts.append(f"the oldest unacknowledged message got {_seconds_text(float(c[rise]))} older in "
+                         f"{_seconds_text(held)} with {_n(c['pending_last'])} messages waiting: it falls behind")
+            numbers.update(seconds=round(held), pending=_n(c["pending_last"]))
+            break
+    if bool(_growing(c)):
         parts.append(f"backlog grew from {_n(c['pending_first'])} to {_n(c['pending_last'])} "
                      f"({c['pending_slope']:.1f}/s) while acks kept coming")
         numbers.update(pending_first=_n(c["pending_first"]), pending_last=_n(c["pending_last"]),
@@ -223,8 +373,23 @@ def _lagging_says(c: Ctx, th: Thresholds) -> Finding:
     if _age(c) > th.lagging_age:
         parts.append(f"the oldest unacknowledged message has waited {_waited(_age(c))} "
                      f"(more than {_waited(th.lagging_age)})")
-        numbers.update(oldest_unacked_age_seconds=round(_age(c)), lagging_age=round(th.lagging_age))
+        numbers.update(lagging_age=round(th.lagging_age))
+    if _age(c) > 0:
+        numbers.update(oldest_unacked_age_seconds=round(_age(c)))
     return Finding("LAGGING", "; ".join(parts), numbers)
+
+
+def _lagging_since(f: Columns, th: Thresholds) -> np.ndarray:
+    """Since the oldest message began getting older: the rule that fired first gives the onset."""
+    return np.where(_age_rising(f, th), f["age_rise_onset"], np.where(_never_caught_up(f, th), f["behind_onset"], np.nan))
+
+
+def _onset(name: str) -> Callable[[Columns, Thresholds], np.ndarray]:
+    return lambda f, th: f[name]
+
+
+def _unpinned_since(f: Columns, th: Thresholds) -> np.ndarray:
+    return f["last_seconds"] - f["nopin_seconds"]
 
 
 def _paused(f: Columns, th: Thresholds) -> np.ndarray:
@@ -253,25 +418,32 @@ class Rule:
     says: Callable[[Ctx, Thresholds], Finding]
     pull_only: bool = False
     suppressed_by_pause: bool = False
+    # When its cause began (epoch seconds; NaN: not known), the verdict's `since` on every surface.
+    since: Callable[[Columns, Thresholds], np.ndarray] | None = None
 
 
-# Severity order: the first rule that fires gives the verdict.
+# Severity order, causes before symptoms: the first rule that fires gives the verdict. STALLED,
+# NO_PULLERS and PIN_IDLE exclude each other (work in flight; none in flight and no pull; none in
+# flight and a pull waiting that the pin holder does not make).
 RULES: tuple[Rule, ...] = (
-    Rule(Verdict("NO_PULLERS", "red", "critical", "work is pending and no client pulls"),
-         _no_pullers, _no_pullers_says, pull_only=True, suppressed_by_pause=True),
     Rule(Verdict("STALLED", "red", "critical", "work is handed out and none is acknowledged"),
-         _stalled, _stalled_says),
+         _stalled, _stalled_says, since=_onset("stall_onset")),
+    Rule(Verdict("NO_PULLERS", "red", "critical", "work is pending, nothing is in flight and no client pulls"),
+         _no_pullers, _no_pullers_says, pull_only=True, suppressed_by_pause=True, since=_onset("idle_onset")),
+    Rule(Verdict("PIN_IDLE", "red", "critical",
+                 "the pinned client stopped pulling while work waits and another client's pull waits"),
+         _pin_idle, _pin_idle_says, pull_only=True, suppressed_by_pause=True, since=_onset("pin_idle_onset")),
     Rule(Verdict("SATURATED", "red", "critical", "in-flight work or waiting pulls at their limit"),
          _saturated, _saturated_says),
     Rule(Verdict("UNPINNED", "orange", "warning", "a pinned_client group has work and nobody pinned"),
-         _unpinned, _unpinned_says, pull_only=True),
+         _unpinned, _unpinned_says, pull_only=True, since=_unpinned_since),
     Rule(Verdict("FLAPPING", "orange", "warning", "the pin keeps moving between clients"),
          _flapping, _flapping_says, pull_only=True),
     Rule(Verdict("REDELIVERING", "orange", "warning", "a large share of deliveries are redeliveries"),
          _redelivering, _redelivering_says),
     Rule(Verdict("LAGGING", "yellow", "warning",
-                 "the backlog grows although acks keep coming, or its oldest message is older than --lagging-age"),
-         _lagging, _lagging_says, suppressed_by_pause=True),
+                 "the oldest unacknowledged message keeps getting older (or is older than --lagging-age)"),
+         _lagging, _lagging_says, suppressed_by_pause=True, since=_lagging_since),
     Rule(Verdict("PAUSED", "blue", "info", "paused: no deliveries until it resumes"),
          _paused, _paused_says),
 )
@@ -329,9 +501,9 @@ def judge(f: Frame, th: Thresholds) -> list[list[Finding]]:
     return _judge(_inputs(f), len(f), th)[0]
 
 
-def _judge(f: Columns, n: int, th: Thresholds) -> tuple[list[list[Finding]], np.ndarray]:
+def _judge(f: Columns, n: int, th: Thresholds) -> tuple[list[list[Finding]], np.ndarray, np.ndarray]:
     """`judge` over `_inputs`, with the rows that have anything to say (COLLECTING, or a rule
-    fired): every other row holds one shared [OK]."""
+    fired): every other row holds one shared [OK]; and each row's verdict's rule (-1: none)."""
     collecting = (f["samples"] < th.health_min_samples) | (f["span_seconds"] < th.health_min_span)
     paused = f["paused_last"]
     fired = []
@@ -364,12 +536,16 @@ def _judge(f: Columns, n: int, th: Thresholds) -> tuple[list[list[Finding]], np.
                 current, ctx = k, _Row(columns, at_of[k])
                 out[k] = []
             out[k].append(RULES[r].says(ctx, th))
-    return out, rows
+    top = np.full(n, -1)
+    for r in reversed(range(len(fired))):
+        top[fired[r]] = r
+    return out, rows, top
 
 
-LIMIT_COLUMNS = ["is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy"]
+LIMIT_COLUMNS = ["is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy", "ack_wait_ns",
+                 "priority_timeout_ns"]
 COUNT_COLUMNS = ["pin_switches", "nak_count", "max_deliveries_count"]
-VERDICT_COLUMNS = KEY + ["verdict", "reason", "findings", "samples", "last_ts", "delivered_per_second",
+VERDICT_COLUMNS = KEY + ["verdict", "reason", "findings", "samples", "last_ts", "since", "delivered_per_second",
                          "acked_per_second", "redelivered_per_second"]
 
 
@@ -401,13 +577,16 @@ def evaluate_features(feats: pd.DataFrame, limits: pd.DataFrame | None, threshol
 # How the rules read their inputs: numbers as floats (unknown: NaN, which no comparison passes),
 # flags as booleans, the policy as text; a limit or count that is missing takes its default.
 FLAGS = {"delivered_moved": False, "ack_floor_moved": False, "redelivered_never_falls": False,
-         "paused_last": False, "is_pull": True, "filtered": False}
+         "paused_last": False, "is_pull": True, "filtered": False, "stall_grew": False, "stall_redelivered": False,
+         "pullers_seen": False}
 NUMBERS = ("samples", "span_seconds", "pending_first", "pending_last", "pending_min", "pending_slope",
            "pending_rising_share", "ack_pending_min", "ack_pending_last", "ack_pending_recent_min", "waiting_max",
            "waiting_last", "waiting_recent_min", "deliveries", "stream_delivered", "acked", "redelivered_first",
            "redelivered_last", "nopin_seconds", "sample_pin_switches")
-DEFAULTS = {"unacked_age_last": 0.0, "max_ack_pending": np.nan, "max_waiting": np.nan,
-            **{c: 0.0 for c in COUNT_COLUMNS}}
+# Features computed before onsets were (a frame from window_features.sql): unknown, so no onset rule fires.
+DEFAULTS = {"unacked_age_last": 0.0, "max_ack_pending": np.nan, "max_waiting": np.nan, "ack_wait_ns": np.nan,
+            "priority_timeout_ns": np.nan, **{c: 0.0 for c in COUNT_COLUMNS},
+            **{c: np.nan for c in ONSET_FEATURES if c not in FLAGS}}
 
 
 def _flags(values: Any, missing: bool) -> np.ndarray:
@@ -450,7 +629,12 @@ def verdict_columns(feats: pd.DataFrame | Mapping[str, Any], thresholds: Thresho
     none), as arrays: the collector's judging reads them so, `evaluate_features` puts them in a frame."""
     x = _inputs(feats)
     n = len(x["samples"])
-    all_findings, speaking = _judge(x, n, thresholds)
+    all_findings, speaking, top = _judge(x, n, thresholds)
+    since = np.full(n, np.nan)
+    with np.errstate(invalid="ignore"):
+        for r, rule in enumerate(RULES):
+            if rule.since is not None and (top == r).any():
+                since[top == r] = np.asarray(rule.since(x, thresholds), dtype=float)[top == r]
     # The common case, OK, shared; words only for the rows that have something to say.
     findings: list[Any] = [[{"verdict": "OK", "reason": OK.reason, "numbers": {}}]] * n
     verdict = np.full(n, "OK", dtype=object)
@@ -464,7 +648,7 @@ def verdict_columns(feats: pd.DataFrame | Mapping[str, Any], thresholds: Thresho
         redelivered = np.where(x["filtered"], np.nan, np.maximum(0.0, x["deliveries"] - x["stream_delivered"]))
         return {
             "verdict": verdict, "reason": reason,
-            "findings": findings, "samples": x["samples"].astype(int),
+            "findings": findings, "samples": x["samples"].astype(int), "since": since,
             "delivered_per_second": x["deliveries"] / span,
             "acked_per_second": x["acked"] / span,
             "redelivered_per_second": redelivered / span,

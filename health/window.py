@@ -346,6 +346,25 @@ def _rows_of(a: np.ndarray, rows: np.ndarray | slice, lo: int, n: int) -> np.nda
     return a[lo:n, rows]
 
 
+def _activity_times(state: WindowState, pick: np.ndarray | slice, lo: int, hi: int, t: np.ndarray,
+                    stepped: np.ndarray, p_dcs: np.ndarray, dcs: np.ndarray, p_afs: np.ndarray,
+                    afs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The server's last delivery and last acknowledgement times at each sample. A consumer whose
+    samples carry neither (stored before they were read) gets them from its sequences instead:
+    the latest sample at which the delivered sequence, or the ack floor, had moved."""
+    delivered = _rows_of(state.times["delivered_last_active"], pick, lo, hi)
+    acked = _rows_of(state.times["ack_floor_last_active"], pick, lo, hi)
+    bare = np.flatnonzero(np.isnan(delivered).all(axis=0) & np.isnan(acked).all(axis=0))
+    if len(bare) == 0:
+        return delivered, acked
+    delivered, acked = delivered.copy(), acked.copy()
+    for out, moved in ((delivered, dcs > p_dcs), (acked, afs > p_afs)):
+        at = np.where(stepped[:, bare] & moved[:, bare], t[:, bare], -np.inf)
+        latest = np.maximum.accumulate(at, axis=0)
+        out[:, bare] = np.where(np.isneginf(latest), np.nan, latest)
+    return delivered, acked
+
+
 def feature_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     """feature_columns as a frame, `last_ts` a UTC timestamp (the onset features stay epoch seconds)."""
     if not columns:
@@ -466,11 +485,11 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     afs_first, afs_last = first_last(afs)
     red_first, red_last = first_last(redelivered)
 
+    delivered_at, acked_at = _activity_times(state, pick, lo, lo + n, t, stepped, _take(dcs), dcs, _take(afs), afs)
     onsets = onset_features(Samples(
         t=t, s=s, has_prev=stepped, lag=_take, pending=pending, in_flight=ack, waiting=waiting,
         redelivered=redelivered, age=val["oldest_unacked_age_seconds"],
-        delivered_at=_rows_of(state.times["delivered_last_active"], pick, lo, lo + n),
-        acked_at=_rows_of(state.times["ack_floor_last_active"], pick, lo, lo + n),
+        delivered_at=delivered_at, acked_at=acked_at,
         pinned=pins != NO_PIN, same_pin=pins == _at(pins, last)[None, :],
         t_first=t_first, t_last=t_last, last=last))
     account, stream, consumer = state.key_columns(rows)
