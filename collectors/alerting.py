@@ -39,7 +39,7 @@ class ConsumerAlert:
 
 
 CONSUMER_ALERTS: tuple[ConsumerAlert, ...] = (
-    ConsumerAlert("JetwatchConsumerUnhealthy", ("NO_PULLERS", "STALLED", "SATURATED"), "critical"),
+    ConsumerAlert("JetwatchConsumerUnhealthy", ("STALLED", "NO_PULLERS", "PIN_IDLE", "SATURATED"), "critical"),
     ConsumerAlert("JetwatchConsumerUnhealthy", ("REDELIVERING", "LAGGING"), "warning"),
     ConsumerAlert("JetwatchPinnedGroupUnpinned", ("UNPINNED",), "warning"),
     ConsumerAlert("JetwatchConsumerFlapping", ("FLAPPING",), "warning"),

@@ -26,14 +26,15 @@ from jetwatch.collectors.live_state import (ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, 
                                             stamps)
 from jetwatch.health.columns import floats
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
-from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, verdict_columns
+from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, SEVERITY, Thresholds, acks_in_window, verdict_columns
 from jetwatch.store.database import Store
 
 KEY = ["account", "stream", "consumer"]
 NO_SAMPLES = "no samples in the window yet"
 NO_SAMPLES_FINDINGS = [{"verdict": "COLLECTING", "reason": NO_SAMPLES, "numbers": {"samples": 0}}]
 QUIET = ("NO_PULLERS", "STALLED")  # verdicts whose reason says since when: their activity is kept fresh
-LIMITS = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy")
+LIMITS = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy", "ack_wait_ns",
+          "priority_timeout_ns")
 RATES = ("delivered_per_second", "acked_per_second", "redelivered_per_second")
 CHANGE_COLUMNS = ["ts", *KEY, "from_verdict", "to_verdict", "reason", "from_since"]
 LEVELS = {name: v.level for name, v in BY_NAME.items()}
@@ -133,10 +134,12 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     reason = np.full(m, NO_SAMPLES, dtype=object)
     findings: list[Any] = [NO_SAMPLES_FINDINGS] * m
     samples = np.zeros(m)
+    onset = np.full(m, np.nan)
     rates = {c: np.full(m, np.nan) for c in RATES}
     if verdicts is not None:
         verdict[pos] = verdicts["verdict"]
         reason[pos] = verdicts["reason"]
+        onset[pos] = verdicts["since"]
         if np.array_equal(pos, np.arange(m)):  # every live consumer has samples in the window
             findings = verdicts["findings"]
         else:
@@ -152,10 +155,14 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         slope[pos], slope_se[pos] = columns["backlog_slope"], columns["backlog_slope_se"]
     pending = np.nan_to_num(floats(state.state["num_pending"][live]))
     in_flight = np.nan_to_num(floats(state.state["num_ack_pending"][live]))
+    idle, acked = np.zeros(m, dtype=bool), np.ones(m, dtype=bool)
+    if len(at_row):
+        idle[pos] = ~np.isnan(columns["idle_onset"]) | ~np.isnan(columns["pin_idle_onset"])
+        acked[pos] = acks_in_window(columns)
     eta = drain_eta_columns({
         "backlog": pending + in_flight, "backlog_slope": slope, "backlog_slope_se": slope_se,
-        "paused": state.state["paused"][live], "no_pullers": verdict == "NO_PULLERS",
-        "is_pull": state.state["is_pull"][live]})
+        "paused": state.state["paused"][live], "no_pullers": idle | np.isin(verdict, ("NO_PULLERS", "PIN_IDLE")),
+        "acked": acked, "is_pull": state.state["is_pull"][live]})
 
     # Hold the last known verdict of a consumer that is COLLECTING only for lack of fresh samples
     # (the collector was stopped longer than the health window, or a server did not answer): a
@@ -173,9 +180,25 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
                     f"the collector or the server was away): {text}")
         verdict[i], reason[i], findings[i] = kept[i], text, kept_findings[i]
         judged_at[i] = state.kept_judged_at[live[i]]
+    # No false comfort: a verdict eases (to a less severe one, or OK) only once the calmer verdict
+    # has held for clear_after; until then the kept verdict stands, with its words.
+    calmer_since = state.calmer_since[live].copy()
+    severity = np.array([SEVERITY.get(v, len(SEVERITY)) for v in verdict.tolist()])
+    kept_severity = np.array([SEVERITY.get(v, len(SEVERITY)) if v is not None else len(SEVERITY)
+                              for v in kept.tolist()])
+    easing = (kept_severity < severity) & ~np.isin(kept, (None, "COLLECTING")) & (verdict != "COLLECTING")
+    calmer_since = np.where(easing, np.where(np.isnan(calmer_since), now_s, calmer_since), np.nan)
+    held_back = easing & (now_s - calmer_since < thresholds.clear_after)
+    for i in np.flatnonzero(held_back):
+        verdict[i], reason[i], findings[i] = kept[i], state.kept_text["reason"][live[i]], kept_findings[i]
+        onset[i] = np.nan
     findings_json = _findings_json(findings)
     same = kept == verdict
-    since = np.where(same, state.kept_since[live], now_s)
+    # Since: when the verdict's cause began (its onset), else when the verdict began. A cause that
+    # has held since before the window's first sample has an onset of "at least then": while the
+    # verdict holds, the earlier since it was first judged with stands.
+    began = np.where(same, state.kept_since[live], now_s)
+    since = np.where(~np.isnan(onset), np.where(same, np.fmin(onset, began), onset), began)
     level = np.array([LEVELS[v] for v in verdict.tolist()], dtype=object)
 
     # What changed against the row kept: only those rows are written.
@@ -183,6 +206,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     worded = ~state.written[live] | ~same | (reason != state.kept_text["reason"][live])
     worded |= findings_json != kept_findings
     worded |= eta["eta_state"] != state.kept_text["eta_state"][live]
+    worded |= _differ(calmer_since, state.calmer_since[live])
     changed = worded.copy()
     for c in KEPT_NUMBERS:
         changed |= _differ(numbers[c], state.kept_numbers[c][live], 0.0 if c == "samples" else NUMBER_TOLERANCE)
@@ -201,6 +225,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         **{c: pa.array(numbers[c][at], pa.float64(), from_pandas=True) for c in (*RATES, *ETA_COLUMNS[1:])},
         "eta_state": pa.array(eta["eta_state"][at], pa.string()),
         **{c: _stamp_array(activity[c][at]) for c in ACTIVITY},
+        "calmer_since": _stamp_array(calmer_since[at]),
     })
     gone_rows = np.flatnonzero(state.written[:n] & ~state.live[:n])
     gone_keys = [state.keys[r] for r in gone_rows]
@@ -252,6 +277,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
             state.kept_numbers[c][rows] = numbers[c][at]
         state.kept_since[live] = since
         state.kept_judged_at[live] = judged_at
+        state.calmer_since[live] = calmer_since
         for c in ACTIVITY:
             state.activity[c][live] = activity[c]
         state.folded[live] = folded

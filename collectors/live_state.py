@@ -76,6 +76,7 @@ class LiveState:
         self.kept_numbers = {c: np.empty(0) for c in KEPT_NUMBERS}
         self.kept_since = np.empty(0)  # epoch seconds, NaN: never judged
         self.kept_judged_at = np.empty(0)
+        self.calmer_since = np.empty(0)  # since when a calmer verdict than the kept one was judged (NaN: none)
         self.activity = {c: np.empty(0) for c in ACTIVITY}
         self.written = np.zeros(0, dtype=bool)  # has a row in verdicts_current
         self.activity_seeded = np.zeros(0, dtype=bool)
@@ -92,7 +93,8 @@ class LiveState:
         return self.window.keys
 
     def _all(self) -> list[np.ndarray]:
-        return [self.live, self.written, self.activity_seeded, self.kept_since, self.kept_judged_at, self.folded,
+        return [self.live, self.written, self.activity_seeded, self.kept_since, self.kept_judged_at, self.calmer_since,
+                self.folded,
                 *self.state.values(), *self.kept_text.values(), *self.kept_numbers.values(), *self.activity.values()]
 
     def _grow(self) -> None:
@@ -111,6 +113,7 @@ class LiveState:
         self.live, self.written, self.activity_seeded = (grown(self.live), grown(self.written),
                                                          grown(self.activity_seeded))
         self.kept_since, self.kept_judged_at = grown(self.kept_since), grown(self.kept_judged_at)
+        self.calmer_since = grown(self.calmer_since)
         self.folded = grown(self.folded)
         for group in (self.state, self.kept_text, self.kept_numbers, self.activity):
             for c in group:
@@ -217,6 +220,7 @@ class LiveState:
                 state.kept_numbers[c][rows] = pd.to_numeric(previous[c], errors="coerce").to_numpy(np.float64)
             state.kept_since[rows] = epoch(previous["since"])
             state.kept_judged_at[rows] = epoch(previous["judged_at"])
+            state.calmer_since[rows] = epoch(previous["calmer_since"])
             for c in ACTIVITY:
                 state.activity[c][rows] = epoch(previous[c])
             state.activity_seeded[rows] = previous[list(ACTIVITY)].notna().any(axis=1).to_numpy()

@@ -213,7 +213,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("metrics_address", None, "Serve Prometheus metrics at HOST:PORT/metrics (PORT alone: 127.0.0.1:PORT). Off when empty.", str, "exporters"),
     Setting("metrics_cardinality", "non_ok", "Per-consumer series for `non_ok` consumers only, or for `all`; fleet totals are always exported.", parse_cardinality, "exporters"),
     Setting("alertmanager", None, "Alertmanager URL: post firing and resolved alerts to its /api/v2/alerts each cycle. Off when empty.", str, "exporters"),
-    Setting("alert_after", 120.0, "How long a consumer stays non-OK before its alert fires (the rules' `for`).", parse_duration, "exporters", minimum=0.0),
+    Setting("alert_after", 0.0, "How long a consumer stays non-OK before its alert fires, beyond its verdict's own duration (the rules' `for`: none by default, as each verdict already holds for its rule's duration).", parse_duration, "exporters", minimum=0.0),
     Setting("dashboard_url", "http://127.0.0.1:8501/", "The dashboard's address, for the alerts' runbook links.", str, "exporters"),
     # dashboard and actions
     Setting("address", "127.0.0.1", "Address the dashboard listens on.", str, "dashboard"),

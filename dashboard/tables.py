@@ -91,7 +91,8 @@ def context(row: Any) -> advice.Context:
     return advice.Context(
         pinned_id=_text(get("pinned_id")), priority_policy=_text(get("priority_policy")), group=_text(get("pin_group")),
         unpins=unpins if isinstance(unpins, dict) else {}, last_pull=_time(get("last_pull")),
-        last_ack=_time(get("last_ack")), first_seen=_time(get("first_seen")), paused_until=_time(get("pause_until")))
+        last_ack=_time(get("last_ack")), first_seen=_time(get("first_seen")), paused_until=_time(get("pause_until")),
+        since=_time(get("since")))
 
 
 def _first_finding(row: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ standby, or restart the client". No Streamlit, no store: plain functions, tested
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -30,6 +31,7 @@ class Context:
     last_ack: dt.datetime | None = None  # the last time the ack floor moved
     first_seen: dt.datetime | None = None  # the oldest sample looked at (for "not since at least ...")
     paused_until: dt.datetime | None = None
+    since: dt.datetime | None = None  # when the verdict's cause began (its onset)
 
     @property
     def pinned(self) -> bool:
@@ -60,17 +62,35 @@ def _unpin_words(unpins: Mapping[str, int]) -> str:
 
 
 def _no_pullers(numbers: Mapping[str, Any], c: Context) -> str:
-    return (f"{_msgs(_n(numbers, 'pending'))} wait and no client pulls: start the consumer's workers, or check "
-            "that they bind to this consumer and can reach the server")
+    return (f"{_msgs(_n(numbers, 'pending'))} wait, nothing is in flight and no client pulls: start the consumer's "
+            "workers, or check that they bind to this consumer and can reach the server")
 
 
 def _stalled(numbers: Mapping[str, Any], c: Context) -> str:
     held = _n(numbers, "ack_pending")
+    holder = numbers.get("holder")
     if c.grouped and c.pinned:
-        return (f"the pinned client holds {_msgs(held)} and acks none: unpin to move work to a standby, "
-                "or restart the client")
+        return (f"the pinned client holds {_msgs(held)} and acks none: unpin to hand the work to a waiting "
+                "client (the messages are redelivered to it), then restart or inspect the stuck one")
+    if holder == "idle":
+        return (f"a client holds {_msgs(held)} and has done nothing with them past ack_wait: restart it (the "
+                "server redelivers them on the next pull); a drain would not finish while nothing is acknowledged")
+    if holder == "redelivered":
+        return (f"{_msgs(held)} keep being redelivered and none is acknowledged: the handlers fail or hang on "
+                "them; look at the workers' errors, and give poison messages a max_deliver")
     return (f"clients hold {_msgs(held)} and ack none: restart the stuck clients (the messages are redelivered "
             "after ack_wait); a drain would not finish while nothing is acknowledged")
+
+
+def _pin_idle(numbers: Mapping[str, Any], c: Context) -> str:
+    group = f" group {c.group}" if c.group else " the group"
+    step = (f"unpin{group}: a client is waiting to take over now and work is waiting for it; then look at why the "
+            "pinned client stopped pulling")
+    moves = numbers.get("pin_moves_by")
+    if moves is not None:
+        at = dt.datetime.fromtimestamp(float(moves), dt.timezone.utc)
+        step += f" (the server's priority_timeout moves the pin by itself by {at:%H:%M:%S} UTC at the latest)"
+    return step
 
 
 def _saturated(numbers: Mapping[str, Any], c: Context) -> str:
@@ -107,7 +127,7 @@ def _redelivering(numbers: Mapping[str, Any], c: Context) -> str:
 
 
 def _lagging(numbers: Mapping[str, Any], c: Context) -> str:
-    return "the backlog grows faster than it is worked off: add workers, or make each message cheaper"
+    return "messages arrive faster than they are acknowledged: add workers, or make each message cheaper"
 
 
 def _paused(numbers: Mapping[str, Any], c: Context) -> str:
@@ -125,7 +145,7 @@ def _collecting(numbers: Mapping[str, Any], c: Context) -> str:
 
 # One next step per verdict, by the name health/rules.py declares it under.
 NEXT_STEP: dict[str, Callable[[Mapping[str, Any], Context], str]] = {
-    "NO_PULLERS": _no_pullers, "STALLED": _stalled, "SATURATED": _saturated, "UNPINNED": _unpinned,
+    "NO_PULLERS": _no_pullers, "STALLED": _stalled, "PIN_IDLE": _pin_idle, "SATURATED": _saturated, "UNPINNED": _unpinned,
     "FLAPPING": _flapping, "REDELIVERING": _redelivering, "LAGGING": _lagging, "PAUSED": _paused,
     "OK": _ok, "COLLECTING": _collecting,
 }
@@ -145,12 +165,21 @@ def _when(ts: Any, now: dt.datetime) -> str:
     return f"{t.strftime('%H:%M:%S UTC')} ({words} ago)"
 
 
+# The duration a rule's reason says its cause has held ("for 1 min 5 s"): the pages say since when instead.
+_HELD_FOR = re.compile(r" for (\d+ h \d+ min|\d+ min \d+ s|\d+ s)\b")
+ONSET_VERDICTS = ("STALLED", "NO_PULLERS", "PIN_IDLE")
+
+
 def reason_since(verdict: str, reason: str, numbers: Mapping[str, Any] | None, context: Context,
                  now: dt.datetime) -> str:
     """The finding's reason, saying since when for the verdicts that are about time: "no client
-    has pulled since 07:12:03 UTC (12 min 4 s ago)" instead of the health window's length. Other
-    verdicts keep their reason."""
+    has pulled since 07:12:03 UTC (12 min 4 s ago)" instead of how long it had held when judged,
+    which a page shown later would understate. The verdict's since is its cause's onset; a verdict
+    stored without one is worded from the last pull or acknowledgement seen. Other verdicts keep
+    their reason."""
     numbers = numbers or {}
+    if verdict in ONSET_VERDICTS and context.since is not None and _HELD_FOR.search(reason):
+        return _HELD_FOR.sub(f" since {_when(context.since, now)}", reason, count=1)
     if verdict == "NO_PULLERS":
         when = (f"since {_when(context.last_pull, now)}" if context.last_pull is not None else
                 f"since at least {_when(context.first_seen, now)}" if context.first_seen is not None else None)

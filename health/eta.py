@@ -7,9 +7,10 @@ minus the least-squares trend of the backlog over the window (window_features.sq
 `backlog_slope`), and its standard error (`backlog_slope_se`) gives the range: the ETA at the
 rate plus and minus `SPREAD` standard errors (no upper end when the slower rate does not drain).
 
-Shown only where it means something: a pull consumer with a backlog. Otherwise the state says why
-there is no time: 'paused', 'no pullers' (nobody pulls: it will not drain), 'not draining' (the
-backlog holds or grows).
+Shown only where it means something: a pull consumer with a backlog that acknowledged something in
+the window (a trend without acknowledgements is arrivals and limits, not work done). Otherwise the
+state says why there is no time: 'paused', 'no pullers' (nobody pulls: it will not drain), 'not
+draining' (the backlog holds or grows, or nothing was acknowledged).
 """
 
 from __future__ import annotations
@@ -45,13 +46,14 @@ def _flags(column: Any, default: bool) -> np.ndarray:
 
 def drain_eta_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """ETA columns as arrays for every row of `columns`: backlog, backlog_slope (per second),
-    backlog_slope_se, paused, no_pullers, is_pull. Vectorised: the collector runs it over the
+    backlog_slope_se, paused, no_pullers, is_pull and (optional) acked. Vectorised: the collector runs it over the
     whole fleet each cycle, on its arrays."""
     backlog, slope, se = (floats(columns[c]) for c in ("backlog", "backlog_slope", "backlog_slope_se"))
     backlog, se = np.where(np.isnan(backlog), 0.0, backlog), np.where(np.isnan(se), 0.0, se)
     paused = _flags(columns["paused"], default=False)
     no_pullers = _flags(columns["no_pullers"], default=False)
     is_pull = _flags(columns["is_pull"], default=True)
+    acked = _flags(columns["acked"], default=True) if "acked" in columns else np.ones(len(backlog), dtype=bool)
     n = len(backlog)
 
     rate = -slope  # net drain: acks minus arrivals
@@ -59,7 +61,8 @@ def drain_eta_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     applies = is_pull & (backlog > 0)
     state = np.full(n, None, dtype=object)
     state[applies & ~np.isnan(rate) & (rate <= 0)] = NOT_DRAINING
-    draining = applies & ~np.isnan(rate) & (rate > 0)
+    state[applies & ~acked] = NOT_DRAINING
+    draining = applies & acked & ~np.isnan(rate) & (rate > 0)
     state[draining] = DRAINING
     state[applies & no_pullers] = NO_PULLERS
     state[applies & paused] = PAUSED

@@ -90,8 +90,8 @@ ACK_WAIT_DEFAULT = 30.0  # the server's default ack_wait, for a config that does
 
 
 def _after(th: Thresholds, name: str) -> float:
-    """A rule's duration (its `for:`), never longer than the health window it judges."""
-    return min(float(getattr(th, name)), th.health_window)
+    """A rule's duration (its `for:`), at most half the health window: the window must hold the evidence."""
+    return min(float(getattr(th, name)), th.health_window / 2)
 
 
 def _held(x: Any, onset: str) -> Any:
@@ -342,6 +342,13 @@ def _acks_came(x: Any) -> Any:
     return np.where(known, x["acked_last_active"] >= x["first_ts"], x["ack_floor_moved"])
 
 
+def acks_in_window(features: Mapping[str, Any]) -> np.ndarray:
+    """Whether each consumer acknowledged anything within its window (feature columns): where
+    none did, no drain rate is real."""
+    la, first = floats(features["acked_last_active"]), floats(features["first_ts"])
+    return np.where(np.isnan(la), _flags(features["ack_floor_moved"], False), la >= first)
+
+
 def _growing(x: Any) -> Any:
     """Without ages (time lag not collected): the backlog grows through the window while acks come."""
     return ((x["unacked_age_last"] <= 0) & (x["pending_slope"] > 0) & (x["pending_last"] > x["pending_first"])
@@ -458,9 +465,13 @@ OK = Finding("OK", BY_NAME["OK"].meaning, {})
 
 
 def _collecting(c: Ctx, th: Thresholds) -> Finding:
+    numbers = {"samples": _n(c["samples"]), "seconds": round(c["span_seconds"])}
+    if c["samples"] >= th.health_min_samples and c["span_seconds"] >= th.health_min_span:
+        return Finding("COLLECTING", f"{_n(c['pending_last'])} messages wait and no client has pulled in any of the "
+                       f"{_n(c['samples'])} samples so far ({_seconds_text(c['span_seconds'])}): named once it lasts "
+                       "long enough", numbers)
     return Finding("COLLECTING", f"{_n(c['samples'])} samples over {c['span_seconds']:.0f}s; a verdict needs "
-                   f"{th.health_min_samples} over {th.health_min_span:.0f}s",
-                   {"samples": _n(c["samples"]), "seconds": round(c["span_seconds"])})
+                   f"{th.health_min_samples} over {th.health_min_span:.0f}s", numbers)
 
 
 class _Columns:
@@ -515,6 +526,11 @@ def _judge(f: Columns, n: int, th: Thresholds) -> tuple[list[list[Finding]], np.
             if rule.suppressed_by_pause:
                 mask &= ~paused
             fired.append(mask)
+        # Never a false OK: a consumer idle since its first sample in the window, not yet for long
+        # enough to be named, has never been seen healthy: it is still being collected.
+        idle_throughout = f["is_pull"] & ~paused & ((f["idle_onset"] <= f["first_ts"]) | (f["pin_idle_onset"] <= f["first_ts"]))
+        idle_throughout &= ~np.logical_or.reduce(fired)
+        collecting = collecting | idle_throughout
     # Words only for the consumers something fired on (or still collecting): each such row read
     # through the columns, a column made into Python values once and only when a rule's words ask
     # for it (a dict of values per row would cost more than the rules).

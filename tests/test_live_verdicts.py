@@ -7,6 +7,7 @@ import datetime as dt
 import json
 
 import nats
+import pandas as pd
 import pytest
 
 from jetwatch.collectors.judging import judge_cycle
@@ -59,13 +60,15 @@ def test_collector_keeps_each_consumers_verdict_with_findings_and_since_and_reco
     run(scenario())
 
 
-def _cycle(store: Store, at: dt.datetime, pending: int, waiting: int) -> None:
+def _cycle(store: Store, at: dt.datetime, pending: int, waiting: int, acked: int = 0,
+           acked_at: dt.datetime | None = None) -> None:
     samples = {
         "ts": [at.isoformat()], "server": ["s"], "cluster": [None], "domain": [None], "account": ["$G"],
         "stream": ["S"], "consumer": ["C"], "created": [None], "num_pending": [pending], "num_ack_pending": [0],
         "num_waiting": [waiting], "num_redelivered": [0], "delivered_consumer_seq": [0],
-        "delivered_stream_seq": [0], "delivered_last_active": [None], "ack_floor_consumer_seq": [0],
-        "ack_floor_stream_seq": [0], "ack_floor_last_active": [None], "paused": [False], "pause_until": [None],
+        "delivered_stream_seq": [acked], "delivered_last_active": [acked_at and acked_at.isoformat()],
+        "ack_floor_consumer_seq": [acked], "ack_floor_stream_seq": [acked],
+        "ack_floor_last_active": [acked_at and acked_at.isoformat()], "paused": [False], "pause_until": [None],
         "pin_group": [None], "pinned_id": [None], "pinned_ts": [None], "leader": [None],
     }
 
@@ -89,7 +92,7 @@ def test_fleet_reads_the_kept_verdict_not_a_recomputed_window(db_path):
                                         "DELETE FROM samples_sealed"))
     view = data.fleet(store)
     assert view.consumers.iloc[0]["verdict"] == "NO_PULLERS"
-    assert view.consumers.iloc[0]["since"] == t0 + dt.timedelta(seconds=20)
+    assert view.consumers.iloc[0]["since"] == t0, "since: when nobody pulled any more, not when it was judged"
 
 
 def test_recent_changes_and_the_band_follow_each_transition(db_path):
@@ -100,11 +103,13 @@ def test_recent_changes_and_the_band_follow_each_transition(db_path):
     for i in range(4, 12):
         _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=0, waiting=1)
     changes = data.recent_changes(store)
+    # COLLECTING while nobody had pulled since the first sample for less than --no-pullers-after
+    # (30 s), never a false OK; back to OK once pulls came and --clear-after (10 s) had passed.
     assert [(f, t) for f, t in zip(changes["from_verdict"], changes["to_verdict"])] == [
         ("NO_PULLERS", "OK"), ("COLLECTING", "NO_PULLERS"), (None, "COLLECTING")]
-    band = data.verdict_band(store, "$G", "S", "C", t0 + dt.timedelta(seconds=25), t0 + dt.timedelta(seconds=200))
+    band = data.verdict_band(store, "$G", "S", "C", t0 + dt.timedelta(seconds=35), t0 + dt.timedelta(seconds=200))
     assert list(band["verdict"]) == ["NO_PULLERS", "OK"]
-    assert band.iloc[0]["start"] == t0 + dt.timedelta(seconds=25)  # the span in force at the range start
+    assert band.iloc[0]["start"] == t0 + dt.timedelta(seconds=35)  # the span in force at the range start
     assert band.iloc[-1]["end"] == t0 + dt.timedelta(seconds=200)
 
 
@@ -200,7 +205,8 @@ def test_the_kept_verdict_carries_the_drain_eta_of_the_backlogs_trend(db_path):
     t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
     backlog = [600, 540, 500, 420, 390, 320]
     for i, pending in enumerate(backlog):
-        _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=pending, waiting=2)
+        at = t0 + dt.timedelta(seconds=10 * i)
+        _cycle(store, at, pending=pending, waiting=2, acked=1000 - pending, acked_at=at)
     t = np.arange(len(backlog)) * 10.0
     fit = np.polyfit(t, backlog, 1)
     slope = fit[0]
@@ -211,3 +217,14 @@ def test_the_kept_verdict_carries_the_drain_eta_of_the_backlogs_trend(db_path):
     assert row["eta_seconds"] == pytest.approx(backlog[-1] / -slope)
     assert row["eta_low_seconds"] == pytest.approx(backlog[-1] / (-slope + 2 * se))
     assert row["eta_high_seconds"] == pytest.approx(backlog[-1] / (-slope - 2 * se))
+
+
+def test_a_backlog_that_falls_with_nothing_acknowledged_has_no_eta(db_path):
+    """Messages removed by the stream's limits (max_age) shrink the backlog as a drain would, but
+    nobody worked them off: no rate, no number."""
+    store = Store(db_path)
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    for i, pending in enumerate([600, 540, 500, 420, 390, 320]):
+        _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=pending, waiting=2)
+    row = data.fleet(store).consumers.iloc[0]
+    assert row["eta_state"] == "not draining" and pd.isna(row["eta_seconds"])

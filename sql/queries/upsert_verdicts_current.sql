@@ -12,7 +12,8 @@ SET verdict = b.verdict, level = b.level, reason = b.reason, findings = b.findin
     redelivered_per_second = b.redelivered_per_second,
     eta_state = b.eta_state, eta_seconds = b.eta_seconds, eta_low_seconds = b.eta_low_seconds,
     eta_high_seconds = b.eta_high_seconds,
-    last_pull = b.last_pull::TIMESTAMPTZ, last_ack = b.last_ack::TIMESTAMPTZ, first_seen = b.first_seen::TIMESTAMPTZ
+    last_pull = b.last_pull::TIMESTAMPTZ, last_ack = b.last_ack::TIMESTAMPTZ, first_seen = b.first_seen::TIMESTAMPTZ,
+    calmer_since = b.calmer_since::TIMESTAMPTZ
 FROM verdict_batch b
 WHERE v.account = b.account AND v.stream = b.stream AND v.consumer = b.consumer;
 INSERT INTO verdicts_current BY NAME
@@ -21,7 +22,7 @@ SELECT account, stream, consumer, verdict, level, reason, findings::JSON AS find
        delivered_per_second, acked_per_second, redelivered_per_second,
        eta_state, eta_seconds, eta_low_seconds, eta_high_seconds,
        last_pull::TIMESTAMPTZ AS last_pull, last_ack::TIMESTAMPTZ AS last_ack,
-       first_seen::TIMESTAMPTZ AS first_seen
+       first_seen::TIMESTAMPTZ AS first_seen, calmer_since::TIMESTAMPTZ AS calmer_since
 FROM verdict_batch b
 WHERE NOT EXISTS (
     SELECT 1 FROM verdicts_current v

@@ -3,5 +3,6 @@
 -- write only what changed, and each consumer's last activity.
 SELECT account, stream, consumer, verdict, since, reason, findings::VARCHAR AS findings, judged_at,
        samples, delivered_per_second, acked_per_second, redelivered_per_second,
-       eta_state, eta_seconds, eta_low_seconds, eta_high_seconds, last_pull, last_ack, first_seen
+       eta_state, eta_seconds, eta_low_seconds, eta_high_seconds, last_pull, last_ack, first_seen,
+       calmer_since
 FROM verdicts_current;
