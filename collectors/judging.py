@@ -189,6 +189,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     easing = (kept_severity < severity) & ~np.isin(kept, (None, "COLLECTING")) & (verdict != "COLLECTING")
     calmer_since = np.where(easing, np.where(np.isnan(calmer_since), now_s, calmer_since), np.nan)
     held_back = easing & (now_s - calmer_since < thresholds.clear_after)
+    calmer_since[~held_back] = np.nan  # eased (or never easing): nothing to count any more
     for i in np.flatnonzero(held_back):
         verdict[i], reason[i], findings[i] = kept[i], state.kept_text["reason"][live[i]], kept_findings[i]
         onset[i] = np.nan
