@@ -157,9 +157,7 @@ def test_a_stalled_pinned_worker_fires_one_alert_a_restart_keeps_it_and_recovery
         await make_stream(api, stream, [f"{uid}.>"])
         await make_consumer(api, stream, "work", "pinned_client", timeout_s=60, ack_wait=int(300e9))
         worker = PullWorker(nc, stream, "work", "jobs", name="stuck").start()
-        worker.acking = False  # pinned, pulling, never acknowledging: STALLED
-        await publish(nc, f"{uid}.x", 5)
-        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=3.0,
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=10.0,
                                       health_min_samples=3, health_min_span=1.0, alert_after=0.0,
                                       alertmanager=am_url, dashboard_url="http://dash.example:8501/")
         interval = settings.interval
@@ -171,6 +169,12 @@ def test_a_stalled_pinned_worker_fires_one_alert_a_restart_keeps_it_and_recovery
         try:
             async with collecting(settings) as first:
                 first.cycle_hooks.append(record)
+                for n in (1, 2):  # the pinned worker acknowledges while jetwatch watches: its rhythm
+                    await publish(nc, f"{uid}.x", 1)
+                    await eventually(lambda n=n: worker.stats.acked >= n, message=f"ack {n}")
+                    await eventually(lambda c=first.cycles: first.cycles >= c + 2, message="two cycles")
+                worker.acking = False  # then keeps pulling and acknowledges nothing more: STALLED
+                await publish(nc, f"{uid}.x", 5)
                 got = await eventually(lambda: [a for a in hook.alerts(stream) if a[1] == "firing"], timeout=40,
                                        message="the STALLED alert at the webhook")
             fired_at_hook, _, alert = got[0]
