@@ -39,7 +39,7 @@ ONSET_FEATURES = [
     "idle_onset", "pin_idle_onset", "pull_gap_max", "pullers_seen",
     "delivered_last_active", "acked_last_active",
     "age_rise_onset", "age_rise", "age_rise_gap_max",
-    "behind_onset", "behind_rise", "behind_gap_max",
+    "behind_onset", "behind_rise", "behind_gap_max", "behind_backlog_rise",
     "first_ts", "last_seconds",
 ]
 
@@ -90,16 +90,19 @@ def _later(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _gap_max(x: Samples, at: np.ndarray, busy: np.ndarray) -> np.ndarray:
-    """The longest gap between two successive activity times `at` (the server's) while `busy` held
-    in between: at each sample where `at` moved, the new time minus the later of the previous one
-    and the last sample before it at which the consumer was not busy. NaN where `at` never moved."""
+    """The longest wait for activity `at` (the server's time of it) while `busy` held: at each
+    sample where `at` moved, the new time minus the latest of the activity before it, the last
+    sample at which the consumer was not busy, and the window's first sample. NaN where `at`
+    never moved."""
     prev_at = x.lag(at)
-    moved = x.s & x.has_prev & ~np.isnan(at) & ~np.isnan(prev_at) & (at > prev_at)
+    with np.errstate(invalid="ignore"):
+        moved = x.s & x.has_prev & ~np.isnan(at) & (np.isnan(prev_at) | (at > prev_at))
     idle_until = np.maximum.accumulate(np.where(x.s & ~busy, x.t, -np.inf), axis=0)
     before = np.empty_like(idle_until)
     before[0] = -np.inf
     before[1:] = idle_until[:-1]
-    gaps = np.where(moved, at - np.maximum(prev_at, before), -np.inf)
+    base = np.fmax(np.fmax(np.nan_to_num(prev_at, nan=-np.inf), before), x.t_first[None, :])
+    gaps = np.where(moved, at - base, -np.inf)
     out = gaps.max(axis=0)
     return np.where(np.isneginf(out), np.nan, np.maximum(out, 0.0))
 
@@ -146,7 +149,7 @@ def onset_features(x: Samples) -> dict[str, np.ndarray]:
 
     with np.errstate(invalid="ignore"):
         before = x.lag(x.age)
-        rising = x.s & x.has_prev & (x.age > before) & (before > 0)
+        rising = x.s & x.has_prev & (x.age > before)
         behind = x.s & work & (x.age > CAUGHT_UP_AGE)
     age_last = _at(x.age, x.last)
     age_rise_onset = trailing_onset(x, rising)
@@ -156,6 +159,19 @@ def onset_features(x: Samples) -> dict[str, np.ndarray]:
         """The age at the sample where a run began (its onset's sample), the run's lowest."""
         with np.errstate(invalid="ignore"):
             return np.where(x.s & (x.t >= onset[None, :]), x.age, np.inf).min(axis=0)
+
+    def backlog_rise(onset: np.ndarray) -> np.ndarray:
+        """How far the backlog's low point rose from the first half of a run to the second: a
+        backlog held at a constant depth (a steady delay) is not falling behind, one whose low
+        points keep rising is, whatever its sawtooth does."""
+        backlog = x.pending + x.in_flight
+        mid = (onset + x.t_last) / 2
+        with np.errstate(invalid="ignore"):
+            early = x.s & (x.t >= onset[None, :]) & (x.t < mid[None, :])
+            late = x.s & (x.t >= mid[None, :])
+        lows = [np.where(m, backlog, np.inf).min(axis=0) for m in (early, late)]
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isfinite(lows[0]) & np.isfinite(lows[1]), lows[1] - lows[0], np.nan)
 
     return {
         "stall_onset": stall_onset, "ack_gap_max": _gap_max(x, x.acked_at, busy),
@@ -168,6 +184,6 @@ def onset_features(x: Samples) -> dict[str, np.ndarray]:
         "age_rise_gap_max": _run_gap_max(x, rising),
         "behind_onset": behind_onset,
         "behind_rise": np.where(np.isnan(behind_onset), np.nan, age_last - age_at(behind_onset)),
-        "behind_gap_max": _run_gap_max(x, behind),
+        "behind_gap_max": _run_gap_max(x, behind), "behind_backlog_rise": backlog_rise(behind_onset),
         "first_ts": x.t_first, "last_seconds": x.t_last,
     }

@@ -183,10 +183,10 @@ def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
 
 def _idle_for(x: Any, th: Thresholds, onset: str, name: str) -> Any:
     """An idle condition held long enough: the consumer's own pull rhythm doubled, when jetwatch has
-    seen it pull; else at least the health window's shortest span (a consumer first seen idle may
-    be one that pulls rarely)."""
+    seen it pull; else at least half the health window (a consumer first seen idle may be one
+    that pulls rarely)."""
     seen = x["pullers_seen"] if onset == "idle_onset" else ~np.isnan(x["pull_gap_max"])
-    floor = np.where(seen, _after(th, name), max(_after(th, name), th.health_min_span))
+    floor = np.where(seen, _after(th, name), max(_after(th, name), th.health_window / 2))
     return _held(x, onset) >= _rhythm(x["pull_gap_max"], floor)
 
 
@@ -330,10 +330,11 @@ def _age_rising(x: Any, th: Thresholds) -> Any:
 
 def _never_caught_up(x: Any, th: Thresholds) -> Any:
     """Work waiting and the oldest message never fresh again since the onset, older by a share of
-    the time passed: a sawtooth whose low points rise (Burrow's "the lag never reached zero")."""
+    the time passed, and the backlog's low point higher in the run's second half than in its first:
+    a sawtooth whose low points rise (Burrow's "the lag never reached zero")."""
     held = _held(x, "behind_onset")
     return ((held >= _rhythm(x["behind_gap_max"], _after(th, "lagging_after")))
-            & (x["behind_rise"] >= BEHIND_GROWTH * held))
+            & (x["behind_rise"] >= BEHIND_GROWTH * held) & (x["behind_backlog_rise"] > 0))
 
 
 def _acks_came(x: Any) -> Any:
@@ -360,7 +361,10 @@ def _too_old(f: Columns, th: Thresholds) -> np.ndarray:
 
 
 def _lagging(f: Columns, th: Thresholds) -> np.ndarray:
-    return _age_rising(f, th) | _never_caught_up(f, th) | _growing(f) | _too_old(f, th)
+    """Falling behind while clients pull: work waiting for nobody is NO_PULLERS or PIN_IDLE (the
+    cause), not a consumer too slow for its arrivals."""
+    pulled = np.isnan(f["idle_onset"]) & np.isnan(f["pin_idle_onset"])
+    return pulled & (_age_rising(f, th) | _never_caught_up(f, th) | _growing(f) | _too_old(f, th))
 
 
 def _lagging_says(c: Ctx, th: Thresholds) -> Finding:
