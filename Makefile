@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: up test system-deps bench lint-docker
+.PHONY: up test system-deps bench bench-detector lint-docker
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -28,3 +28,7 @@ test: $(STAMP) system-deps
 
 bench: $(STAMP)
 	$(PY) -m bench.run_all
+
+# The verdicts as a detector: time to name each incident, false alarms over 30 minutes of look-alikes.
+bench-detector: $(STAMP)
+	$(PY) -m bench.detector --minutes 30

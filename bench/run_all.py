@@ -5,6 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-for name in ("collect", "lag", "store_writes", "fleet", "verdicts", "pipeline", "scale", "consumer_page", "fleet_page", "fleet_clusters"):
+for name in ("detector", "collect", "lag", "store_writes", "fleet", "verdicts", "pipeline", "scale", "consumer_page", "fleet_page", "fleet_clusters"):
     print(f"== bench.{name}", flush=True)
     subprocess.run([sys.executable, "-m", f"bench.{name}"], check=True)
