@@ -26,7 +26,8 @@ from jetwatch.collectors.live_state import (ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, 
                                             stamps)
 from jetwatch.health.columns import floats
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
-from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, SEVERITY, Thresholds, acks_in_window, verdict_columns
+from jetwatch.health import easing
+from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, acks_in_window, verdict_columns
 from jetwatch.store.database import Store
 
 KEY = ["account", "stream", "consumer"]
@@ -180,26 +181,14 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
                     f"the collector or the server was away): {text}")
         verdict[i], reason[i], findings[i] = kept[i], text, kept_findings[i]
         judged_at[i] = state.kept_judged_at[live[i]]
-    # No false comfort: a verdict eases (to a less severe one, or OK) only once the calmer verdict
-    # has held for clear_after; until then the kept verdict stands, with its words.
-    calmer_since = state.calmer_since[live].copy()
-    severity = np.array([SEVERITY.get(v, len(SEVERITY)) for v in verdict.tolist()])
-    kept_severity = np.array([SEVERITY.get(v, len(SEVERITY)) if v is not None else len(SEVERITY)
-                              for v in kept.tolist()])
-    easing = (kept_severity < severity) & ~np.isin(kept, (None, "COLLECTING")) & (verdict != "COLLECTING")
-    calmer_since = np.where(easing, np.where(np.isnan(calmer_since), now_s, calmer_since), np.nan)
-    held_back = easing & (now_s - calmer_since < thresholds.clear_after)
-    calmer_since[~held_back] = np.nan  # eased (or never easing): nothing to count any more
+    # No false comfort: the kept verdict stands until the calmer one has held for clear_after.
+    held_back, calmer_since = easing.ease(verdict, kept, state.calmer_since[live], now_s, thresholds.clear_after)
     for i in np.flatnonzero(held_back):
         verdict[i], reason[i], findings[i] = kept[i], state.kept_text["reason"][live[i]], kept_findings[i]
         onset[i] = np.nan
     findings_json = _findings_json(findings)
     same = kept == verdict
-    # Since: when the verdict's cause began (its onset), else when the verdict began. A cause that
-    # has held since before the window's first sample has an onset of "at least then": while the
-    # verdict holds, the earlier since it was first judged with stands.
-    began = np.where(same, state.kept_since[live], now_s)
-    since = np.where(~np.isnan(onset), np.where(same, np.fmin(onset, began), onset), began)
+    since = easing.since(onset, same, state.kept_since[live], now_s)
     level = np.array([LEVELS[v] for v in verdict.tolist()], dtype=object)
 
     # What changed against the row kept: only those rows are written.

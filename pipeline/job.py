@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jetwatch.health.rules import Thresholds
-from jetwatch.pipeline.transforms import AGE_COLUMNS, mark_gap_spans, pin_sessions, rollups, verdict_history
+from jetwatch.pipeline.transforms import ACTIVITY_COLUMNS, AGE_COLUMNS, mark_gap_spans, pin_sessions, rollups, verdict_history
 
 
 def session() -> SparkSession:
@@ -40,12 +40,16 @@ def _read(spark: SparkSession, path: str) -> DataFrame:
 
 
 def _read_samples(spark: SparkSession, path: str) -> DataFrame:
-    """The samples archive; partitions written before time lag was collected have no age
-    columns: their schemas are merged, and an archive with none at all gets empty ones."""
+    """The samples archive; partitions written before time lag (or the server's activity times)
+    were collected have no such columns: their schemas are merged, and an archive with none at all
+    gets empty ones."""
     samples = spark.read.option("mergeSchema", "true").parquet(path)
     for column in AGE_COLUMNS:
         if column not in samples.columns:
             samples = samples.withColumn(column, F.lit(None).cast("double"))
+    for column in ACTIVITY_COLUMNS:  # partitions from before the server's activity times were exported
+        if column not in samples.columns:
+            samples = samples.withColumn(column, F.lit(None).cast("timestamp"))
     if "cluster" in samples.columns:  # a partition column: a name such as "7" must stay a name
         samples = samples.withColumn("cluster", F.col("cluster").cast("string"))
     return samples

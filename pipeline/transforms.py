@@ -2,8 +2,9 @@
 
 Sessionisation and rollups are window functions over named windows with explicit frames (no
 Python UDFs). The verdict history is the one exception, on purpose: it applies `health.rules`
-(and its window-features SQL, in an in-process DuckDB) through `applyInPandas`, so the
-pipeline's verdicts come from the very code the dashboard runs and the two cannot drift apart.
+(over the window features of `health.window`, the collector's own arrays) through
+`applyInPandas`, so the pipeline's verdicts come from the very code the collector runs and the
+two cannot drift apart.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ def _delta(col: str, by_time: Window) -> Column:
 
 
 AGE_COLUMNS = ("oldest_unacked_age_seconds", "oldest_undelivered_age_seconds")
+ACTIVITY_COLUMNS = ("delivered_last_active", "ack_floor_last_active")
 
 
 def _ages(samples: DataFrame) -> list[Column]:

@@ -1,0 +1,44 @@
+"""How a verdict moves over time, beyond one window: it eases only after its cause has been gone
+for a clearing time, and its *since* is when its cause began.
+
+Pure functions over one cycle's arrays (a consumer per element), for whatever judges cycle after
+cycle and keeps what it judged: the collector (collectors/judging.py) keeps `calmer_since` and the
+kept verdicts in the store, so a restarted collector goes on where it stopped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jetwatch.health.rules import SEVERITY
+
+_UNRANKED = len(SEVERITY)
+
+
+def severity(verdicts: np.ndarray) -> np.ndarray:
+    """Each verdict's place in the severity order (lower is worse); None or unknown ranks last."""
+    names, inverse = np.unique(np.asarray([v if isinstance(v, str) else "" for v in verdicts], dtype=object),
+                               return_inverse=True)
+    ranks = np.array([SEVERITY.get(n, _UNRANKED) for n in names], dtype=np.int64)
+    return ranks[inverse] if len(verdicts) else np.zeros(0, dtype=np.int64)
+
+
+def ease(verdict: np.ndarray, kept: np.ndarray, calmer_since: np.ndarray, now: float,
+         clear_after: float) -> tuple[np.ndarray, np.ndarray]:
+    """Which consumers keep their kept verdict this cycle (True: held back), and since when each
+    has been judged calmer than it (NaN: not easing). A verdict judged less severe than the kept
+    one (OK included) replaces it only once it has been judged so for `clear_after`; COLLECTING
+    neither eases a verdict nor is eased (it says nothing about the cause)."""
+    easing = (severity(kept) < severity(verdict)) & ~np.isin(kept, (None, "COLLECTING")) & (verdict != "COLLECTING")
+    calmer = np.where(easing, np.where(np.isnan(calmer_since), now, calmer_since), np.nan)
+    held_back = easing & (now - calmer < clear_after)
+    calmer[~held_back] = np.nan  # eased, or not easing: nothing left to count
+    return held_back, calmer
+
+
+def since(onset: np.ndarray, same: np.ndarray, kept_since: np.ndarray, now: float) -> np.ndarray:
+    """When each verdict began: its cause's onset where the rule gives one, else when the verdict
+    was first judged. An onset of a cause that held through the whole window is "at least then":
+    while the verdict holds, the earlier since it was first judged with stands."""
+    began = np.where(same, kept_since, now)
+    return np.where(np.isnan(onset), began, np.where(same, np.fmin(onset, began), onset))
