@@ -201,7 +201,7 @@ def verdict_history(samples: DataFrame, limits: DataFrame, counts: DataFrame, th
         else VERDICT_SCHEMA
     window_s = int(thresholds.health_window)
     start = F.timestamp_seconds(F.floor(F.unix_timestamp("ts") / window_s) * window_s)
-    limit_cols = [c for c in LIMIT_COLUMNS]
+    limit_cols = [c for c in LIMIT_COLUMNS if c in limits.columns]  # an older export has fewer: unknown
     windowed_counts = (counts.withColumn("window_start", F.timestamp_seconds(
         F.floor(F.unix_timestamp("minute") / window_s) * window_s))
         .groupBy(*key, "window_start")

@@ -118,14 +118,17 @@ def filled_db(nats_server, tmp_path_factory) -> str:
         await make_stream(api, IDLE_STREAM, ["dashidle.>"])
         await make_consumer(api, IDLE_STREAM, "idle")
         await publish(nc, "dashidle.x", 5)
+        # A short window: the idle consumer, never seen pulling, is named after half of it.
         settings = collector_settings(nats_server.url, db, (STREAM, IDLE_STREAM), interval=0.3,
-                                      health_min_span=0.5)  # as the dashboard tests judge
+                                      health_window=4.0, health_min_span=0.5)
         async with collecting(settings):
             story = await pin_story(nc, api, STREAM, CONSUMER, "dashpins.work")
             await eventually(lambda: len(rows(store, "SELECT * FROM pin_events WHERE stream = ?", [STREAM])) >= 5,
                              message="the pin story stored")
             await eventually(lambda: rows(store, "SELECT count(DISTINCT ts) FROM samples WHERE stream = ?",
                                           [IDLE_STREAM])[0][0] >= 4, message="a few samples")
+            await eventually(lambda: rows(store, "SELECT verdict FROM verdicts_current WHERE stream = ?",
+                                          [IDLE_STREAM]) == [("NO_PULLERS",)], message="the idle consumer named")
         # Only after the collector stopped: workers leaving would end the last pin (a timeout
         # unpin) while a slow last cycle is still capturing.
         for w in story.workers:

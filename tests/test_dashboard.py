@@ -75,7 +75,7 @@ def test_fleet_lists_every_consumer_worst_first_with_verdict_and_reason(filled_d
     assert set(consumers(table)) == {CONSUMER, "idle"}
     assert list(table["Verdict"])[0] == "NO_PULLERS"
     idle = table[consumers(table) == "idle"].iloc[0]
-    assert idle["Why"].startswith("5 messages pending and no client has pulled")
+    assert idle["Why"].startswith("5 messages pending, nothing in flight and no client has pulled since")
     assert idle["Stream"] == IDLE_STREAM
     assert "Data as of" in texts(at)
     assert "NO_PULLERS" in texts(at)

@@ -122,6 +122,7 @@ def test_each_incident_is_named_in_time_beside_its_look_alikes(nats_server, db_p
                     pass
                 await asyncio.sleep(2 * INTERVAL)  # noqa: two more cycles, to see nothing eases
                 final = current()
+                etas = dict(rows(store, "SELECT stream, eta_state FROM verdicts_current", []))
         finally:
             stop.set()
             await asyncio.gather(*feeds, return_exceptions=True)
@@ -147,6 +148,7 @@ def test_each_incident_is_named_in_time_beside_its_look_alikes(nats_server, db_p
                 alarms = [v for v in seen if v not in ("OK", "COLLECTING")]
                 report.append(f"{s.name}: {alarms or 'nothing raised'}")
                 assert alarms == [], (s.name, seen)
+        assert etas[streams["gone"]] == "no pullers", "no drain time where nobody pulls"
         print("\nINCIDENTS\n" + "\n".join(report))
 
     run(scenario())

@@ -143,12 +143,14 @@ def test_no_pullers_says_since_when_nobody_pulled_not_the_window_length(tmp_path
     at = run_app()
     row = frame(at, "Verdict").iloc[0]
     assert row["Verdict"] == "NO_PULLERS"
-    assert row["Why"].startswith(f"5 messages pending and no client has pulled since {last_pull:%H:%M:%S} UTC (")
+    assert row["Why"].startswith(f"5 messages pending, nothing in flight and no client has pulled since "
+                                 f"{last_pull:%H:%M:%S} UTC (")
     assert "60s" not in row["Why"] and "ago)" in row["Why"]
     since = pd.Timestamp(rows_of(db, "SELECT since FROM verdicts_current WHERE consumer = 'archive'", [])[0][0])
-    assert since > pd.Timestamp(last_pull)  # the verdict began a window after the last pull
+    assert since == pd.Timestamp(last_pull)  # the incident's start, not when it was named
     assert f"{since.tz_convert('UTC'):%H:%M:%S}" in row["Since (UTC)"] or f"{since:%m-%d %H:%M}" in row["Since (UTC)"]
-    assert row["Next step"].startswith("5 messages wait and no client pulls: start the consumer's workers")
+    assert row["Next step"].startswith("5 messages wait, nothing is in flight and no client pulls: start the "
+                                       "consumer's workers")
 
     at.switch_page("views/consumer.py").run()  # no deep link: the first consumer
     shown = texts(at).replace("\\", "")  # Markdown escapes
@@ -176,11 +178,13 @@ def test_a_stalled_pinned_consumer_says_unpin_or_restart_and_shows_its_pin_tail(
     table = frame(run_app(), "Verdict")
     pinned = table[consumers(table) == "fulfilment"].iloc[0]
     assert pinned["Verdict"] == "STALLED"
-    assert pinned["Next step"] == ("the pinned client holds 20 messages and acks none: unpin to move work to a "
-                                   "standby, or restart the client")
+    assert pinned["Next step"] == ("the pinned client holds 20 messages and acks none: unpin to hand the work to a "
+                                   "waiting client (the messages are redelivered to it), then restart or inspect the "
+                                   "stuck one")
     assert pinned["Pin (id tail)"] == "…9n1AbC"
     plain = table[consumers(table) == "notify"].iloc[0]
-    assert plain["Verdict"] == "STALLED" and plain["Next step"].startswith("clients hold 20 messages and ack none")
+    assert plain["Verdict"] == "STALLED" and plain["Next step"].startswith(
+        "a client holds 20 messages and has done nothing with them past ack_wait")
 
 
 def test_a_drain_that_cannot_finish_warns_first_and_hand_off_needs_a_pin(tmp_path, app_env):

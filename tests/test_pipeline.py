@@ -339,7 +339,9 @@ def test_pipeline_verdicts_equal_the_dashboards_on_generated_samples(spark, case
 
 # -- live verdicts: the collector's judging path gives the pipeline's verdict history ---------
 
-LIVE_TH = Thresholds(health_window=120, health_min_samples=3, health_min_span=30)
+# No easing: the pipeline judges each window on its own; the collector's easing on top is
+# tests/test_easing.py's and tests/test_live_verdicts.py's.
+LIVE_TH = Thresholds(health_window=120, health_min_samples=3, health_min_span=30, clear_after=0.0)
 LAG = 0.5  # a cycle stamps its samples a little before it judges (collection takes time)
 
 
