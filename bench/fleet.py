@@ -19,7 +19,8 @@ from pathlib import Path
 from jetwatch.collectors.judging import judge_stored_cycle, load_window
 from jetwatch.core.clock import utcnow
 from jetwatch.dashboard.data import fleet
-from jetwatch.health.rules import Thresholds, evaluate_features
+from jetwatch import sql
+from jetwatch.health.rules import LIMIT_COLUMNS, Thresholds, evaluate
 from jetwatch.store.database import Store
 from bench.machine import print_header
 from bench.timing import summary
@@ -50,15 +51,19 @@ UPDATE samples_recent SET cycle = (SELECT cycle FROM current_cycle) WHERE ts = (
 
 
 def page_evaluation(store: Store, th: Thresholds) -> object:
-    """What the Fleet page did on every render before the collector kept verdicts."""
+    """What the Fleet page did on every render before the collector kept verdicts: the window's
+    samples read from the store and judged (health.rules.evaluate, the pipeline's path)."""
     since = utcnow() - dt.timedelta(seconds=th.health_window)
-    latest, features, counts, _ = store.queries(
-        [("fleet_latest", {}), ("window_features", {}), ("window_event_counts", {"since": since}),
-         ("collector_health", {})],
-        stage=[("set_window_since", {"since": since}), ("stage_window_samples", {})])
-    limits = latest[["account", "stream", "consumer", "is_pull", "filtered", "max_ack_pending", "max_waiting",
-                     "priority_policy"]]
-    return evaluate_features(features, limits, th, counts)
+
+    def read(con):  # type: ignore[no-untyped-def]
+        con.execute(sql.query("set_window_since"), {"since": since})
+        con.execute(sql.query("stage_window_samples"))
+        return (con.execute("SELECT * FROM window_samples").df(), con.execute(sql.query("fleet_latest")).df(),
+                con.execute(sql.query("window_event_counts"), {"since": since}).df())
+
+    samples, latest, counts = store.read(read)
+    limits = latest[["account", "stream", "consumer", *LIMIT_COLUMNS]]
+    return evaluate(samples, limits, th, counts)
 
 
 FORGET_ACTIVITY = "UPDATE verdicts_current SET last_pull = NULL, last_ack = NULL, first_seen = NULL"

@@ -101,7 +101,9 @@ def live_dashboard(nats_server, tmp_path_factory):
     try:
         collector = subprocess.Popen(
             [sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url, "--db", db,
-             "--interval", "0.5s", "--health-min-span", "1s"],  # the collector judges; the pages read its verdicts
+             # The collector judges, the pages read its verdicts; a short window names the demo's
+             # consumer that nobody ever pulls after half of it.
+             "--interval", "0.5s", "--health-window", "8s", "--health-min-span", "1s"],
             env=env, stdout=open(tmp / "collector.log", "wb"), stderr=subprocess.STDOUT)
         store = Store(db)
         wait_until(lambda: store.exists() and not store.query("collector_health").empty, timeout=30,
