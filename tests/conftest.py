@@ -37,8 +37,16 @@ SESSION_MARK = "JW_TEST_SESSION"
 LEFTOVER_GRACE = 15.0
 
 
+def _xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    os.environ[SESSION_MARK] = new_tree_token()
+    # Under pytest-xdist the controller marks the session before it starts its workers (its own
+    # sessionstart runs last): the workers, and everything they start, inherit the one mark, and
+    # the controller looks for it once every worker has gone.
+    if not _xdist_worker(session.config):
+        os.environ[SESSION_MARK] = new_tree_token()
     try:
         nats_server_binary()
     except ServerStartError as exc:
@@ -53,10 +61,11 @@ def leftover_processes(grace: float = LEFTOVER_GRACE) -> list[int]:
     return left
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(trylast=True)  # under xdist: after the controller has stopped its workers
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if any process a test or fixture started outlives the suite (then kill it)."""
-    if SESSION_MARK not in os.environ:
+    """Fail the run if any process a test or fixture started outlives the suite (then kill it).
+    A worker does not look: it would find the other workers, which carry the same mark."""
+    if SESSION_MARK not in os.environ or _xdist_worker(session.config):
         return
     left = leftover_processes()
     if not left:
