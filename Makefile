@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: up test test-heavy fuzz system-deps bench lint-docker
+.PHONY: up test test-heavy screenshots fuzz system-deps bench lint-docker
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -36,9 +36,13 @@ test: $(STAMP) system-deps
 	  echo "make test: FAILED (parallel lane exit $$parallel, serial lane exit $$serial)"; exit 1; fi
 
 # Checks that are not tests of jetwatch and take minutes: the pipeline on a standalone Spark master,
-# smoke runs of every bench.
+# smoke runs of every bench, the screenshot-only browser runs (without writing them).
 test-heavy: $(STAMP) system-deps
 	$(PY) -m pytest -m heavy
+
+# The README's screenshots, rewritten in docs/screenshots/ from the live pages.
+screenshots: $(STAMP) system-deps
+	$(PY) -m pytest -n auto --dist loadgroup -m screenshots --screenshots
 
 # New generated examples for every property-based test (`make test` replays the same ones each run);
 # failures are kept in .hypothesis/ to replay.
