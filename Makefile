@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: up test system-deps bench bench-detector lint-docker
+.PHONY: up test test-heavy screenshots fuzz system-deps bench bench-detector lint-docker
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -23,8 +23,31 @@ system-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openjdk-17-jre-headless \
 	  prometheus prometheus-alertmanager faketime >/dev/null; }
 
+# Two lanes, as datasette runs its suite: first every test that can share the machine, on one
+# pytest-xdist worker per core (tests in one xdist_group, which share a session fixture, on one
+# worker); then the tests marked `serial`, alone. Both lanes always run; the target fails if
+# either failed (pytest's "no tests ran", exit 5, too). Nothing here writes to the source tree.
 test: $(STAMP) system-deps
-	$(PY) -m pytest
+	@parallel=0; serial=0; \
+	$(PY) -m pytest -n auto --dist loadgroup -m "not serial and not heavy" || parallel=$$?; \
+	if [ $$parallel -ne 0 ]; then echo "make test: the parallel lane failed (exit $$parallel); the serial lane runs all the same"; fi; \
+	$(PY) -m pytest -m "serial and not heavy" || serial=$$?; \
+	if [ $$parallel -ne 0 ] || [ $$serial -ne 0 ]; then \
+	  echo "make test: FAILED (parallel lane exit $$parallel, serial lane exit $$serial)"; exit 1; fi
+
+# Checks that are not tests of jetwatch and take minutes: the pipeline on a standalone Spark master,
+# smoke runs of every bench, the screenshot-only browser runs (without writing them).
+test-heavy: $(STAMP) system-deps
+	$(PY) -m pytest -m heavy
+
+# The README's screenshots, rewritten in docs/screenshots/ from the live pages.
+screenshots: $(STAMP) system-deps
+	$(PY) -m pytest -n auto --dist loadgroup -m screenshots --screenshots
+
+# New generated examples for every property-based test (`make test` replays the same ones each run);
+# failures are kept in .hypothesis/ to replay.
+fuzz: $(STAMP) system-deps
+	$(PY) -m pytest -n auto --dist loadgroup -m "hypothesis and not heavy" --hypothesis-profile=explore
 
 bench: $(STAMP)
 	$(PY) -m bench.run_all

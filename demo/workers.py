@@ -55,6 +55,7 @@ class PullWorker:
         self.acking = True
         self.stats = WorkerStats()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self._unacked: list[Msg] = []
 
     def pull_request(self) -> dict[str, Any]:
@@ -104,7 +105,7 @@ class PullWorker:
                                   json.dumps(self.pull_request()).encode(), reply=inbox)
             got = 0
             deadline = asyncio.get_running_loop().time() + self.expires_s + 1.0
-            while got < self.batch and not self.stalled:
+            while got < self.batch and not self.stalled and not self._stopping:
                 remaining = deadline - asyncio.get_running_loop().time()
                 if remaining <= 0:
                     break
@@ -121,7 +122,7 @@ class PullWorker:
             await sub.unsubscribe()
 
     async def run(self) -> None:
-        while True:
+        while not self._stopping:
             if self.stalled or not self.nc.is_connected:
                 await asyncio.sleep(0.1)
                 continue
@@ -134,17 +135,25 @@ class PullWorker:
                 await asyncio.sleep(0.2)
 
     def start(self) -> "PullWorker":
+        self._stopping = False
         self._task = asyncio.get_running_loop().create_task(self.run(), name=self.name)
         return self
 
-    async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
-            self._task = None
+    async def stop(self, timeout: float = 10.0) -> None:
+        """End the pull loop, waiting at most `timeout` seconds. A cancel alone is not enough on
+        Python 3.11: nats-py's `next_msg` waits in `asyncio.wait_for`, which returns the message
+        instead of raising when the cancel lands as one arrives, and the loop then pulled on while
+        this method waited for it for ever. The flag ends the loop after the pull under way."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._stopping = True
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:
+            raise RuntimeError(f"pull worker {self.name} did not stop within {timeout:g}s")
+        if not task.cancelled():
+            task.exception()  # retrieved: a pull that failed as it was stopped is not news
 
     async def ack_held(self) -> int:
         """Acknowledge the work held back while `acking` was off."""

@@ -18,6 +18,7 @@ from jetwatch.demo.server import NatsServer, ServerStartError, free_port, nats_s
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.processes import describe, marked, new_tree_token
 from jetwatch.store.database import Store
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
 from tests.scenario import pin_story
 
@@ -37,8 +38,26 @@ SESSION_MARK = "JW_TEST_SESSION"
 LEFTOVER_GRACE = 15.0
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--screenshots", action="store_true",
+                     help="write the README's screenshots to docs/screenshots/ (`make screenshots`)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("screenshots"):
+        os.environ["JW_SCREENSHOTS"] = "1"
+
+
+def _xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    os.environ[SESSION_MARK] = new_tree_token()
+    # Under pytest-xdist the controller marks the session before it starts its workers (its own
+    # sessionstart runs last): the workers, and everything they start, inherit the one mark, and
+    # the controller looks for it once every worker has gone.
+    if not _xdist_worker(session.config):
+        os.environ[SESSION_MARK] = new_tree_token()
     try:
         nats_server_binary()
     except ServerStartError as exc:
@@ -53,10 +72,11 @@ def leftover_processes(grace: float = LEFTOVER_GRACE) -> list[int]:
     return left
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(trylast=True)  # under xdist: after the controller has stopped its workers
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if any process a test or fixture started outlives the suite (then kill it)."""
-    if SESSION_MARK not in os.environ:
+    """Fail the run if any process a test or fixture started outlives the suite (then kill it).
+    A worker does not look: it would find the other workers, which carry the same mark."""
+    if SESSION_MARK not in os.environ or _xdist_worker(session.config):
         return
     left = leftover_processes()
     if not left:
@@ -77,6 +97,44 @@ def nats_server(tmp_path_factory: pytest.TempPathFactory):
     server = NatsServer(store_dir=tmp_path_factory.mktemp("nats") / "js", monitor_port=free_port()).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def live_site(nats_server, tmp_path_factory, request):
+    """A collector, a workload and the dashboard over them, started once per session (per xdist
+    worker: the tests that use it share an xdist group, so one worker starts it) and stopped after
+    the last test that uses it, not at the session's end."""
+    from tests.browser import LiveDashboard
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is not installed: run `make test` (it installs Debian's chromium package)")
+    site = LiveDashboard.start(nats_server.url, tmp_path_factory.mktemp("browser"))
+    site.uses_left = sum("live_dashboard" in item.fixturenames for item in request.session.items)
+    yield site
+    site.close()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Headless Chromium for one module of browser tests (see tests/browser.py for why not longer)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def live_dashboard(live_site, chromium):
+    """(dashboard URL, browser, store) of the session's live dashboard."""
+    yield live_site.base, chromium, live_site.store
+    live_site.uses_left -= 1
+    if live_site.uses_left <= 0:
+        live_site.close()
+        assert live_site.collector_exit == 0, "the live dashboard's collector did not end cleanly"
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+# One worker runs this module, so the wheel (`wheel`, module-scoped) is built once.
+pytestmark = pytest.mark.xdist_group("wheel")
 
 
 @pytest.fixture(scope="module")

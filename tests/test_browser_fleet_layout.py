@@ -1,6 +1,7 @@
 """The on-call pages on a 1280x800 laptop screen in headless Chromium, against a real collector,
 workers and dashboard: every Fleet row's verdict, stream and consumer are visible without
-scrolling; the Consumer page refreshes itself; screenshots of every page for the README.
+scrolling; the Consumer page refreshes itself; screenshots of every page for the README
+(`make screenshots`).
 
 Streamlit's grid paints its cells on a canvas, but keeps an accessibility table in the DOM with
 the header and the cells of the columns and rows it has drawn in view: that is what is read here,
@@ -15,10 +16,11 @@ import pytest
 from playwright.sync_api import Page
 
 from jetwatch.dashboard.tables import link_target
+from tests.browser import CONSUMER, STREAM, no_errors, shoot
 from tests.helpers import rows, wait_until
-from tests.test_browser import CONSUMER, SHOTS, STREAM, _no_errors, live_dashboard  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.browser
+# One worker runs these and test_browser.py: the session's live dashboard starts once.
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("live_dashboard")]
 
 LAPTOP = {"width": 1280, "height": 800}
 IDENTITY = ("Verdict", "Stream", "Consumer")
@@ -61,7 +63,7 @@ def test_fleet_at_1280_shows_verdict_stream_and_consumer_of_every_row_without_sc
     assert page.evaluate("document.documentElement.scrollWidth") <= LAPTOP["width"]
     box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= LAPTOP["width"]
-    _no_errors(page)
+    no_errors(page)
     page.close()
 
 
@@ -74,10 +76,12 @@ def test_consumer_page_refreshes_itself_at_1280(live_dashboard):
     wait_until(lambda: page.get_by_text("Data as of").inner_text() != first, timeout=30,
                message="the Consumer page refreshed without a click")
     page.get_by_text("Next step:").first.wait_for(timeout=30_000)
-    _no_errors(page)
+    no_errors(page)
     page.close()
 
 
+@pytest.mark.screenshots
+@pytest.mark.heavy  # its pages' checks are the other tests'; what it adds is the README's pictures
 def test_screenshots_of_every_page_at_1280(live_dashboard, nats_server):
     base, browser, store = live_dashboard
     # One real operator action, so the Audit page and the timeline's overlay have something to show.
@@ -85,7 +89,6 @@ def test_screenshots_of_every_page_at_1280(live_dashboard, nats_server):
                            "--actor", "oncall", "--db", str(store.path), "--server", nats_server.url],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-    SHOTS.mkdir(parents=True, exist_ok=True)
     for name, path, ready in (("fleet", "/", ("consumers shown",)),
                               ("consumer", f"/consumer?stream={STREAM}&consumer={CONSUMER}",
                                ("Next step:", "pending (not yet delivered)")),
@@ -94,7 +97,6 @@ def test_screenshots_of_every_page_at_1280(live_dashboard, nats_server):
         page = laptop(browser, base + path)
         for text in ready:  # charts draw after the page's text
             page.get_by_text(text).first.wait_for(timeout=30_000)
-        page.wait_for_timeout(1500)  # the grid paints on a canvas a moment after the data arrives
-        _no_errors(page)
-        page.screenshot(path=str(SHOTS / f"1280-{name}.png"))
+        no_errors(page)
+        shoot(page, f"1280-{name}.png", full_page=False)
         page.close()

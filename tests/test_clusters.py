@@ -67,6 +67,10 @@ def _sampled(db: Path) -> bool:
         return False
 
 
+# One worker runs this module, so the two servers and their stores (`fleet`) are made once.
+pytestmark = pytest.mark.xdist_group("fleet")
+
+
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     """Two servers, each sampled by its own collector into its own store in one directory; the

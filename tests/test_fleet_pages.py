@@ -50,6 +50,10 @@ def test_page_of_takes_one_page_clamped_to_the_pages_there_are(rows, size, numbe
         assert page["n"].iloc[0] == first
 
 
+# One worker runs this module, so the 250-consumer store (`big_db`) is written once.
+pytestmark = pytest.mark.xdist_group("big_db")
+
+
 @pytest.fixture(scope="module")
 def big_db(tmp_path_factory):
     """250 consumers written and judged by the collector's path: 30 nobody pulls, the rest work."""

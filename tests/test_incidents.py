@@ -51,6 +51,7 @@ async def _feed(nc, subject: str, rate: float, stop: asyncio.Event) -> None:
 
 
 @pytest.mark.incidents
+@pytest.mark.serial  # its deadlines are wall-clock seconds: it runs alone, after the parallel lane
 def test_each_incident_is_named_in_time_beside_its_look_alikes(nats_server, db_path, uid, run):
     store = Store(db_path)
     scenarios = {

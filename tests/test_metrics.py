@@ -233,19 +233,25 @@ def test_pin_state_and_pin_switch_and_unpin_counters_follow_a_real_pin_story(nat
             story = await pin_story(nc, api, stream, "work", f"{uid}.work")
             holder = story.pins[-1]
 
+            # The holder comes from the cycle's consumer info, the counters from the advisory loop:
+            # two loops, so one scrape may show the new holder before the pin advisory that names
+            # it was counted. Wait for all of them in the same scrape.
             def counted() -> dict | None:
                 got = scrape(collector.metrics_bound)
                 reasons = {s.labels["reason"]: s.value for s in got.get("jetwatch_unpins", []) if s.name.endswith("_total")}
                 pinned = {s.labels["pinned_id"] for s in got.get("jetwatch_consumer_pin_info", [])
                           if s.labels["stream"] == stream}
-                ok = reasons.get("admin", 0) >= 1 and reasons.get("timeout", 0) >= 1 and pinned == {holder}
+                switches = [s.value for s in got.get("jetwatch_consumer_pin_switches", [])
+                            if s.labels["stream"] == stream and s.name.endswith("_total")]
+                fleet = [s.value for s in got.get("jetwatch_pin_switches", []) if s.name.endswith("_total")]
+                ok = (reasons.get("admin", 0) >= 1 and reasons.get("timeout", 0) >= 1 and pinned == {holder}
+                      and switches and switches[0] >= 3 and fleet and fleet[0] >= 3)
                 return got if ok else None
 
-            got = await eventually(counted, timeout=30, message="pin counters and the current holder on /metrics")
+            got = await eventually(counted, timeout=30, message="pin counters, switches and the current holder on /metrics")
             switches = [s for s in got["jetwatch_consumer_pin_switches"]
                         if s.labels["stream"] == stream and s.name.endswith("_total")]
-            assert switches and switches[0].value >= 3 and switches[0].labels["group"] == "jobs"
-            assert [s.value for s in got["jetwatch_pin_switches"] if s.name.endswith("_total")][0] >= 3
+            assert len(switches) == 1 and switches[0].labels["group"] == "jobs"
             pinned = [s for s in got["jetwatch_consumer_pinned"] if s.labels["stream"] == stream]
             assert [s.value for s in pinned] == [1.0]
             age = [s.value for s in got["jetwatch_consumer_pin_age_seconds"] if s.labels["stream"] == stream]

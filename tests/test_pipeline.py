@@ -21,7 +21,8 @@ from jetwatch.health.rules import Thresholds, evaluate
 from jetwatch.pipeline.transforms import GAP_SCHEMA, mark_gap_spans, pin_sessions, rollups, verdict_history
 from tests.helpers import stop_process
 
-pytestmark = pytest.mark.spark
+# One worker runs this module: one Spark session (`spark`, session-scoped) for all of it.
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark_session")]
 
 T0 = dt.datetime(2026, 11, 22, 3, 0, tzinfo=dt.timezone.utc)
 EVENT_SCHEMA = T.StructType([

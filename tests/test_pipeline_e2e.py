@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,15 +22,43 @@ from tests.conftest import CONSUMER, IDLE_STREAM, STREAM
 from tests.helpers import clean_env, rows, wait_until
 from tests.test_dashboard import APP, consumers, frame
 
-pytestmark = pytest.mark.spark
+# One worker runs this module, so its tests share one first run of the job (`first_run`).
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("pipeline_e2e")]
 
 SESSIONS = "SELECT pinned_id, start_ts, end_ts, end_reason FROM pin_sessions WHERE stream = ? ORDER BY start_ts"
+OUTPUTS = ("pin_sessions", "rollups", "verdict_history")
 
 
 def pipeline(db: str, data: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "jetwatch.cli", "pipeline", "run", "--db", db, "--data-dir", str(data),
                            "--since", "2h", "--health-min-span", "1s", *extra],
                           capture_output=True, text=True, env=clean_env(), timeout=600)
+
+
+def outputs(db: str) -> dict[str, list[tuple]]:
+    store = Store(db)
+    return {t: rows(store, f"SELECT * FROM {t} ORDER BY ALL") for t in OUTPUTS}
+
+
+@dataclass
+class FirstRun:
+    db: str
+    data: Path
+    until: str
+    done: subprocess.CompletedProcess[str]
+    outputs: dict[str, list[tuple]]
+
+
+@pytest.fixture(scope="module")
+def first_run(filled_db, tmp_path_factory) -> FirstRun:
+    """spark-submit once on a copy of the collector-filled store; --until pinned so that a rerun
+    sees exactly the same input."""
+    tmp = tmp_path_factory.mktemp("e2e")
+    db = str(tmp / "jetwatch.duckdb")
+    shutil.copy(filled_db, db)
+    until = rows(Store(db), "SELECT strftime(max(ts) + INTERVAL 1 SECOND, '%Y-%m-%dT%H:%M:%SZ') FROM samples")[0][0]
+    done = pipeline(db, tmp / "data", "--until", until, "--master", "local[2]")
+    return FirstRun(db, tmp / "data", until, done, outputs(db) if done.returncode == 0 else {})
 
 
 @pytest.fixture
@@ -39,14 +68,12 @@ def store_copy(filled_db, tmp_path) -> str:
     return db
 
 
-@pytest.mark.timeout(900)  # several Spark runs: minutes on a loaded 2-core machine
-def test_spark_submit_local_job_makes_sessions_rollups_and_verdicts_that_the_pins_page_shows(
-        store_copy, tmp_path, monkeypatch):
-    data = tmp_path / "data"
-    done = pipeline(store_copy, data, "--master", "local[2]")
+@pytest.mark.timeout(900)  # a Spark run: minutes on a loaded 2-core machine
+def test_spark_submit_local_job_makes_sessions_rollups_and_verdicts_that_the_pins_page_shows(first_run, monkeypatch):
+    done, data = first_run.done, first_run.data
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"pipeline: rows_in \d+, pin_sessions \d+, rollups \d+, verdicts \d+", done.stdout)
-    store = Store(store_copy)
+    store = Store(first_run.db)
     sessions = rows(store, SESSIONS, [STREAM])
     assert [s[3] for s in sessions] == ["timeout", "admin", "still pinned"]
     assert rows(store, "SELECT count(*) FROM rollups WHERE stream = ? AND granularity = '1m'", [STREAM])[0][0] >= 1
@@ -61,7 +88,7 @@ def test_spark_submit_local_job_makes_sessions_rollups_and_verdicts_that_the_pin
     archive = list((data / "pipeline" / "archive" / "samples").glob("date=*/hour=*/cluster=*/*.parquet"))
     assert archive, "samples archived as Parquet partitioned by date, hour and cluster"
 
-    monkeypatch.setenv("JETWATCH_DB", store_copy)
+    monkeypatch.setenv("JETWATCH_DB", first_run.db)
     st.cache_data.clear()
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.switch_page("views/pins.py").run()
@@ -71,26 +98,26 @@ def test_spark_submit_local_job_makes_sessions_rollups_and_verdicts_that_the_pin
     assert summary[consumers(summary) == CONSUMER].iloc[0]["Median pin"] != ""  # a duration in words
 
 
-@pytest.mark.timeout(900)  # several Spark runs: minutes on a loaded 2-core machine
-def test_a_rerun_gives_the_same_output_and_a_failed_run_keeps_the_previous(store_copy, tmp_path):
-    data = tmp_path / "data"
-    # --until pinned so that both runs see exactly the same input.
-    until = rows(Store(store_copy), "SELECT strftime(max(ts) + INTERVAL 1 SECOND, '%Y-%m-%dT%H:%M:%SZ') FROM samples")[0][0]
-    first = pipeline(store_copy, data, "--until", until, "--master", "local[1]")
-    assert first.returncode == 0, first.stdout + first.stderr
-    store = Store(store_copy)
-    snapshot = {t: rows(store, f"SELECT * FROM {t} ORDER BY ALL") for t in ("pin_sessions", "rollups", "verdict_history")}
-    second = pipeline(store_copy, data, "--until", until, "--master", "local[1]")
+@pytest.mark.timeout(900)  # Spark runs: minutes on a loaded 2-core machine
+def test_a_rerun_gives_the_same_output_and_a_failed_run_keeps_the_previous(first_run, tmp_path):
+    """On a copy of the first run's store and data: a second run over the same input, then one
+    that fails after its export."""
+    assert first_run.done.returncode == 0, first_run.done.stdout + first_run.done.stderr
+    db, data = str(tmp_path / "jetwatch.duckdb"), tmp_path / "data"
+    shutil.copy(first_run.db, db)
+    shutil.copytree(first_run.data, data)
+    second = pipeline(db, data, "--until", first_run.until, "--master", "local[2]")
     assert second.returncode == 0, second.stdout + second.stderr
-    assert {t: rows(store, f"SELECT * FROM {t} ORDER BY ALL") for t in snapshot} == snapshot
+    assert outputs(db) == first_run.outputs
 
-    broken = pipeline(store_copy, data, "--until", until, "--master", "no-such-master")  # fails after the export
+    broken = pipeline(db, data, "--until", first_run.until, "--master", "no-such-master")  # fails after the export
     assert broken.returncode != 0
     assert "the Spark job failed" in broken.stderr
-    assert {t: rows(store, f"SELECT * FROM {t} ORDER BY ALL") for t in snapshot} == snapshot
-    assert [r[0] for r in rows(store, "SELECT outcome FROM pipeline_runs ORDER BY started_at")] == ["ok", "ok", "failed"]
+    assert outputs(db) == first_run.outputs
+    assert [r[0] for r in rows(Store(db), "SELECT outcome FROM pipeline_runs ORDER BY started_at")] == ["ok", "ok", "failed"]
 
 
+@pytest.mark.heavy  # three minutes of a master and a worker JVM: `make test-heavy`
 @pytest.mark.timeout(900)  # several Spark runs: minutes on a loaded 2-core machine
 def test_the_same_job_runs_on_a_standalone_spark_master(store_copy, tmp_path):
     spark_class = str(Path(sys.executable).parent / "spark-class")

@@ -512,7 +512,7 @@ def test_dns_rebinding_a_foreign_host_or_origin_gets_no_session_and_no_page(serv
 def test_a_session_survives_a_reload_and_a_deep_link_in_a_new_tab_and_ends_on_sign_out(served):
     from playwright.sync_api import sync_playwright
 
-    from tests.test_browser import CHROMIUM_ARGS
+    from tests.browser import CHROMIUM_ARGS
 
     base = served["base"]
     with sync_playwright() as p:
@@ -636,7 +636,7 @@ def test_the_host_check_reads_host_and_origin_strictly():
 def test_behind_a_trusted_proxy_the_operator_is_the_name_its_header_carries_and_nothing_else(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from tests.test_browser import CHROMIUM_ARGS
+    from tests.browser import CHROMIUM_ARGS
 
     with serve(tmp_path, trusted_user_header="X-Forwarded-User") as port, sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import streamlit as st
@@ -19,8 +21,8 @@ from jetwatch.core.processes import marked, new_tree_token
 from jetwatch.core.settings import Settings
 from jetwatch.demo.server import free_port
 from jetwatch.store.database import Store
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, http_ok, shoot
 from tests.helpers import clean_env, rows, wait_until
-from tests.test_browser import CHROMIUM_ARGS, SHOTS, _http_ok
 from tests.test_dashboard import APP, consumers, frame
 
 pytestmark = pytest.mark.browser
@@ -48,25 +50,43 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch):
+@contextlib.contextmanager
+def demo(tmp_path: Path, *flags: str) -> Iterator[tuple[str, Store, list[int]]]:
+    """`jetwatch up` with no server: the embedded demo, once its dashboard answers and the demo's
+    timeout unpin and admin unpin are stored. Stopped with Ctrl-C afterwards: it must exit 0,
+    say so, and leave none of its children alive."""
     port = free_port()
     data = tmp_path / "data"
     proc = subprocess.Popen(
         [sys.executable, "-m", "jetwatch.cli", "up", "--data-dir", str(data), "--port", str(port),
-         "--health-min-span", "5s", "--pipeline-every", "30s"],
+         "--health-min-span", "5s", *flags],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=clean_env())
     children: list[int] = []
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_until(lambda: _http_ok(base + "/_stcore/health"), timeout=90, message="the dashboard")
+        wait_until(lambda: http_ok(base + "/_stcore/health"), timeout=90, message="the dashboard")
         children = _children(proc.pid)
         assert len(children) >= 4, children  # nats-server, collector, demo, dashboard (and the pipeline's runs)
         store = Store(data / "jetwatch.duckdb")
         wait_until(lambda: store.exists() and set(store.query("pin_events_range", {
             "since": "2000-01-01", "until": "2100-01-01", "account": None, "stream": None, "consumer": None}).query("event == 'unpinned'")["reason"]) >= {"timeout", "admin"},
             timeout=120, message="the demo's timeout unpin and admin unpin")
+        yield base, store, children
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    text = out.decode()
+    assert proc.returncode == 0, text
+    assert "stopped" in text
+    assert [pid for pid in children if _alive(pid)] == [], text
 
-        monkeypatch.setenv("JETWATCH_DB", str(data / "jetwatch.duckdb"))
+
+def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch):
+    """Without the pipeline: its first run would come a minute in, a Spark run that the tests of
+    the pipeline already make; its runs under `up` are the Ctrl-C test's below, and the screenshot
+    run (`make screenshots`) waits for one."""
+    with demo(tmp_path, "--no-pipeline") as (base, store, _):
+        monkeypatch.setenv("JETWATCH_DB", str(store.path))
         monkeypatch.setenv("JETWATCH_HEALTH_MIN_SPAN", "5s")
         st.cache_data.clear()
         at = AppTest.from_file(APP, default_timeout=60).run()
@@ -78,6 +98,23 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
         events = frame(at, "Event")
         assert set(events[events["Event"] == "unpinned"]["Reason"]) >= {"timeout", "admin"}
 
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(base + "/")
+            page.get_by_text("Data as of").filter(visible=True).first.wait_for(timeout=30_000)
+            page.get_by_text("capture: durable stream").filter(visible=True).first.wait_for(timeout=30_000)
+            page.goto(base + "/pins")
+            page.get_by_text("ORDERS / fulfilment [jobs]").filter(visible=True).first.wait_for(timeout=30_000)
+            page.goto(base + "/consumer?stream=ORDERS&consumer=fulfilment")
+            page.get_by_text("pending (not yet delivered)").filter(visible=True).first.wait_for(timeout=30_000)
+            browser.close()
+
+
+@pytest.mark.screenshots
+@pytest.mark.heavy  # a second demo, for the README's pictures of the pages with pipeline results
+def test_up_demo_screenshots_once_the_scheduled_pipeline_loaded_its_results(tmp_path):
+    with demo(tmp_path, "--pipeline-every", "30s") as (base, store, _):
         # The scheduled pipeline (first run 30 s in) loads sessions and verdicts for the pages.
         wait_until(lambda: not (run := store.query("pipeline_last_run")).empty and run["outcome"][0] == "ok",
                    timeout=240, interval=1.0, message="a scheduled pipeline run, finished ok")
@@ -85,30 +122,19 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
         assert rows(store, "SELECT count(*) FROM verdict_history")[0][0] > 0
 
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(base + "/")
-            page.get_by_text("Data as of").wait_for(timeout=30_000)
-            page.get_by_text("capture: durable stream").wait_for(timeout=30_000)
-            page.wait_for_timeout(2000)
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SHOTS / "fleet.png"), full_page=True)
+            page.get_by_text("Data as of").filter(visible=True).first.wait_for(timeout=30_000)
+            page.get_by_text("capture: durable stream").filter(visible=True).first.wait_for(timeout=30_000)
+            shoot(page, "fleet.png")
             page.goto(base + "/pins")
-            page.get_by_text("ORDERS / fulfilment [jobs]").first.wait_for(timeout=30_000)
-            page.wait_for_timeout(2000)
-            page.screenshot(path=str(SHOTS / "pins.png"), full_page=True)
+            page.get_by_text("ORDERS / fulfilment [jobs]").filter(visible=True).first.wait_for(timeout=30_000)
+            shoot(page, "pins.png")
             page.goto(base + "/consumer?stream=ORDERS&consumer=fulfilment")
-            page.get_by_text("pending (not yet delivered)").wait_for(timeout=30_000)
-            page.wait_for_timeout(2000)
-            page.screenshot(path=str(SHOTS / "consumer.png"), full_page=True)
+            page.get_by_text("pending (not yet delivered)").filter(visible=True).first.wait_for(timeout=30_000)
+            shoot(page, "consumer.png")
             browser.close()
-    finally:
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    text = out.decode()
-    assert proc.returncode == 0, text
-    assert "stopped" in text
-    assert [pid for pid in children if _alive(pid)] == [], text
 
 
 def test_up_says_what_is_missing_and_runs_the_parts_that_can_run(tmp_path):
@@ -189,12 +215,12 @@ def test_sigterm_to_jetwatch_dashboard_stops_the_streamlit_server_it_runs(tmp_pa
         [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", str(tmp_path / "j.duckdb"), "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=clean_env(JW_THIS_TEST=mark))
     try:
-        wait_until(lambda: _http_ok(f"http://127.0.0.1:{port}/_stcore/health"), timeout=60, message="the dashboard")
+        wait_until(lambda: http_ok(f"http://127.0.0.1:{port}/_stcore/health"), timeout=60, message="the dashboard")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     wait_until(lambda: not _started_by(mark), timeout=10, message="the Streamlit server to end with its command")
-    assert not _http_ok(f"http://127.0.0.1:{port}/_stcore/health")
+    assert not http_ok(f"http://127.0.0.1:{port}/_stcore/health")
 
 
 def test_a_detached_drain_that_ended_is_reaped_not_left_a_zombie(tmp_path, nats_server):

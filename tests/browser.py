@@ -1,0 +1,163 @@
+"""What the Chromium tests share: how Chromium is launched, a live dashboard over a real collector
+and workload (started once per test session by conftest.py), and the README's screenshots.
+
+Playwright's sync API marks its event loop as running between calls, so while a browser is open
+no `asyncio.run()` can start in the same thread: a browser is opened per module (or per test) by
+modules that hold only browser tests, never for a whole session in which other tests run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import nats
+from playwright.sync_api import Page
+
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.server import free_port
+from jetwatch.store.database import Store
+from tests.helpers import make_consumer, make_stream, operators_file, publish, wait_until
+from tests.scenario import pin_story
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+STREAM, CONSUMER = "BROWSER_orders", "fulfilment"
+
+
+class Workload(threading.Thread):
+    """Pinned workers and an idle consumer, running until stopped."""
+
+    def __init__(self, url: str):
+        super().__init__(daemon=True)
+        self.url = url
+        self.ready = threading.Event()
+        self.error: BaseException | None = None
+        self._stop_flag = threading.Event()
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # reported to the fixture
+            self.error = exc
+            self.ready.set()
+
+    async def _main(self) -> None:
+        nc = await nats.connect(self.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, "BROWSER_idle", ["browseridle.>"])
+        await make_consumer(api, "BROWSER_idle", "archive")
+        await publish(nc, "browseridle.x", 3)
+        story = await pin_story(nc, api, STREAM, CONSUMER, "browser.work")
+        self.ready.set()
+        while not self._stop_flag.is_set():
+            await publish(nc, "browser.work", 1)
+            await asyncio.sleep(0.2)
+        for w in story.workers:
+            await w.stop()
+        await nc.close()
+
+    def stop(self) -> None:
+        self._stop_flag.set()
+        self.join(20)
+
+
+def http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def stop(proc: subprocess.Popen[bytes], timeout: float = 30) -> int:
+    """SIGTERM, then SIGKILL if it does not end in time: a fixture never leaves its process behind."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait(10)
+
+
+@dataclass
+class LiveDashboard:
+    """A collector sampling the session's server while a workload pins and unpins, and the
+    dashboard serving its store. `close()` stops all three (idempotent)."""
+
+    base: str
+    store: Store
+    collector: subprocess.Popen[bytes] | None = None
+    dashboard: subprocess.Popen[bytes] | None = None
+    work: Workload | None = None
+    collector_exit: int | None = None
+    uses_left: int = 0  # tests still to use it in this session (conftest's live_site)
+
+    @classmethod
+    def start(cls, server_url: str, tmp: Path) -> "LiveDashboard":
+        db = str(tmp / "jetwatch.duckdb")
+        env = {**os.environ, "JETWATCH_INCLUDE_STREAMS": "BROWSER_*", "JETWATCH_INFERENCE_GRACE": "1.5s"}
+        live = cls(base="", store=Store(db), work=Workload(server_url))
+        # Every process is stopped by close(), whatever fails on the way: a setup that raised used
+        # to leave its collector (and dashboard) running after the session.
+        try:
+            live.collector = subprocess.Popen(
+                [sys.executable, "-m", "jetwatch.cli", "collect", "--server", server_url, "--db", db,
+                 # The collector judges, the pages read its verdicts; a short window names the demo's
+                 # consumer that nobody ever pulls after half of it.
+                 "--interval", "0.5s", "--health-window", "8s", "--health-min-span", "1s"],
+                env=env, stdout=open(tmp / "collector.log", "wb"), stderr=subprocess.STDOUT)
+            wait_until(lambda: live.store.exists() and not live.store.query("collector_health").empty, timeout=30,
+                       message="the collector's first cycle (its advisory capture is open)")
+            live.work.start()
+            assert live.work.ready.wait(60), "workload did not start"
+            if live.work.error:
+                raise live.work.error
+            port = free_port()
+            live.dashboard = subprocess.Popen(
+                [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", db, "--port", str(port), "--refresh", "1s",
+                 "--health-min-span", "1s", "--server", server_url],
+                env={**env, "JETWATCH_OPERATORS_FILE": operators_file(tmp, "oncall")},
+                stdout=open(tmp / "dashboard.log", "wb"), stderr=subprocess.STDOUT)
+            live.base = f"http://127.0.0.1:{port}"
+            wait_until(lambda: http_ok(live.base + "/_stcore/health"), timeout=60, message="dashboard health endpoint")
+        except BaseException:
+            live.close()
+            raise
+        return live
+
+    def close(self) -> None:
+        if self.dashboard is not None:
+            stop(self.dashboard)
+            self.dashboard = None
+        if self.work is not None and self.work.is_alive():
+            self.work.stop()
+        if self.collector is not None:
+            self.collector_exit = stop(self.collector)
+            self.collector = None
+
+
+def no_errors(page: Page) -> None:
+    body = page.inner_text("body")
+    for bad in ("Traceback", "locked", "Conflicting lock", "Error:"):
+        assert bad not in body, body[:2000]
+
+
+def shoot(page: Page, name: str, full_page: bool = True) -> None:
+    """Write the README's screenshot `name` when the run was asked for them (`make screenshots`,
+    i.e. `pytest --screenshots`); a plain test run leaves docs/screenshots/ as it is."""
+    if os.environ.get("JW_SCREENSHOTS") != "1":
+        return
+    page.wait_for_timeout(1500)  # the grid paints on a canvas a moment after the data arrives
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / name), full_page=full_page)
