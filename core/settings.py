@@ -197,7 +197,7 @@ SETTINGS: tuple[Setting, ...] = (
     # health
     Setting("health_window", 300.0, "Window of samples a verdict is judged over.", parse_duration, "health", minimum=1.0, maximum=30 * 86400.0),
     Setting("health_min_samples", 3, "Fewest samples in the window for a verdict (else COLLECTING).", int, "health", minimum=1),
-    Setting("health_min_span", 60.0, "Shortest time the window's samples must span for a verdict.", parse_duration, "health", minimum=0.0, maximum=30 * 86400.0),
+    Setting("health_min_span", 20.0, "Shortest time the window's samples must span for a verdict (the shortest rule duration: no rule can name anything sooner).", parse_duration, "health", minimum=0.0, maximum=30 * 86400.0),
     Setting("saturation_ratio", 0.9, "Share of max_ack_pending or max_waiting that counts as SATURATED.", float, "health", minimum=0.01, maximum=1.0),
     Setting("unpinned_after", 30.0, "How long a pinned_client consumer with work pending may go without a pin before UNPINNED.", parse_duration, "health", minimum=0.0),
     Setting("flapping_switches", 4, "More pin switches than this in the window is FLAPPING.", int, "health", minimum=0),

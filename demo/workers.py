@@ -46,9 +46,9 @@ class PullWorker:
     def __init__(self, nc: Client, stream: str, consumer: str, group: str | None = None,
                  name: str = "worker", batch: int = 10, expires_s: float = 1.0,
                  min_pending: int | None = None, priority: int | None = None,
-                 work_s: float = 0.0):
+                 work_s: float = 0.0, between_s: float = 0.0):
         self.nc, self.stream, self.consumer, self.group, self.name = nc, stream, consumer, group, name
-        self.batch, self.expires_s, self.work_s = batch, expires_s, work_s
+        self.batch, self.expires_s, self.work_s, self.between_s = batch, expires_s, work_s, between_s
         self.min_pending, self.priority = min_pending, priority
         self.pin_id: str | None = None
         self.stalled = False
@@ -88,6 +88,12 @@ class PullWorker:
             self.stats.stream_seqs.append(stream_seq)
         if delivered and delivered > 1:
             self.stats.redelivered += 1
+        await self.finish(msg)
+        return False
+
+    async def finish(self, msg: Msg) -> None:
+        """Work one message and answer it: acknowledged, or held while `acking` is off. A client
+        that answers otherwise (a nak, progress, acks in bulk) overrides this."""
         if self.work_s:
             await asyncio.sleep(self.work_s)
         if self.acking:
@@ -95,7 +101,6 @@ class PullWorker:
             self.stats.acked += 1
         else:
             self._unacked.append(msg)
-        return False
 
     async def pull_once(self) -> None:
         inbox = self.nc.new_inbox()
@@ -133,6 +138,8 @@ class PullWorker:
             except Exception as exc:
                 log.debug("%s pull failed: %s", self.name, exc)
                 await asyncio.sleep(0.2)
+            if self.between_s:
+                await asyncio.sleep(self.between_s)
 
     def start(self) -> "PullWorker":
         self._stopping = False

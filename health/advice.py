@@ -69,6 +69,9 @@ def _no_pullers(numbers: Mapping[str, Any], c: Context) -> str:
 def _stalled(numbers: Mapping[str, Any], c: Context) -> str:
     held = _n(numbers, "ack_pending")
     holder = numbers.get("holder")
+    if holder == "failing":
+        return ("the workers take messages and refuse every one (naks, until max_deliver drops them): nothing is "
+                "processed; look at the workers' errors, and pause the consumer to keep the rest from being dropped")
     if c.grouped and c.pinned:
         return (f"the pinned client holds {_msgs(held)} and acks none: unpin to hand the work to a waiting "
                 "client (the messages are redelivered to it), then restart or inspect the stuck one")
@@ -122,6 +125,10 @@ def _flapping(numbers: Mapping[str, Any], c: Context) -> str:
 
 
 def _redelivering(numbers: Mapping[str, Any], c: Context) -> str:
+    if "max_deliveries" in numbers:
+        return (f"{_msgs(_n(numbers, 'max_deliveries'))} reached max_deliver and were dropped unprocessed: look at "
+                "the handlers' errors for them (the MAX_DELIVERIES advisories give their stream sequences), and "
+                "republish them once fixed")
     return ("messages keep coming back: look at the handlers' errors (naks) and check they ack within ack_wait; "
             "a message that always fails belongs in a dead-letter stream (max_deliver)")
 

@@ -140,8 +140,23 @@ def _stalled_redelivered(x: Any) -> Any:
     return (_held(x, "stall_onset") >= _ack_wait(x)) & x["stall_redelivered"]
 
 
+def _refused(x: Any) -> Any:
+    """Messages refused in the window: naked, or dropped at max_deliver (from the advisories)."""
+    return (np.nan_to_num(x["nak_count"]) + np.nan_to_num(x["max_deliveries_count"])) > 0
+
+
+def _stalled_failing(x: Any, th: Thresholds) -> Any:
+    """Deliveries go on, acknowledgements stopped, and messages are refused: a worker that fails
+    every message naks it until max_deliver drops it, so nothing stays in flight and the ack floor
+    moves; only the server's clocks (delivered yes, acknowledged no) and the advisories tell."""
+    after = _after(th, "stalled_after")
+    since_ack = x["last_seconds"] - np.fmax(x["acked_last_active"], x["first_ts"])
+    delivering = x["last_seconds"] - x["delivered_last_active"] <= after / 2
+    return (since_ack >= _rhythm(x["ack_gap_max"], after)) & delivering & _refused(x)
+
+
 def _stalled(f: Columns, th: Thresholds) -> np.ndarray:
-    return _stalled_fast(f, th) | _stalled_timed_out(f) | _stalled_redelivered(f)
+    return _stalled_fast(f, th) | _stalled_timed_out(f) | _stalled_redelivered(f) | _stalled_failing(f, th)
 
 
 def _age(c: Ctx) -> float:
@@ -158,6 +173,8 @@ def _waited(seconds: float) -> str:
 
 
 def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
+    if pd.isna(c["stall_onset"]) or not bool(_stalled_fast(c, th) | _stalled_timed_out(c) | _stalled_redelivered(c)):
+        return _failing_says(c, th)
     held = float(_held(c, "stall_onset"))
     numbers: dict[str, Any] = {"ack_pending": _n(c["ack_pending_last"]), "seconds": round(held),
                                "ack_wait_seconds": round(float(_ack_wait(c)))}
@@ -175,10 +192,21 @@ def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
         reason += (f"; more keeps being handed out (it acknowledged at least every "
                    f"{_seconds_text(float(c['ack_gap_max']))} before)")
         numbers["holder"] = "pulling"
+    if numbers["holder"] != "at_limit" and bool(_stalled_at_limit(c)):
+        reason += f"; in flight is at max_ack_pending ({_n(c['max_ack_pending'])})"
     if _age(c) > 0:
         reason += f"; the oldest has waited {_waited(_age(c))}"
         numbers["oldest_unacked_age_seconds"] = round(_age(c))
     return Finding("STALLED", reason, numbers)
+
+
+def _failing_says(c: Ctx, th: Thresholds) -> Finding:
+    held = float(c["last_seconds"] - np.fmax(c["acked_last_active"], c["first_ts"]))
+    naks, dropped = _n(np.nan_to_num(c["nak_count"])), _n(np.nan_to_num(c["max_deliveries_count"]))
+    reason = (f"messages keep being delivered and none acknowledged for {_seconds_text(held)}: "
+              f"{naks} naked, {dropped} dropped at max_deliver in the window")
+    return Finding("STALLED", reason, {"ack_pending": _n(c["ack_pending_last"]), "seconds": round(held),
+                                       "naks": naks, "max_deliveries": dropped, "holder": "failing"})
 
 
 def _idle_for(x: Any, th: Thresholds, onset: str, name: str) -> Any:
@@ -231,7 +259,10 @@ def _pin_idle_says(c: Ctx, th: Thresholds) -> Finding:
 
 
 def _ack_saturated(x: Any, th: Thresholds) -> Any:
-    return _limited(x["max_ack_pending"]) & (x["ack_pending_recent_min"] >= th.saturation_ratio * x["max_ack_pending"])
+    """In flight near max_ack_pending while work waits behind it. A limit of one is strict order by
+    design (its worker is always at it): whether such a consumer keeps up is LAGGING's question."""
+    return (_limited(x["max_ack_pending"]) & (x["max_ack_pending"] > 1) & (x["pending_last"] > 0)
+            & (x["ack_pending_recent_min"] >= th.saturation_ratio * x["max_ack_pending"]))
 
 
 def _waiting_saturated(x: Any, th: Thresholds) -> Any:
@@ -301,11 +332,21 @@ def _gauge_rising(x: Any) -> Any:
     return (x["redelivered_last"] > x["redelivered_first"]) & x["redelivered_never_falls"]
 
 
+def _dropped(x: Any) -> Any:
+    """Messages that reached max_deliver in the window: dropped unprocessed."""
+    return np.nan_to_num(x["max_deliveries_count"]) > 0
+
+
 def _redelivering(f: Columns, th: Thresholds) -> np.ndarray:
-    return ((f["deliveries"] > 0) & (_share(f) > th.redelivery_share)) | _gauge_rising(f)
+    return ((f["deliveries"] > 0) & (_share(f) > th.redelivery_share)) | _gauge_rising(f) | _dropped(f)
 
 
 def _redelivering_says(c: Ctx, th: Thresholds) -> Finding:
+    if bool(_dropped(c)):
+        n = _n(c["max_deliveries_count"])
+        return Finding("REDELIVERING", f"{n} message{'s' if n != 1 else ''} reached max_deliver in the window and "
+                       "will not be delivered again (redelivered, never acknowledged)",
+                       {"max_deliveries": n, "redeliveries": _n(_redeliveries(c))})
     share = float(_share(c))
     if c["deliveries"] > 0 and share > th.redelivery_share:
         return Finding("REDELIVERING", f"{share:.0%} of {_n(c['deliveries'])} deliveries were redeliveries",

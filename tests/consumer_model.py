@@ -27,6 +27,7 @@ class Step:
     publish: int = 0
     deliver: int = 0  # messages the pulls take this step (new ones, after redeliveries due)
     ack: int | str = 0  # oldest in-flight messages acknowledged, or "all"
+    drop: int | str = 0  # oldest in-flight messages naked until max_deliver drops them, or "all"
     waiting: int = 0  # pull requests waiting at the sample
     progress: bool = False  # +WPI on every message in flight
     paused: bool = False
@@ -72,6 +73,13 @@ class Model:
             del self.in_flight[seq]
             self.acked.add(seq)
             self.last_ack = at
+        # A message dropped at max_deliver leaves the pending set and moves the ack floor, but the
+        # server's ack_floor.last_active stays: nothing acknowledged it.
+        n = len(self.in_flight) if s.drop == "all" else int(s.drop)
+        for seq in sorted(self.in_flight)[:n]:
+            del self.in_flight[seq]
+            self.acked.add(seq)
+            self.last_delivery = at
         while self.floor + 1 in self.acked:
             self.floor += 1
 

@@ -205,7 +205,7 @@ def test_a_config_written_before_the_consumers_first_sample_still_sets_its_limit
         rows = [_sample(now, "S1", "a", delivered_consumer_seq=i, delivered_stream_seq=i,
                         ack_floor_consumer_seq=i, ack_floor_stream_seq=i, num_waiting=1)]
         if i:
-            rows.append(_sample(now, "S2", "c", num_ack_pending=4, num_waiting=1, delivered_consumer_seq=i + 4,
+            rows.append(_sample(now, "S2", "c", num_ack_pending=4, num_pending=3, num_waiting=1, delivered_consumer_seq=i + 4,
                                 delivered_stream_seq=i + 4, ack_floor_consumer_seq=i, ack_floor_stream_seq=i))
         kept = [] if i else [("A", "S2")]
         samples = {k: [r[k] for r in rows] for k in rows[0]}

@@ -1,0 +1,322 @@
+"""The incident library on a real server: every incident and its healthy look-alikes at once, with
+real pull clients (the raw pull protocol, honouring pin ids and priority groups), on one
+nats-server, judged by the real collector on its default settings.
+
+Each scenario runs healthy first, so jetwatch sees its rhythm; then its incident starts (a
+look-alike just goes on). tests/test_incidents.py holds each incident to its deadline and the
+look-alikes to silence; `python -m bench.incidents` runs the same library with the look-alikes
+going on for 30 minutes and prints the table the README quotes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+import nats
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.workers import PullWorker
+from jetwatch.store.database import Store
+from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, rows
+
+INTERVAL = 5.0  # the collector's default
+HEALTHY_FOR = 30.0  # every scenario runs healthy this long before its incident
+# The cycle that sees a deadline pass may come an interval later, and a loaded machine adds its own seconds.
+SLACK = INTERVAL + 5.0
+QUIET = ("OK", "COLLECTING")
+
+
+class Client(PullWorker):
+    """A pull client with the behaviours the library needs beside PullWorker's: `answer` "nak"
+    refuses every message; `nak_body` refuses the messages with that body (a poison message);
+    `job_s` with `progress_s` works each message that long, reporting progress (+WPI) as it goes;
+    `bulk_s` holds acknowledgements and sends them all at once that often."""
+
+    def __init__(self, *args: Any, answer: str = "ack", nak_body: bytes | None = None, job_s: float = 0.0,
+                 progress_s: float = 0.0, bulk_s: float = 0.0, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.answer, self.nak_body = answer, nak_body
+        self.job_s, self.progress_s, self.bulk_s = job_s, progress_s, bulk_s
+        self._bulk_task: asyncio.Task[None] | None = None
+
+    async def finish(self, msg: Msg) -> None:
+        if self.answer == "nak" or (self.nak_body is not None and msg.data == self.nak_body):
+            await self.nc.publish(msg.reply, b"-NAK")
+            return
+        if self.job_s:
+            done = asyncio.get_running_loop().time() + self.job_s
+            while (left := done - asyncio.get_running_loop().time()) > 0:
+                await asyncio.sleep(min(left, self.progress_s or left))
+                if self.progress_s and done - asyncio.get_running_loop().time() > 0:
+                    await self.nc.publish(msg.reply, b"+WPI")
+        if self.bulk_s:
+            self._unacked.append(msg)
+            if self._bulk_task is None:
+                self._bulk_task = asyncio.get_running_loop().create_task(self._ack_in_bulk())
+            return
+        await super().finish(msg)
+
+    async def _ack_in_bulk(self) -> None:
+        while True:
+            await asyncio.sleep(self.bulk_s)
+            await self.ack_held()
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        if self._bulk_task is not None:
+            self._bulk_task.cancel()
+        await super().stop(timeout)
+
+
+@dataclass
+class Running:
+    """What an incident acts on."""
+
+    nc: NATS
+    api: JetStreamAPI
+    stream: str
+    subject: str
+    config: dict[str, Any]
+    clients: list[Client]
+    tasks: list["asyncio.Task[Any]"]
+
+
+Incident = Callable[[Running], Awaitable[None]]
+
+
+@dataclass
+class Scenario:
+    name: str
+    verdict: str | None  # None: a look-alike, nothing may be raised
+    deadline: float = 30.0  # from the incident's start
+    policy: str | None = None  # a priority policy; its group is "jobs"
+    rate: float = 2.0  # messages a second
+    consumer: dict[str, Any] = field(default_factory=dict)  # consumer config beside the defaults
+    clients: list[dict[str, Any]] = field(default_factory=list)  # Client arguments; the first pins first
+    incident: Incident | None = None
+    says: str = ""  # words the reason must hold once named
+    from_start: bool = False  # the incident is the whole run (its deadline counts from the first sample)
+    started: float | None = None
+    named: float | None = None
+
+
+async def _stop_acking(r: Running) -> None:
+    r.clients[0].acking = False
+
+
+async def _stop_pulling(r: Running) -> None:
+    r.clients[0].stalled = True
+
+
+async def _all_gone(r: Running) -> None:
+    gone = r.clients[0]
+    gone.stalled = True  # pulls no more; everything it received is acknowledged (a clean stop)
+    await eventually(lambda: gone.stats.acked == gone.stats.received, message="gone: all acked")
+    await gone.stop()
+
+
+async def _nak_everything(r: Running) -> None:
+    r.clients[0].answer = "nak"
+
+
+async def _poison(r: Running) -> None:
+    await r.nc.request(r.subject, b"poison", timeout=5)
+
+
+async def _more_pullers(r: Running) -> None:
+    for k in range(3):
+        r.clients.append(Client(r.nc, r.stream, "work", name=f"extra-{k}", expires_s=10.0, batch=1).start())
+
+
+async def _unpin_again_and_again(r: Running) -> None:
+    async def unpinning() -> None:
+        while True:
+            await r.api.unpin(r.stream, "work", "jobs")
+            await asyncio.sleep(4.0)
+
+    r.tasks.append(asyncio.create_task(unpinning()))
+
+
+async def _pause(r: Running) -> None:
+    until = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=30)
+    await r.api.pause(r.stream, "work", until.isoformat().replace("+00:00", "Z"))
+
+
+async def _recreate(r: Running) -> None:
+    await r.api.delete_consumer(r.stream, "work")
+    await r.api.add_consumer(r.stream, r.config)
+
+
+def library() -> dict[str, Scenario]:
+    """Every scenario, by key (the key names its stream). Workers pull with 2 s expiries unless
+    said otherwise, as nats-py's fetch does by default."""
+    pinned = {"policy": "pinned_client", "consumer": {"priority_timeout": 120_000_000_000}}
+    return {
+        # incidents
+        "stuck": Scenario("a pinned client keeps pulling, stops acknowledging; a standby waits", "STALLED",
+                          **pinned, clients=[{}, {}], incident=_stop_acking, says="none acknowledged"),
+        "holder": Scenario("the pinned client stops pulling and keeps its pin; a standby waits", "PIN_IDLE",
+                           **pinned, clients=[{}, {}], incident=_stop_pulling, says="pinned client has pulled nothing"),
+        "gone": Scenario("every puller stops; work arrives", "NO_PULLERS", clients=[{}], incident=_all_gone,
+                         says="no client has pulled"),
+        "behind": Scenario("a worker falls behind: 10/s arrive, 5/s worked off", "LAGGING", deadline=60.0, rate=10.0,
+                           clients=[{"work_s": 0.2, "batch": 1}], from_start=True, says="older"),
+        "fails": Scenario("a worker fails every message: each naked until max_deliver (3), nothing processed",
+                          "STALLED", consumer={"max_deliver": 3}, clients=[{}], incident=_nak_everything,
+                          says="none acknowledged"),
+        "poison": Scenario("a poison message: naked by a worker that processes the rest, until max_deliver (4)",
+                           "REDELIVERING", consumer={"max_deliver": 4}, clients=[{"nak_body": b"poison"}],
+                           incident=_poison, says="max_deliver"),
+        "limit": Scenario("in flight reaches max_ack_pending (20): the worker keeps pulling, acknowledges nothing",
+                          "STALLED", consumer={"max_ack_pending": 20}, clients=[{}], incident=_stop_acking,
+                          says="max_ack_pending"),
+        "waiting": Scenario("pull requests reach max_waiting (3): further pulls are refused", "SATURATED",
+                            consumer={"max_waiting": 3}, clients=[{"expires_s": 10.0, "batch": 1}],
+                            incident=_more_pullers, says="max_waiting"),
+        "flaps": Scenario("the pin moves every 4 s (an operator unpins again and again)", "FLAPPING", **pinned,
+                          clients=[{}, {}], incident=_unpin_again_and_again, says="pin switches"),
+        "paused": Scenario("paused by an operator while work arrives", "PAUSED", clients=[{}], incident=_pause,
+                           says="paused"),
+        # healthy look-alikes
+        "steady": Scenario("a worker that keeps up", None, clients=[{}]),
+        "standby": Scenario("a pinned client with an idle standby", None, **pinned, clients=[{}, {}]),
+        "slow": Scenario("a slow worker that keeps up: 0.3 s a message, 2 a second", None,
+                         clients=[{"work_s": 0.3, "batch": 1}]),
+        "idle": Scenario("an idle stream, a pull waiting", None, rate=0.0, clients=[{}]),
+        **{f"progress{job:.0f}": Scenario(f"a {job:.0f} s job kept alive with +WPI every {every:.0f} s under a 30 s "
+                                          "ack_wait", None, rate=1 / (job + 5),
+                                          clients=[{"job_s": job, "progress_s": every, "batch": 1}])
+           for job, every in ((45.0, 5.0), (70.0, 20.0))},
+        **{f"bulk{every:.0f}": Scenario(f"a worker that acknowledges in bulk every {every:.0f} s", None,
+                                        consumer={"ack_wait": 60_000_000_000}, clients=[{"bulk_s": every}])
+           for every in (15.0, 25.0)},
+        **{f"poller{s:.0f}": Scenario(f"a pin holder that polls every {s:.0f} s (priority_timeout 2 min); a standby "
+                                      "waits", None, **pinned, rate=1.0,
+                                      clients=[{"between_s": s, "batch": 500, "expires_s": 1.0}, {}])
+           for s in (40.0, 55.0)},
+        "overflow": Scenario("an overflow standby idling on min_pending beside a worker that keeps up", None,
+                             policy="overflow", clients=[{}, {"min_pending": 1000}]),
+        "ordered": Scenario("one message at a time, always at max_ack_pending = 1", None, rate=1.5,
+                            consumer={"max_ack_pending": 1}, clients=[{"work_s": 0.6, "batch": 1}]),
+        "recreated": Scenario("deleted and recreated under the same name while its worker pulls", None,
+                              clients=[{}], incident=_recreate),
+    }
+
+
+async def _feed(nc: NATS, subject: str, rate: float, stop: asyncio.Event) -> None:
+    """`rate` messages a second until stopped (published with JetStream acks)."""
+    n = 0
+    while not stop.is_set():
+        await nc.request(subject, str(n).encode(), timeout=5)
+        n += 1
+        try:
+            await asyncio.wait_for(stop.wait(), 1.0 / rate)
+        except asyncio.TimeoutError:
+            pass
+
+
+def _client(nc: NATS, stream: str, s: Scenario, k: int, options: dict[str, Any]) -> Client:
+    group = "jobs" if s.policy else None
+    return Client(nc, stream, "work", group, name=f"{stream}-{k}", **{"expires_s": 2.0, **options}).start()
+
+
+@dataclass
+class Outcome:
+    """What the run saw: each scenario's verdicts over time and the final state."""
+
+    scenarios: dict[str, Scenario]
+    streams: dict[str, str]
+    changes: dict[str, list[str]]
+    final: dict[str, tuple[str, str]]  # stream -> (verdict, reason)
+    etas: dict[str, str]
+
+
+async def run_library(server_url: str, db_path: str, uid: str, scenarios: dict[str, Scenario],
+                      look_alikes_for: float = 0.0) -> Outcome:
+    """Start every scenario, let them run healthy, start the incidents, and watch the verdicts
+    until each incident is named or its deadline (and `look_alikes_for` seconds) passes."""
+    store = Store(db_path)
+    streams = {key: f"{uid}_{key.upper()}" for key in scenarios}
+    nc = await nats.connect(server_url)
+    api = JetStreamAPI(nc)
+    stop = asyncio.Event()
+    feeds: list[asyncio.Task[None]] = []
+    running: dict[str, Running] = {}
+    try:
+        for key, s in scenarios.items():
+            stream, subject = streams[key], f"{uid}.{key}"
+            await make_stream(api, stream, [subject])
+            config = (await make_consumer(api, stream, "work", s.policy, **s.consumer))["config"]
+            r = running[key] = Running(nc, api, stream, subject, config, [], [])
+            for k, options in enumerate(s.clients):
+                r.clients.append(_client(nc, stream, s, k, options))
+                if s.policy == "pinned_client" and k == 0:  # the standby pulls once the first holds the pin
+                    await _feed_one(nc, subject)
+                    await eventually(lambda w=r.clients[0]: w.pin_id, timeout=30, message=f"{key}: pinned")
+            if s.rate:
+                feeds.append(asyncio.create_task(_feed(nc, subject, s.rate, stop)))
+        settings = collector_settings(server_url, db_path, tuple(streams.values()), interval=INTERVAL)
+        async with collecting(settings):
+            # The verdicts are read from the store once the collector has stopped: a read while it
+            # runs in this event loop would hold its cycles up, and the time each verdict was named
+            # is the collector's own (verdict_changes.ts).
+            began = time.time()
+            await asyncio.sleep(HEALTHY_FOR)  # noqa: the scenarios' healthy phase, not a wait for a condition
+            now = time.time()
+
+            async def start(key: str, s: Scenario) -> None:
+                s.started = began if s.from_start else time.time()
+                if s.incident is not None:
+                    await s.incident(running[key])
+
+            await asyncio.gather(*(start(key, s) for key, s in scenarios.items()))
+            deadline = max([now + s.deadline for s in scenarios.values() if s.verdict] or [now]) + SLACK
+            # Two more cycles at least, to see that nothing eases; the look-alikes go on as long as asked.
+            await asyncio.sleep(max(deadline, now + look_alikes_for) + 2 * INTERVAL - time.time())  # noqa: observed time
+    finally:
+        stop.set()
+        await asyncio.gather(*feeds, return_exceptions=True)
+        for r in running.values():
+            for task in r.tasks:
+                task.cancel()
+            for w in r.clients:
+                await w.stop()
+        await nc.close()
+    changes = {}
+    for key, s in scenarios.items():
+        seen = rows(store, "SELECT epoch(ts), to_verdict FROM verdict_changes WHERE stream = ? ORDER BY ts",
+                    [streams[key]])
+        changes[key] = [v for _, v in seen]
+        s.named = next((ts for ts, v in seen if v == s.verdict and ts >= s.started), None) if s.verdict else None
+    final = {stream: (verdict, reason) for stream, verdict, reason in
+             rows(store, "SELECT stream, verdict, reason FROM verdicts_current", [])}
+    etas = dict(rows(store, "SELECT stream, eta_state FROM verdicts_current", []))
+    return Outcome(scenarios, streams, changes, final, etas)
+
+
+async def _feed_one(nc: NATS, subject: str) -> None:
+    await nc.request(subject, json.dumps({"first": True}).encode(), timeout=5)
+
+
+def judged(outcome: Outcome) -> list[tuple[str, str, str, float | None, list[str], bool, str]]:
+    """Per scenario: (key, expected, said at the end, seconds to name it, alarms raised, ok, reason)."""
+    table = []
+    for key, s in outcome.scenarios.items():
+        seen = outcome.changes[key]
+        verdict, reason = outcome.final.get(outcome.streams[key], ("-", ""))
+        if s.verdict:
+            taken = None if s.named is None else s.named - s.started
+            after = seen[seen.index(s.verdict):] if s.verdict in seen else []
+            ok = (taken is not None and taken <= s.deadline + SLACK and set(after) == {s.verdict}
+                  and verdict == s.verdict and s.says in reason)
+            table.append((key, s.verdict, verdict, taken, [v for v in seen if v not in QUIET], ok, reason))
+        else:
+            alarms = [v for v in seen if v not in QUIET]
+            table.append((key, "-", verdict, None, alarms, alarms == [], reason))
+    return table
