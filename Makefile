@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: up test test-heavy screenshots fuzz system-deps bench bench-detector lint-docker
+.PHONY: up test test-heavy screenshots fuzz system-deps bench bench-detector bench-incidents lint-docker
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -55,3 +55,7 @@ bench: $(STAMP)
 # The verdicts as a detector: time to name each incident, false alarms over 30 minutes of look-alikes.
 bench-detector: $(STAMP)
 	$(PY) -m bench.detector --minutes 30
+
+# The same on a real server: the incident library, its look-alikes running 30 minutes beside it.
+bench-incidents: $(STAMP)
+	$(PY) -m bench.incidents --minutes 30

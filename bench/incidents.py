@@ -1,0 +1,57 @@
+"""The verdicts as a detector on a real server: the incident library (tests/incident_library.py)
+with its healthy look-alikes going on for `--minutes` (30 by default) beside the incidents, on
+one nats-server, judged by the real collector on its default settings. Prints, per incident, what
+it was named and how long after its start; per look-alike, the cycles judged and every false alarm.
+
+    python -m bench.incidents [--minutes 30]
+
+The model of tests/consumer_model.py runs the same rules over longer histories in seconds:
+`python -m bench.detector`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+from bench.machine import print_header
+from jetwatch.demo.server import NatsServer
+from jetwatch.store.database import Store
+from tests.helpers import rows
+from tests.incident_library import INTERVAL, judged, library, run_library
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=30.0, help="how long the look-alikes run")
+    args = parser.parse_args()
+    print_header()
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        server = NatsServer(store_dir=Path(tmp) / "js").start()
+        try:
+            db = str(Path(tmp) / "jetwatch.duckdb")
+            outcome = asyncio.run(run_library(server.url, db, "bench", library(), look_alikes_for=args.minutes * 60))
+            cycles = rows(Store(db), "SELECT count(DISTINCT ts) FROM samples", [])[0][0]
+        finally:
+            server.stop()
+    table = judged(outcome)
+    print("\n| incident | expected | named | after | deadline | right |\n|---|---|---|---|---|---|")
+    for key, expected, final, taken, alarms, ok, _ in table:
+        if expected != "-":
+            s = outcome.scenarios[key]
+            after = "-" if taken is None else f"{taken:.1f} s"
+            print(f"| {s.name} | {expected} | {final} | {after} | {s.deadline:.0f} s | {'yes' if ok else 'NO'} |")
+    print(f"\n| look-alike ({args.minutes:g} minutes, {cycles} cycles at {INTERVAL:g} s) | false alarms | verdicts "
+          "raised |\n|---|---|---|")
+    for key, expected, final, taken, alarms, ok, _ in table:
+        if expected == "-":
+            print(f"| {outcome.scenarios[key].name} | {len(alarms)} | {', '.join(sorted(set(alarms))) or '-'} |")
+    print(f"\n({time.perf_counter() - began:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
