@@ -31,10 +31,8 @@ system_account: SYS
 """
 
 
-@pytest.fixture(scope="module")
-def two_accounts(tmp_path_factory):
+def accounts_server(base: Path) -> NatsServer:
     """A server with accounts APP and OTHER; each has stream A with consumer wa."""
-    base = tmp_path_factory.mktemp("accounts")
     conf = base / "accounts.conf"
     conf.write_text(ACCOUNTS_CONF)
     server = NatsServer(store_dir=base / "js", extra_args=["-c", str(conf)]).start()
@@ -48,6 +46,20 @@ def two_accounts(tmp_path_factory):
             await nc.close()
 
     asyncio.run(setup())
+    return server
+
+
+@pytest.fixture(scope="module")
+def two_accounts(tmp_path_factory):
+    server = accounts_server(tmp_path_factory.mktemp("accounts"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def second_cluster(tmp_path_factory):
+    """Another server like `two_accounts`: the same accounts, streams and consumer names."""
+    server = accounts_server(tmp_path_factory.mktemp("accounts-us"))
     yield server
     server.stop()
 
@@ -199,6 +211,81 @@ def test_the_dashboard_pause_of_other_a_wa_pauses_other_a_wa_or_nothing(two_acco
         assert outcomes == [("OTHER", "refused"), ("OTHER", "ok")]
     finally:
         resume_all(two_accounts.url)
+
+
+def _cluster_store(server: NatsServer, cluster: str, db: Path) -> None:
+    """A store of `cluster` as its own collector writes it (APP's consumers, the server it reported)."""
+    collector = subprocess.Popen([sys.executable, "-m", "jetwatch.cli", "collect", "--server", server.url,
+                                  "--user", "app", "--password", "app-pw", "--db", str(db), "--cluster", cluster,
+                                  "--interval", "0.3s", "--include-streams", "A"], env=clean_env(),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    store = Store(db)
+
+    def sampled() -> bool:
+        try:
+            return store.exists() and bool(rows(store, "SELECT * FROM consumer_latest WHERE account = 'APP'")) \
+                and bool(rows(store, "SELECT * FROM collector_status WHERE server_url IS NOT NULL"))
+        except Exception:  # held by the collector this instant
+            return False
+
+    try:
+        wait_until(sampled, timeout=60, message=f"cluster {cluster}'s A/wa sampled")
+    finally:
+        collector.send_signal(signal.SIGTERM)
+        collector.wait(30)
+
+
+def test_a_dashboard_action_with_account_contexts_reaches_the_cluster_its_dialog_names(
+        two_accounts, second_cluster, tmp_path, monkeypatch):
+    """Two clusters (eu, us) with the same accounts and names; the dashboard connects to eu and maps
+    APP to a context. Pause on us's APP/A/wa: us's consumer is paused, eu's is not, and the audit
+    rows go into us's store. The CLI, told --server us, goes to us even when the context names eu."""
+    from tests.test_dashboard import run_app
+
+    eu, us = two_accounts, second_cluster
+    stores_dir = tmp_path / "stores"
+    stores_dir.mkdir()
+    for server, cluster in ((eu, "eu"), (us, "us")):
+        _cluster_store(server, cluster, stores_dir / f"{cluster}.duckdb")
+    env = context(tmp_path, "app-eu", eu.url, "app", "app-pw")
+    ctx_file = tmp_path / "cfg" / "nats" / "context" / "app-ops.json"
+    ctx_file.write_text(json.dumps({"user": "app", "password": "app-pw"}))  # credentials only
+    for k in [k for k in os.environ if k.startswith("JETWATCH_")]:
+        monkeypatch.delenv(k)
+    for k, v in {"JETWATCH_DBS": str(stores_dir), "JETWATCH_SERVER": eu.url, "JETWATCH_USER": "plain",
+                 "JETWATCH_PASSWORD": "plain-pw", "JETWATCH_ACCOUNT_CONTEXTS": "APP=app-ops",
+                 "JETWATCH_OPERATORS_FILE": operators_file(tmp_path, "ana"), "JETWATCH_STALE_AFTER": "1h",
+                 "JETWATCH_DATA_DIR": str(tmp_path), "XDG_CONFIG_HOME": env["XDG_CONFIG_HOME"]}.items():
+        monkeypatch.setenv(k, v)
+    import streamlit as st
+
+    st.cache_data.clear()
+    try:
+        at = run_app("views/consumer.py", cluster="us", account="APP", stream="A", consumer="wa")
+        at.text_input(key="op_name").input("ana")
+        at.text_input(key="op_secret").input(OPERATOR_PASSWORD)
+        at.button(key="op_enable").click().run()
+        at.button(key="action_pause").click().run()
+        shown = [c.value.replace("\\", "") for c in at.caption]
+        assert any("cluster us" in c and us.url.split("//")[1] in c for c in shown), shown
+        at.button(key="action_confirm").click().run()
+        assert not at.exception, [e.message for e in at.exception]
+        result = at.session_state["action_result"]
+        assert result.ok, result.message
+        assert paused(us.url, "app", "app-pw"), "us's A/wa, named by the dialog, is not paused"
+        assert not paused(eu.url, "app", "app-pw"), "eu's A/wa was paused by an action on cluster us"
+        audited = "SELECT account, action, outcome FROM audit WHERE phase = 'outcome'"
+        assert rows(Store(stores_dir / "us.duckdb"), audited) == [("APP", "pause", "ok")]
+        assert rows(Store(stores_dir / "eu.duckdb"), "SELECT * FROM audit") == []
+        resume_all(us.url)
+
+        done = jetwatch("pause", "A", "wa", "--account", "APP", "--until", "10m", "--yes", "--no-audit",
+                        "--server", us.url, "--account-contexts", "APP=app-eu", env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert paused(us.url, "app", "app-pw") and not paused(eu.url, "app", "app-pw")
+    finally:
+        resume_all(us.url)
+        resume_all(eu.url)
 
 
 # 4. Every action audited exactly once, whatever happens ---------------------------------------
