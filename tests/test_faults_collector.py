@@ -286,6 +286,46 @@ def test_a_poison_or_forged_advisory_is_rejected_alone_and_capture_catches_up(ow
     run(scenario())
 
 
+def test_an_advisory_the_store_cannot_take_never_wedges_capture(own_server, db_path, run):
+    """Any user may publish on an advisory subject. A NAK whose reason holds a lone surrogate,
+    written as a JSON escape (Python decodes it into text no UTF-8 store can encode), and one
+    nested deeper than the JSON reader goes, arrive in one batch with good ones: the first is
+    stored with the surrogate replaced, the second goes to `rejects` alone, the good ones are
+    stored, every one is acknowledged and capture catches up, with no false gap."""
+    store = Store(db_path)
+    naked = "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.S.w"
+    surrogate = _advisory("nak", "lone", "S", "w", stream_seq=2, consumer_seq=2, deliveries=2,
+                          reason="REASON").replace(b'"REASON"', b'"x\\ud800y"')
+    assert b'"x\\ud800y"' in surrogate
+    deep = _advisory("nak", "deep", "S", "w", reason="DEEP").replace(b'"DEEP"', b"[" * 100_000 + b"]" * 100_000)
+
+    async def scenario() -> None:
+        nc = await nats.connect(own_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, "S", ["s.>"])
+        await make_consumer(api, "S", "w")
+        settings = collector_settings(own_server.url, db_path, ("S",))
+        assert await ensure_capture_stream(api, settings.capture_stream, 3600, 4 << 20)
+        for body in (_advisory("nak", "good-1", "S", "w", stream_seq=1, consumer_seq=1, deliveries=2), surrogate,
+                     deep, _advisory("nak", "good-2", "S", "w", stream_seq=3, consumer_seq=3, deliveries=2)):
+            await nc.publish(naked, body)
+        await nc.flush()
+        async with collecting(settings) as collector:
+            await eventually(lambda: rows(store, "SELECT capture_caught_up FROM collector_status") == [(True,)],
+                             timeout=30, message="capture caught up")
+            assert collector.caught_up
+            info = await api.consumer_info(settings.capture_stream, collector.capture.durable)
+            assert (info["num_pending"], info["num_ack_pending"]) == (0, 0)  # every one acknowledged
+        stored = rows(store, "SELECT id, reason FROM advisories WHERE stream = 'S' ORDER BY id")
+        assert stored == [("good-1", None), ("good-2", None), ("lone", "x\ufffdy")]
+        rejected = rows(store, "SELECT subject, error FROM rejects WHERE origin = 'advisory'")
+        assert len(rejected) == 1 and rejected[0][0] == naked and "nested" in rejected[0][1], rejected
+        assert rows(store, "SELECT count(*) FROM capture_gaps") == [(0,)]
+        await nc.close()
+
+    run(scenario())
+
+
 def test_a_burst_of_junk_advisories_keeps_a_bounded_number_of_rejects_and_counts_the_rest(own_server, db_path, run):
     store = Store(db_path)
     subject = "$JS.EVENT.ADVISORY.CONSUMER.PINNED.S.w"
