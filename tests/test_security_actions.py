@@ -320,12 +320,14 @@ async def _held_work(url: str, stream: str, consumer: str, subject: str, n: int 
     return nc, api, w
 
 
-async def _cli_drain_holding_two(url: str, db_path: str, stream: str) -> tuple[asyncio.subprocess.Process, bytes]:
-    """`jetwatch drain` of stream/c as a child process, returned once it reports both held
-    messages in flight (the drain is under way and waiting on them), with what it printed so far."""
+async def _cli_drain_holding_two(url: str, db_path: str, stream: str, *extra: str
+                                 ) -> tuple[asyncio.subprocess.Process, bytes]:
+    """`jetwatch drain` of stream/c (with `extra` flags) as a child process, returned once it
+    reports both held messages in flight (the drain is under way and waiting on them), with what it
+    printed so far."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "jetwatch.cli", "drain", stream, "c", "--timeout", "60s", "--yes", "--db", db_path,
-        "--server", url, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=clean_env())
+        "--server", url, *extra, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=clean_env())
     seen = b""
     while b"draining: 2 of 2 in flight" not in seen:
         chunk = await asyncio.wait_for(proc.stdout.read(200), 120)
@@ -437,6 +439,35 @@ def test_a_pause_the_server_did_not_make_is_audited_as_failed(nats_server, db_pa
     assert two_rows_per_action(Store(db_path)) == [("intent", "pending", stream), ("outcome", "failed", stream)]
     reply = rows(Store(db_path), "SELECT reply FROM audit WHERE phase = 'outcome'")[0][0]
     assert json.loads(reply)["paused"] is False
+
+
+def test_a_drain_whose_final_pause_the_server_refused_is_audited_as_failed(nats_server, db_path, uid, run):
+    """`--then stay-paused` until a time that passes while work is still in flight: the last pause
+    is answered `paused: false`. Judged as a plain `pause` is: failed, said, exit 1."""
+    from jetwatch.actions.operations import utcnow
+    from tests.helpers import eventually
+
+    stream = f"{uid}_STAY"
+    stay_until = utcnow() + dt.timedelta(seconds=3)
+
+    async def scenario() -> str:
+        nc, api, w = await _held_work(nats_server.url, stream, "c", f"{uid}.stay")
+        proc, seen = await _cli_drain_holding_two(nats_server.url, db_path, stream, "--then", "stay-paused",
+                                                  "--stay-until", stay_until.isoformat())
+        await eventually(lambda: utcnow() > stay_until + dt.timedelta(seconds=0.5), timeout=30,
+                         message="the stay-until time passed mid-drain")
+        await w.ack_held()
+        rest, _ = await asyncio.wait_for(proc.communicate(), 120)
+        assert proc.returncode == 1, (seen + rest).decode()
+        assert not (await api.consumer_info(stream, "c")).get("paused")
+        await w.stop()
+        await nc.close()
+        return (seen + rest).decode()
+
+    said = run(scenario())
+    assert "drained, but the server did not pause it again: it replied paused: false" in said, said
+    assert "paused until" not in said.replace("did not pause it again", "")
+    assert two_rows_per_action(Store(db_path)) == [("intent", "pending", stream), ("outcome", "failed", stream)]
 
 
 def test_without_an_audit_store_an_action_is_refused_unless_no_audit_is_given(nats_server, uid, run, tmp_path):
