@@ -440,6 +440,11 @@ def operator_actions(store: Store, since: dt.datetime, until: dt.datetime) -> pd
         return pd.DataFrame(columns=["ts", "actor", "action", *KEY, "group_name", "outcome", "action_id"])
 
 
+def outside_chain_count(log: pd.DataFrame) -> int:
+    """Rows of the log without a chain position that are not from before the chain (forged, or put in by hand)."""
+    return int(log["outside_chain"].fillna(False).astype(bool).sum()) if "outside_chain" in log else 0
+
+
 def audit(store: Store, limit: int = 500) -> pd.DataFrame:
     try:
         return store.query("audit_recent", {"limit": limit})
@@ -477,7 +482,10 @@ def _message(reply: Any) -> str:
 def audit_actions(log: pd.DataFrame) -> pd.DataFrame:
     """One row per action from the audit log's intent and outcome rows: when it was asked, who,
     what, on which consumer (the account the outcome names when the intent did not), how it ended
-    and in words why; its parameters with what the outcome added (the pin an unpin dropped)."""
+    and in words why; its parameters with what the outcome added (the pin an unpin dropped).
+    Rows put in around the chain (`outside_chain`) are no action of anyone's: left out."""
+    if "outside_chain" in log:
+        log = log[~log["outside_chain"].fillna(False).astype(bool)]
     if log.empty:
         return pd.DataFrame(columns=AUDIT_COLUMNS)
     log = log.copy()

@@ -583,6 +583,51 @@ def test_audit_verify_passes_an_untouched_chain_and_says_where_an_edited_or_remo
     assert "row 3 (resume" in out and "does not follow the row before it" in out
 
 
+def test_a_row_inserted_outside_the_chain_is_a_break_and_a_kept_head_catches_a_cut_off_end(
+        nats_server, db_path, uid, run, capsys, monkeypatch):
+    """Only rows written before the store had a chain may lack a chain position: an INSERT with
+    `seq` NULL now is a break, named by `audit verify` and never shown as an action on the Audit
+    page. Deleting the last row leaves a shorter valid chain: the head printed to keep, given back
+    with --head, catches it."""
+    from jetwatch.cli import main
+    from tests.test_dashboard import frame, run_app
+
+    _audited_actions(nats_server, db_path, uid, run)
+    store = Store(db_path)
+    code, out = verify(db_path, capsys)
+    assert code == 0, out
+    kept = out.split("head to keep: ", 1)[1].split()[0]
+    [(last_hash,)] = rows(store, "SELECT row_hash FROM audit WHERE seq = 4")
+    assert kept.endswith(last_hash)
+
+    store.write(lambda con: con.execute(
+        "INSERT INTO audit (ts, actor, origin, action, account, stream, consumer, parameters, outcome, reply) "
+        "VALUES (now(), 'ana', 'dashboard', 'unpin', 'APP', 'A', 'wa', '{}', 'ok', '{}')"))
+    code, out = verify(db_path, capsys)
+    assert code == 1, out
+    assert "BROKEN: a row without a chain position was written after the chain began (unpin A/wa by ana" in out
+
+    for k in [k for k in os.environ if k.startswith("JETWATCH_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("JETWATCH_DB", db_path)
+    import streamlit as st
+
+    st.cache_data.clear()
+    at = run_app("views/audit.py")
+    summaries = list(frame(at, "Summary")["Summary"])
+    assert not any("ana unpinned A / wa" in x for x in summaries), summaries
+    assert any("outside the audit chain" in w.value for w in at.warning), [w.value for w in at.warning]
+
+    store.write(lambda con: con.execute("DELETE FROM audit WHERE seq IS NULL OR seq = 4"))
+    code, out = verify(db_path, capsys)
+    assert code == 0, out  # a shorter chain is a valid chain ...
+    assert main(["audit", "verify", "--db", db_path, "--head", kept]) == 1  # ... but not the one kept
+    out = capsys.readouterr().out
+    assert "BROKEN: the head kept (" in out and "is not in the chain" in out, out
+    [(now_head,)] = rows(store, "SELECT row_hash FROM audit WHERE seq = 3")
+    assert main(["audit", "verify", "--db", db_path, "--head", now_head]) == 0
+
+
 # 2. Secrets never leave their setting ----------------------------------------------------------
 
 PASSWORD = "pw-Zq8rXy41-recognisable"
