@@ -585,3 +585,63 @@ def test_a_collector_host_five_minutes_off_still_judges_and_invents_no_pin_event
     assert proc.returncode == 0, out.decode()[-3000:]
     shown = [w for w in _dashboard_warnings(db_path, None, monkeypatch) if "clock" in w]
     assert len(shown) == 1 and shown[0].startswith("The server's clock is 300") and "s behind the collector's" in shown[0]
+
+
+def _fleet_page(db: str, monkeypatch: pytest.MonkeyPatch, stale_after: str):
+    """The Fleet page over `db` under Streamlit's AppTest, its data stale after `stale_after`."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("JETWATCH_DB", db)
+    monkeypatch.setenv("JETWATCH_STALE_AFTER", stale_after)
+    st.cache_data.clear()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    st.cache_data.clear()
+    return at
+
+
+def _last_cycle_seconds(at) -> float:
+    """The sidebar's "last cycle Ns ago", in seconds."""
+    import re
+
+    said = next(c.value for c in at.sidebar.caption if c.value.startswith("last cycle "))
+    number, unit = re.match(r"last cycle (-?[\d.]+)([smh]) ago", said).groups()
+    return float(number) * {"s": 1, "m": 60, "h": 3600}[unit]
+
+
+@pytest.mark.skipif(not Path(LIBFAKETIME).exists(), reason="Debian's faketime is not installed (make system-deps)")
+@pytest.mark.parametrize("skew", ["-5m", "+5m"])
+def test_the_collectors_staleness_is_judged_on_the_servers_clock(own_server, db_path, run, monkeypatch, skew):
+    """The collector's host 5 minutes behind the server: while it runs, the Fleet must not say it
+    stopped. 5 minutes ahead: once it stopped, the Fleet must say so, and never "-300s ago". Its
+    times are read on the server's clock, with the offset it measured, as verdicts are."""
+    from tests.helpers import one_consumer_stream, wait_until
+
+    import time
+
+    store = Store(db_path)
+    run(one_consumer_stream(own_server.url, "SKEW", "skew.x"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "collect", "--server", own_server.url, "--db", db_path,
+         "--interval", "0.3s", "--include-streams", "SKEW"],
+        env=clean_env(LD_PRELOAD=LIBFAKETIME, FAKETIME=skew), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: store.exists() and abs(rows(store, "SELECT coalesce(max(abs(clock_offset_seconds)), 0) "
+                                                              "FROM collector_status")[0][0] - 300) < 5,
+                   timeout=30, message="the collector measured its clock's offset")
+        if skew == "-5m":
+            at = _fleet_page(db_path, monkeypatch, "30s")
+            assert not [w.value for w in at.warning if "stale" in w.value], [w.value for w in at.warning]
+            assert 0 <= _last_cycle_seconds(at) < 30
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    if skew == "+5m":
+        stopped = time.monotonic()
+        wait_until(lambda: time.monotonic() - stopped > 3, message="the collector stopped for longer than stale_after")
+        at = _fleet_page(db_path, monkeypatch, "2s")
+        assert [w.value for w in at.warning if w.value.startswith("Data is stale: collector stopped")], \
+            [w.value for w in at.warning]
+        assert 3 <= _last_cycle_seconds(at) < 60
