@@ -23,9 +23,15 @@ Precheck = Callable[[JetStreamAPI], Awaitable["ops.ActionResult | None"]]
 
 
 def connection_for(settings: Settings, account: str | None) -> Settings:
-    """The settings to connect with for an action on `account`'s consumer."""
+    """The settings to connect with for an action on `account`'s consumer: the account's mapped
+    credentials, on the server the action goes to (`settings.server`: --server, or the cluster's
+    server when the dashboard acts on one of several clusters). That is the server the confirmation
+    names; the mapping was resolved once, against --server, and a context may name a server of its
+    own, so taking its server would send the action to another cluster. A context's own server is
+    used only when jetwatch has none."""
     if account and account in settings.accounts:
-        return settings.accounts[account]
+        mapped = settings.accounts[account]
+        return mapped.replace(server=settings.server) if settings.server else mapped
     return settings
 
 

@@ -259,5 +259,28 @@ async def drain(api: JetStreamAPI, target: Target, plan: DrainPlan, progress: Pr
         result.details.update(details)
         await tell("failed", 0, time.monotonic() - began)
         return result
+    refused = _last_step_refused(plan, target, replies)
+    if refused:
+        await tell("failed", 0, time.monotonic() - began)
+        return ActionResult("drain", target, False, f"drained, but {refused}", replies,
+                            {**details, "outcome": "failed"})
     await tell("done", 0, time.monotonic() - began)
     return ActionResult("drain", target, True, message, replies, details)
+
+
+def _last_step_refused(plan: DrainPlan, target: Target, replies: dict[str, Any]) -> str | None:
+    """What the server's answer to a drain's last step contradicts, judged as the plain `pause` and
+    `resume` judge theirs: a stay-paused whose time passed while the work drained is answered
+    `paused: false`, and the consumer is not paused."""
+    if plan.then == "stay-paused":
+        paused = replies["pause_again"].get("paused")
+        if paused is not True:
+            assert plan.stay_until is not None
+            return (f"the server did not pause it again: it replied paused: {json.dumps(paused)} for pause_until "
+                    f"{rfc3339(plan.stay_until)} (a time that passed while the work drained resumes at once). "
+                    "The consumer is not paused: pause it again with a later time if it must stay paused")
+        return None
+    if replies["resume"].get("paused"):
+        return ("the server did not resume it: it replied paused: true. Resume it with: "
+                f"jetwatch resume -- {target.stream} {target.consumer}")
+    return None

@@ -22,6 +22,7 @@ from nats.aio.msg import Msg
 
 from jetwatch.core.clock import parse_rfc3339, rfc3339
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
+from jetwatch.core.text import storable
 
 log = logging.getLogger("jetwatch.advisories")
 
@@ -96,13 +97,18 @@ def parse_advisory(subject: str, data: bytes, account: str, received_at: str) ->
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedAdvisory(f"not JSON: {exc}") from None
+    except RecursionError:
+        raise MalformedAdvisory("not an advisory: JSON nested too deeply to read") from None
     kind, at = validate_advisory(subject, doc)
-    return {
+    row = {
         "id": doc["id"], "ts": rfc3339(at), "received_at": received_at, "kind": kind,
         "subject": subject, "account": doc.get("account") or account, "stream": doc.get("stream"),
         "consumer": doc.get("consumer"), "group_name": doc.get("group"),
-        "pinned_id": doc.get("pinned_id"), "reason": doc.get("reason"), "raw": json.dumps(doc),
+        "pinned_id": doc.get("pinned_id"), "reason": doc.get("reason"),
+        "raw": json.dumps(doc, ensure_ascii=False),  # `storable` below reaches its lone surrogates
     }
+    # Any publisher may write a lone surrogate as a JSON escape: every text stored has U+FFFD instead.
+    return {k: storable(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
 @dataclass

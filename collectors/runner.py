@@ -49,9 +49,11 @@ from jetwatch.store.retention import Cutoffs, prune
 from jetwatch.store.sealing import Sealed, seal_pass
 
 log = logging.getLogger("jetwatch.collector")
-# Errors of one bad value (not of the file, the disk or a lock): the rest of a batch can be stored.
-DATA_ERRORS = (duckdb.ConversionException, duckdb.InvalidInputException, duckdb.ConstraintException,
-               duckdb.OutOfRangeException, duckdb.TypeMismatchException)
+# Errors of the file, the disk, a lock or the process, not of any one message: a batch of advisories
+# that meets one stays unacknowledged and is tried again whole. Any other error is one message's (a
+# value the checks did not foresee, whatever it raises): the batch is stored one by one, and what
+# still fails goes to `rejects` alone, so no message can hold capture up.
+UNAVAILABLE = (StoreError, OSError, MemoryError, duckdb.IOException, duckdb.FatalException)
 T = TypeVar("T")
 
 
@@ -493,6 +495,12 @@ class Collector:
             except MalformedAdvisory as exc:
                 rejects.append((subject, str(exc), data.decode("utf-8", "replace")))
                 continue
+            except Exception as exc:  # noqa: BLE001 - whatever one message trips over, it is rejected alone
+                log.warning("an advisory on %s could not be read (%s: %s); it goes to rejects", subject,
+                            type(exc).__name__, exc)
+                rejects.append((subject, f"could not be read: {type(exc).__name__}: {exc}",
+                                data.decode("utf-8", "replace")))
+                continue
             if self._watched(row):
                 rows.append(row)
         gaps, cursor = ([], None)
@@ -501,8 +509,11 @@ class Collector:
         progress = (gaps, self._cursor_row(cursor, now))
         try:
             await self._store_advisories(now, rows, rejects, progress)
-        except DATA_ERRORS as exc:  # a value the checks did not foresee: find it, store the rest
-            log.warning("the store refused a batch of advisories (%s); storing them one by one", exc)
+        except UNAVAILABLE:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a value the checks did not foresee: find it, store the rest
+            log.warning("the store refused a batch of advisories (%s: %s); storing them one by one",
+                        type(exc).__name__, exc)
             rows, refused = await self._store_one_by_one(rows)
             rejects += refused
             await self._store_advisories(now, [], rejects, progress)
@@ -539,8 +550,11 @@ class Collector:
             try:
                 await self.write(lambda con, row=row: writes.write_advisories(con, [row]))
                 stored.append(row)
-            except DATA_ERRORS as exc:
-                refused.append((row["subject"], f"the store refused it: {' '.join(str(exc).split())}", row["raw"]))
+            except UNAVAILABLE:
+                raise
+            except Exception as exc:  # noqa: BLE001 - this message's own fault, whatever it raised
+                refused.append((row["subject"], f"the store refused it: {type(exc).__name__}: "
+                                                f"{' '.join(str(exc).split())}", row["raw"]))
         return stored, refused
 
     def _watched(self, row: dict[str, Any]) -> bool:

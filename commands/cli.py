@@ -96,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     ver = aud_sub.add_parser("verify", help="Walk the audit hash chain; exit 1 and say where it breaks.",
                              allow_abbrev=False)
     settings_mod.add_arguments(ver, STORE)
+    ver.add_argument("--head", metavar="SEQ:HASH", help="The head an earlier `audit verify` printed to keep: exit 1 "
+                     "if the chain no longer holds it (rows cut off its end, or the chain rebuilt).")
     ops_cmd = sub.add_parser("operator", help="Manage the dashboard's operator identities.")
     ops_sub = ops_cmd.add_subparsers(dest="operator_command", required=True, metavar="STEP")
     add = ops_sub.add_parser("add", help="Add an operator (or set a new password): the password is read from a "

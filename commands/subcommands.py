@@ -143,8 +143,12 @@ def audit_verify(args: argparse.Namespace, settings: Settings) -> int:
     --dbs (or a directory), each store's own chain, each said by cluster; 1 when any one broke or
     could not be read."""
     paths = clusters.store_paths(settings.dbs, settings.db)
+    kept = getattr(args, "head", None)
     if len(paths) == 1:  # one store: exactly as before clusters
-        return 0 if _verify_one(Store(paths[0], lock_timeout=settings.lock_timeout), "") else 1
+        return 0 if _verify_one(Store(paths[0], lock_timeout=settings.lock_timeout), "", kept) else 1
+    if kept:
+        raise UsageError(f"--head is one store's head, and {len(paths)} stores were named: verify the store "
+                            "it was printed for alone, with --db FILE")
     failed: list[str] = []
     for path in paths:
         store = Store(path, lock_timeout=settings.lock_timeout)
@@ -163,9 +167,9 @@ def audit_verify(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _verify_one(store: Store, prefix: str) -> bool:
+def _verify_one(store: Store, prefix: str, kept_head: str | None = None) -> bool:
     """Walk one store's chain, printing each line with `prefix` (the store's cluster); True when intact."""
-    verdict = audit.verify(store)
+    verdict = audit.verify(store, kept_head)
     for line in verdict.breaks:
         print(f"{prefix}BROKEN: {line}")
     if verdict.unchained:
@@ -174,6 +178,8 @@ def _verify_one(store: Store, prefix: str) -> bool:
         print(f"{prefix}action {action_id} has an intent row and no outcome yet (still running, or its process died)")
     state = "intact" if verdict.intact else "BROKEN"
     print(f"{prefix}audit chain {state}: {verdict.rows} rows, head {verdict.head}")
+    print(f"{prefix}head to keep: {verdict.head_to_keep} (keep it outside this store and pass it as --head next "
+          "time: rows cut off the end show only against a head kept elsewhere)")
     return verdict.intact
 
 

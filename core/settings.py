@@ -163,7 +163,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("connect_timeout", 5.0, "Seconds to wait for a connection before giving up on it.", parse_duration, "connection", minimum=0.1, maximum=3600.0),
     Setting("request_timeout", 5.0, "Seconds to wait for a JetStream API reply.", parse_duration, "connection", minimum=0.1, maximum=3600.0),
     # connection: actions on other accounts' consumers (issue 11)
-    Setting("account_contexts", (), "Where actions on each account's consumers connect, comma separated `ACCOUNT=CONTEXT` (a `nats` CLI context name) or `ACCOUNT=/path/user.creds`. An action on an account neither mapped nor the connection's own is refused before anything is sent.", parse_account_map, "connection"),
+    Setting("account_contexts", (), "The credentials actions on each account's consumers connect with, comma separated `ACCOUNT=CONTEXT` (a `nats` CLI context name) or `ACCOUNT=/path/user.creds`, on the server the action names (--server, or its cluster's; a context's own URL only when there is none). An action on an account neither mapped nor the connection's own is refused before anything is sent.", parse_account_map, "connection"),
     # connection: several clusters (issue 14)
     Setting("server_for", (), "Where actions on each cluster's consumers connect, comma separated `CLUSTER=URL` (the connection's credentials are used). Without an entry, an action goes to the server that cluster's collector last reported (its `collector_status.server_url`).", parse_server_map, "connection"),
     # store

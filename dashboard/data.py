@@ -74,6 +74,7 @@ def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime |
         latest = latest.to_pandas()  # Arrow to pandas directly: at 100,000 rows twice as fast as .df()
     except StoreMissing:
         return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), pd.DataFrame(), None, store_exists=False)
+    collector = on_server_clock(collector)
     if latest.empty:
         return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), collector, None)
     out = _with_activity(store, latest, window) if since_when else latest.assign(
@@ -89,6 +90,26 @@ def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime |
     ts = latest["ts"]  # already timestamps from the store: no parse of every value for the newest
     as_of = (ts if pd.api.types.is_datetime64_any_dtype(ts) else pd.to_datetime(ts)).max().to_pydatetime()
     return Fleet(out[FLEET_COLUMNS], collector, as_of)  # in the query's order: worst first
+
+
+# The collector's own times, written on its host's clock (samples, verdicts and advisories carry the server's).
+COLLECTOR_TIMES = ("started_at", "last_cycle_at", "last_event_at", "last_error_at", "last_reject_at")
+
+
+def on_server_clock(collector: pd.DataFrame) -> pd.DataFrame:
+    """The collector's status with its own times moved onto the server's clock by the offset it
+    measured (`clock_offset_seconds`, the server's clock minus its host's), as its verdicts already
+    are: pages compare them with their own now, as they do the samples' times, so a collector host
+    5 minutes behind does not read as stopped 5 minutes ago, nor one 5 minutes ahead, once stopped,
+    as fresh ("last cycle -300s ago")."""
+    if collector.empty or "clock_offset_seconds" not in collector:
+        return collector
+    offset = pd.to_timedelta(pd.to_numeric(collector["clock_offset_seconds"], errors="coerce").fillna(0.0), unit="s")
+    out = collector.copy()
+    for column in COLLECTOR_TIMES:
+        if column in out:
+            out[column] = pd.to_datetime(out[column], utc=True) + offset
+    return out
 
 
 ACTIVITY = ["first_seen", "last_pull", "last_ack"]
@@ -440,6 +461,11 @@ def operator_actions(store: Store, since: dt.datetime, until: dt.datetime) -> pd
         return pd.DataFrame(columns=["ts", "actor", "action", *KEY, "group_name", "outcome", "action_id"])
 
 
+def outside_chain_count(log: pd.DataFrame) -> int:
+    """Rows of the log without a chain position that are not from before the chain (forged, or put in by hand)."""
+    return int(log["outside_chain"].fillna(False).astype(bool).sum()) if "outside_chain" in log else 0
+
+
 def audit(store: Store, limit: int = 500) -> pd.DataFrame:
     try:
         return store.query("audit_recent", {"limit": limit})
@@ -477,7 +503,10 @@ def _message(reply: Any) -> str:
 def audit_actions(log: pd.DataFrame) -> pd.DataFrame:
     """One row per action from the audit log's intent and outcome rows: when it was asked, who,
     what, on which consumer (the account the outcome names when the intent did not), how it ended
-    and in words why; its parameters with what the outcome added (the pin an unpin dropped)."""
+    and in words why; its parameters with what the outcome added (the pin an unpin dropped).
+    Rows put in around the chain (`outside_chain`) are no action of anyone's: left out."""
+    if "outside_chain" in log:
+        log = log[~log["outside_chain"].fillna(False).astype(bool)]
     if log.empty:
         return pd.DataFrame(columns=AUDIT_COLUMNS)
     log = log.copy()

@@ -35,6 +35,10 @@ class UnknownCluster(StoreError):
     """A link or an action names a cluster none of the stores belongs to."""
 
 
+class NoServer(UnknownCluster):
+    """An action on one of several clusters whose server nobody named: it could go anywhere."""
+
+
 @dataclass(frozen=True)
 class ClusterStore:
     cluster: str
@@ -90,7 +94,11 @@ def acting(settings: Settings, cs: ClusterStore, several: bool) -> Settings:
     (audit rows go into the cluster's own store). One store: the settings as they are."""
     if not several and not settings.server_for:
         return settings
-    return settings.replace(server=server_for(settings, cs), db=cs.path, cluster=cs.cluster)
+    server = server_for(settings, cs)
+    if not server:
+        raise NoServer(f"No server known for cluster '{cs.cluster}': its collector has not reported one and "
+                       f"--server-for names none, so nothing was sent. Add --server-for {cs.cluster}=URL.")
+    return settings.replace(server=server, db=cs.path, cluster=cs.cluster)
 
 
 def labelled(cluster: str, frame: pd.DataFrame) -> pd.DataFrame:

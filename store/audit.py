@@ -4,8 +4,9 @@ A row's hash covers its own fields and the previous row's hash, so changing, ins
 removing a row anywhere but at the very end breaks every hash after it; `verify` walks the chain
 and says where. Appending reads the head and writes the next row in the store's one write
 transaction, and DuckDB lets one writer at a time hold the file, so two processes never chain
-onto the same head. (Cutting rows off the end leaves a shorter valid chain: compare the head
-`verify` prints with one kept elsewhere to catch that.)
+onto the same head. (Cutting rows off the end leaves a shorter valid chain: keep the head `verify`
+prints elsewhere, and give it back to `verify` to catch that.) Only rows written before the store
+had a chain may lack a chain position; any other such row is a break.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class Verdict:
     rows: int = 0
     unchained: int = 0
     head: str = GENESIS
+    head_seq: int = 0
     breaks: list[str] = field(default_factory=list)
     open_actions: list[str] = field(default_factory=list)
 
@@ -98,22 +100,39 @@ class Verdict:
     def intact(self) -> bool:
         return not self.breaks
 
+    @property
+    def head_to_keep(self) -> str:
+        """`SEQ:HASH` of the last row: kept elsewhere and given back to `verify`, it shows rows cut off the end."""
+        return f"{self.head_seq}:{self.head}"
 
-def verify(store: Store) -> Verdict:
-    """Walk the chain in seq order and say every place where it does not hold."""
-    def read(con: duckdb.DuckDBPyConnection) -> tuple[list[dict[str, Any]], int]:
-        cur = con.execute(sql.query("audit_chain"))
-        names = [d[0] for d in cur.description]
-        chain = [dict(zip(names, r)) for r in cur.fetchall()]
-        return chain, con.execute(sql.query("audit_unchained_count")).fetchone()[0]
+
+def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def verify(store: Store, kept_head: str | None = None) -> Verdict:
+    """Walk the chain in seq order and say every place where it does not hold: a row changed, one
+    missing, one that does not follow the one before, a row without a chain position that is not
+    from before the chain, and, given the head kept from an earlier run (`SEQ:HASH`, or the hash),
+    a chain that no longer holds it (rows cut off its end, or the chain rebuilt)."""
+    def read(con: duckdb.DuckDBPyConnection) -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
+        chain = _rows(con.execute(sql.query("audit_chain")))
+        unchained = con.execute(sql.query("audit_unchained_count")).fetchone()[0]
+        return chain, unchained, _rows(con.execute(sql.query("audit_outside_chain")))
 
     try:
-        chain, unchained = store.read(read)
+        chain, unchained, outside = store.read(read)
     except duckdb.Error as exc:
         raise StoreError(f"cannot read the audit chain of {store.path} ({' '.join(str(exc).split())[:200]}): a "
                          "store from before schema version 3 has none yet; any jetwatch command that writes to "
                          "it (collect, an action) upgrades it") from None
-    verdict = Verdict(rows=len(chain), unchained=unchained)
+    verdict = Verdict(rows=len(chain), unchained=unchained - len(outside))
+    for r in outside:
+        at = (_EPOCH + dt.timedelta(microseconds=r["ts_us"])).isoformat() if r["ts_us"] is not None else "no time"
+        verdict.breaks.append(f"a row without a chain position was written after the chain began ({r['action']} "
+                              f"{r['stream']}/{r['consumer']} by {r['actor']}, {r['outcome']}, at {at}): only rows "
+                              "from before the chain may lack one, so it was put in by hand")
     prev, expected_seq = GENESIS, 1
     phases: dict[str, list[str]] = {}
     for r in chain:
@@ -127,6 +146,18 @@ def verify(store: Store) -> Verdict:
             verdict.breaks.append(f"{where} was changed after it was written: its hash does not match its contents")
         prev, expected_seq = r["row_hash"], seq + 1
         phases.setdefault(r["action_id"], []).append(r["phase"])
-    verdict.head = prev
+    verdict.head, verdict.head_seq = prev, expected_seq - 1
     verdict.open_actions = [a for a, p in phases.items() if p == ["intent"]]
+    if kept_head:
+        verdict.breaks += _against_kept_head(chain, kept_head)
     return verdict
+
+
+def _against_kept_head(chain: list[dict[str, Any]], kept: str) -> list[str]:
+    """The break, if any, of a chain that should still hold the head kept from an earlier run."""
+    seq_text, _, hash_ = kept.strip().rpartition(":")
+    found = [r for r in chain if r["row_hash"] == hash_ and (not seq_text or str(r["seq"]) == seq_text)]
+    if found:
+        return []
+    return [f"the head kept ({kept.strip()}) is not in the chain: rows were cut off its end after that head was "
+            "printed, or the chain was rebuilt"]

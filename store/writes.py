@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from jetwatch import sql
 from jetwatch.core.clock import parse_rfc3339_column
+from jetwatch.core.text import storable
 from jetwatch.store.database import ROW_GROUP_ROWS
 
 _SAMPLE_TYPES = {
@@ -146,7 +147,8 @@ def write_rejects(con: duckdb.DuckDBPyConnection, now: dt.datetime, origin: str,
                   rejects: Iterable[tuple[str, str, str]]) -> None:
     for subject, error, raw in rejects:
         con.execute(sql.query("insert_reject"),
-                    {"ts": now, "origin": origin, "subject": subject, "error": error, "raw": raw})
+                    {"ts": now, "origin": origin, "subject": None if subject is None else storable(subject),
+                     "error": storable(error), "raw": storable(raw)})
 
 
 def write_dropped_rejects(con: duckdb.DuckDBPyConnection, dropped: dict[str, Any] | None) -> None:

@@ -204,10 +204,13 @@ def test_fleet_with_ten_thousand_consumers_renders(tmp_path, app_env):
 
 
 def test_audit_page_lists_actions(tmp_path, app_env):
+    import datetime as dt
+
+    from jetwatch.store import audit
+
     db = str(tmp_path / "audit.duckdb")
-    Store(db).write(lambda con: con.execute(
-        "INSERT INTO audit (ts, actor, origin, action, account, stream, consumer, group_name, parameters, outcome, "
-        "reply) VALUES (now(), 'ana', 'cli', 'unpin', '$G', 'S', 'C', 'jobs', '{}', 'ok', '{}')"))
+    audit.write(Store(db), audit.AuditRow(dt.datetime.now(dt.timezone.utc), "ana", "cli", "unpin", "$G", "S", "C",
+                                          "jobs", "{}", "ok", "{}", "a1", "outcome"))
     app_env(db)
     at = run_app("views/audit.py")
     log = frame(at, "Actor")

@@ -147,3 +147,50 @@ def test_a_dashboard_drain_survives_its_page_being_closed(live, monkeypatch):
     assert audit == [("ana", "dashboard", "drain", "ok")]
     reopened = consumer_page(live)
     assert any("drain" in s.value and "done" in s.value for s in reopened.success)
+
+
+@pytest.mark.parametrize("named_by", ["--dbs FILE", "--db DIR"])
+def test_a_dashboard_drain_runs_on_the_store_the_dashboard_acts_on(live, monkeypatch, named_by):
+    """The store named as the fleet's one file, or as a directory holding it: the drain's process
+    reads its intent from that store and runs to the end there."""
+    monkeypatch.delenv("JETWATCH_DB")
+    if named_by == "--dbs FILE":
+        monkeypatch.setenv("JETWATCH_DBS", str(live["store"].path))
+    else:
+        monkeypatch.setenv("JETWATCH_DB", os.path.dirname(live["store"].path))
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", live["operators"])
+    at = login(consumer_page(live))
+    at.button(key="action_drain").click().run()
+    at.button(key="action_confirm").click().run()
+    assert any("runs on if this page closes" in s.value for s in at.success)
+    store = live["store"]
+    wait_until(lambda: rows(store, "SELECT state FROM drains") not in ([], [("starting",)]), timeout=30,
+               message="the drain's process under way")
+    wait_until(lambda: rows(store, "SELECT state FROM drains") == [("done",)], timeout=30, message="the drain done")
+    assert rows(store, "SELECT action, outcome FROM audit WHERE phase = 'outcome'") == [("drain", "ok")]
+
+
+def test_a_drain_process_that_ends_before_it_runs_is_audited_and_shown_failed(live, tmp_path):
+    """The drain's process refuses its settings and exits at once (here: a credentials file gone
+    since the dashboard read it): the drain is failed in the store, its outcome audited, and the
+    page's banner says so with the process's own words."""
+    from jetwatch.actions.drains import spawn_detached
+    from jetwatch.actions.operations import ActionResult, DrainPlan
+    from jetwatch.core.settings import Settings
+    from jetwatch.dashboard.operator import _drain_state, banner_text
+
+    store = live["store"]
+    gone = str(tmp_path / "gone" / "app.creds")
+    settings = Settings({"server": os.environ["JETWATCH_SERVER"], "db": str(store.path),
+                         "account_contexts": (f"APP={gone}",)})
+    target = Target(None, live["stream"], live["consumer"])
+    drain_id = spawn_detached(settings, store, target, DrainPlan("resume", 10.0), "ana", tmp_path / "logs")
+    wait_until(lambda: rows(store, "SELECT state FROM drains") == [("failed",)], timeout=30,
+               message="the drain marked failed")
+    [(message,)] = rows(store, "SELECT message FROM drains")
+    assert "no credentials file there" in message and "ended before" in message, message
+    audit = rows(store, "SELECT phase, outcome, action_id FROM audit ORDER BY seq")
+    assert audit == [("intent", "pending", drain_id), ("outcome", "failed", drain_id)]
+    started = ActionResult("drain", target, True, f"drain {drain_id} started", None, {"drain_id": drain_id})
+    ok, text = banner_text(started, _drain_state(store, started))
+    assert not ok and "now failed" in text and "no credentials file there" in text

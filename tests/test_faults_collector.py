@@ -286,6 +286,46 @@ def test_a_poison_or_forged_advisory_is_rejected_alone_and_capture_catches_up(ow
     run(scenario())
 
 
+def test_an_advisory_the_store_cannot_take_never_wedges_capture(own_server, db_path, run):
+    """Any user may publish on an advisory subject. A NAK whose reason holds a lone surrogate,
+    written as a JSON escape (Python decodes it into text no UTF-8 store can encode), and one
+    nested deeper than the JSON reader goes, arrive in one batch with good ones: the first is
+    stored with the surrogate replaced, the second goes to `rejects` alone, the good ones are
+    stored, every one is acknowledged and capture catches up, with no false gap."""
+    store = Store(db_path)
+    naked = "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.S.w"
+    surrogate = _advisory("nak", "lone", "S", "w", stream_seq=2, consumer_seq=2, deliveries=2,
+                          reason="REASON").replace(b'"REASON"', b'"x\\ud800y"')
+    assert b'"x\\ud800y"' in surrogate
+    deep = _advisory("nak", "deep", "S", "w", reason="DEEP").replace(b'"DEEP"', b"[" * 100_000 + b"]" * 100_000)
+
+    async def scenario() -> None:
+        nc = await nats.connect(own_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, "S", ["s.>"])
+        await make_consumer(api, "S", "w")
+        settings = collector_settings(own_server.url, db_path, ("S",))
+        assert await ensure_capture_stream(api, settings.capture_stream, 3600, 4 << 20)
+        for body in (_advisory("nak", "good-1", "S", "w", stream_seq=1, consumer_seq=1, deliveries=2), surrogate,
+                     deep, _advisory("nak", "good-2", "S", "w", stream_seq=3, consumer_seq=3, deliveries=2)):
+            await nc.publish(naked, body)
+        await nc.flush()
+        async with collecting(settings) as collector:
+            await eventually(lambda: rows(store, "SELECT capture_caught_up FROM collector_status") == [(True,)],
+                             timeout=30, message="capture caught up")
+            assert collector.caught_up
+            info = await api.consumer_info(settings.capture_stream, collector.capture.durable)
+            assert (info["num_pending"], info["num_ack_pending"]) == (0, 0)  # every one acknowledged
+        stored = rows(store, "SELECT id, reason FROM advisories WHERE stream = 'S' ORDER BY id")
+        assert stored == [("good-1", None), ("good-2", None), ("lone", "x\ufffdy")]
+        rejected = rows(store, "SELECT subject, error FROM rejects WHERE origin = 'advisory'")
+        assert len(rejected) == 1 and rejected[0][0] == naked and "nested" in rejected[0][1], rejected
+        assert rows(store, "SELECT count(*) FROM capture_gaps") == [(0,)]
+        await nc.close()
+
+    run(scenario())
+
+
 def test_a_burst_of_junk_advisories_keeps_a_bounded_number_of_rejects_and_counts_the_rest(own_server, db_path, run):
     store = Store(db_path)
     subject = "$JS.EVENT.ADVISORY.CONSUMER.PINNED.S.w"
@@ -545,3 +585,63 @@ def test_a_collector_host_five_minutes_off_still_judges_and_invents_no_pin_event
     assert proc.returncode == 0, out.decode()[-3000:]
     shown = [w for w in _dashboard_warnings(db_path, None, monkeypatch) if "clock" in w]
     assert len(shown) == 1 and shown[0].startswith("The server's clock is 300") and "s behind the collector's" in shown[0]
+
+
+def _fleet_page(db: str, monkeypatch: pytest.MonkeyPatch, stale_after: str):
+    """The Fleet page over `db` under Streamlit's AppTest, its data stale after `stale_after`."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("JETWATCH_DB", db)
+    monkeypatch.setenv("JETWATCH_STALE_AFTER", stale_after)
+    st.cache_data.clear()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    st.cache_data.clear()
+    return at
+
+
+def _last_cycle_seconds(at) -> float:
+    """The sidebar's "last cycle Ns ago", in seconds."""
+    import re
+
+    said = next(c.value for c in at.sidebar.caption if c.value.startswith("last cycle "))
+    number, unit = re.match(r"last cycle (-?[\d.]+)([smh]) ago", said).groups()
+    return float(number) * {"s": 1, "m": 60, "h": 3600}[unit]
+
+
+@pytest.mark.skipif(not Path(LIBFAKETIME).exists(), reason="Debian's faketime is not installed (make system-deps)")
+@pytest.mark.parametrize("skew", ["-5m", "+5m"])
+def test_the_collectors_staleness_is_judged_on_the_servers_clock(own_server, db_path, run, monkeypatch, skew):
+    """The collector's host 5 minutes behind the server: while it runs, the Fleet must not say it
+    stopped. 5 minutes ahead: once it stopped, the Fleet must say so, and never "-300s ago". Its
+    times are read on the server's clock, with the offset it measured, as verdicts are."""
+    from tests.helpers import one_consumer_stream, wait_until
+
+    import time
+
+    store = Store(db_path)
+    run(one_consumer_stream(own_server.url, "SKEW", "skew.x"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "collect", "--server", own_server.url, "--db", db_path,
+         "--interval", "0.3s", "--include-streams", "SKEW"],
+        env=clean_env(LD_PRELOAD=LIBFAKETIME, FAKETIME=skew), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: store.exists() and abs(rows(store, "SELECT coalesce(max(abs(clock_offset_seconds)), 0) "
+                                                              "FROM collector_status")[0][0] - 300) < 5,
+                   timeout=30, message="the collector measured its clock's offset")
+        if skew == "-5m":
+            at = _fleet_page(db_path, monkeypatch, "30s")
+            assert not [w.value for w in at.warning if "stale" in w.value], [w.value for w in at.warning]
+            assert 0 <= _last_cycle_seconds(at) < 30
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    if skew == "+5m":
+        stopped = time.monotonic()
+        wait_until(lambda: time.monotonic() - stopped > 3, message="the collector stopped for longer than stale_after")
+        at = _fleet_page(db_path, monkeypatch, "2s")
+        assert [w.value for w in at.warning if w.value.startswith("Data is stale: collector stopped")], \
+            [w.value for w in at.warning]
+        assert 3 <= _last_cycle_seconds(at) < 60

@@ -31,10 +31,8 @@ system_account: SYS
 """
 
 
-@pytest.fixture(scope="module")
-def two_accounts(tmp_path_factory):
+def accounts_server(base: Path) -> NatsServer:
     """A server with accounts APP and OTHER; each has stream A with consumer wa."""
-    base = tmp_path_factory.mktemp("accounts")
     conf = base / "accounts.conf"
     conf.write_text(ACCOUNTS_CONF)
     server = NatsServer(store_dir=base / "js", extra_args=["-c", str(conf)]).start()
@@ -48,6 +46,20 @@ def two_accounts(tmp_path_factory):
             await nc.close()
 
     asyncio.run(setup())
+    return server
+
+
+@pytest.fixture(scope="module")
+def two_accounts(tmp_path_factory):
+    server = accounts_server(tmp_path_factory.mktemp("accounts"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def second_cluster(tmp_path_factory):
+    """Another server like `two_accounts`: the same accounts, streams and consumer names."""
+    server = accounts_server(tmp_path_factory.mktemp("accounts-us"))
     yield server
     server.stop()
 
@@ -201,6 +213,81 @@ def test_the_dashboard_pause_of_other_a_wa_pauses_other_a_wa_or_nothing(two_acco
         resume_all(two_accounts.url)
 
 
+def _cluster_store(server: NatsServer, cluster: str, db: Path) -> None:
+    """A store of `cluster` as its own collector writes it (APP's consumers, the server it reported)."""
+    collector = subprocess.Popen([sys.executable, "-m", "jetwatch.cli", "collect", "--server", server.url,
+                                  "--user", "app", "--password", "app-pw", "--db", str(db), "--cluster", cluster,
+                                  "--interval", "0.3s", "--include-streams", "A"], env=clean_env(),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    store = Store(db)
+
+    def sampled() -> bool:
+        try:
+            return store.exists() and bool(rows(store, "SELECT * FROM consumer_latest WHERE account = 'APP'")) \
+                and bool(rows(store, "SELECT * FROM collector_status WHERE server_url IS NOT NULL"))
+        except Exception:  # held by the collector this instant
+            return False
+
+    try:
+        wait_until(sampled, timeout=60, message=f"cluster {cluster}'s A/wa sampled")
+    finally:
+        collector.send_signal(signal.SIGTERM)
+        collector.wait(30)
+
+
+def test_a_dashboard_action_with_account_contexts_reaches_the_cluster_its_dialog_names(
+        two_accounts, second_cluster, tmp_path, monkeypatch):
+    """Two clusters (eu, us) with the same accounts and names; the dashboard connects to eu and maps
+    APP to a context. Pause on us's APP/A/wa: us's consumer is paused, eu's is not, and the audit
+    rows go into us's store. The CLI, told --server us, goes to us even when the context names eu."""
+    from tests.test_dashboard import run_app
+
+    eu, us = two_accounts, second_cluster
+    stores_dir = tmp_path / "stores"
+    stores_dir.mkdir()
+    for server, cluster in ((eu, "eu"), (us, "us")):
+        _cluster_store(server, cluster, stores_dir / f"{cluster}.duckdb")
+    env = context(tmp_path, "app-eu", eu.url, "app", "app-pw")
+    ctx_file = tmp_path / "cfg" / "nats" / "context" / "app-ops.json"
+    ctx_file.write_text(json.dumps({"user": "app", "password": "app-pw"}))  # credentials only
+    for k in [k for k in os.environ if k.startswith("JETWATCH_")]:
+        monkeypatch.delenv(k)
+    for k, v in {"JETWATCH_DBS": str(stores_dir), "JETWATCH_SERVER": eu.url, "JETWATCH_USER": "plain",
+                 "JETWATCH_PASSWORD": "plain-pw", "JETWATCH_ACCOUNT_CONTEXTS": "APP=app-ops",
+                 "JETWATCH_OPERATORS_FILE": operators_file(tmp_path, "ana"), "JETWATCH_STALE_AFTER": "1h",
+                 "JETWATCH_DATA_DIR": str(tmp_path), "XDG_CONFIG_HOME": env["XDG_CONFIG_HOME"]}.items():
+        monkeypatch.setenv(k, v)
+    import streamlit as st
+
+    st.cache_data.clear()
+    try:
+        at = run_app("views/consumer.py", cluster="us", account="APP", stream="A", consumer="wa")
+        at.text_input(key="op_name").input("ana")
+        at.text_input(key="op_secret").input(OPERATOR_PASSWORD)
+        at.button(key="op_enable").click().run()
+        at.button(key="action_pause").click().run()
+        shown = [c.value.replace("\\", "") for c in at.caption]
+        assert any("cluster us" in c and us.url.split("//")[1] in c for c in shown), shown
+        at.button(key="action_confirm").click().run()
+        assert not at.exception, [e.message for e in at.exception]
+        result = at.session_state["action_result"]
+        assert result.ok, result.message
+        assert paused(us.url, "app", "app-pw"), "us's A/wa, named by the dialog, is not paused"
+        assert not paused(eu.url, "app", "app-pw"), "eu's A/wa was paused by an action on cluster us"
+        audited = "SELECT account, action, outcome FROM audit WHERE phase = 'outcome'"
+        assert rows(Store(stores_dir / "us.duckdb"), audited) == [("APP", "pause", "ok")]
+        assert rows(Store(stores_dir / "eu.duckdb"), "SELECT * FROM audit") == []
+        resume_all(us.url)
+
+        done = jetwatch("pause", "A", "wa", "--account", "APP", "--until", "10m", "--yes", "--no-audit",
+                        "--server", us.url, "--account-contexts", "APP=app-eu", env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert paused(us.url, "app", "app-pw") and not paused(eu.url, "app", "app-pw")
+    finally:
+        resume_all(us.url)
+        resume_all(eu.url)
+
+
 # 4. Every action audited exactly once, whatever happens ---------------------------------------
 
 AUDIT = "SELECT action_id, phase, outcome, actor, stream FROM audit ORDER BY seq"
@@ -233,12 +320,14 @@ async def _held_work(url: str, stream: str, consumer: str, subject: str, n: int 
     return nc, api, w
 
 
-async def _cli_drain_holding_two(url: str, db_path: str, stream: str) -> tuple[asyncio.subprocess.Process, bytes]:
-    """`jetwatch drain` of stream/c as a child process, returned once it reports both held
-    messages in flight (the drain is under way and waiting on them), with what it printed so far."""
+async def _cli_drain_holding_two(url: str, db_path: str, stream: str, *extra: str
+                                 ) -> tuple[asyncio.subprocess.Process, bytes]:
+    """`jetwatch drain` of stream/c (with `extra` flags) as a child process, returned once it
+    reports both held messages in flight (the drain is under way and waiting on them), with what it
+    printed so far."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "jetwatch.cli", "drain", stream, "c", "--timeout", "60s", "--yes", "--db", db_path,
-        "--server", url, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=clean_env())
+        "--server", url, *extra, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=clean_env())
     seen = b""
     while b"draining: 2 of 2 in flight" not in seen:
         chunk = await asyncio.wait_for(proc.stdout.read(200), 120)
@@ -352,6 +441,35 @@ def test_a_pause_the_server_did_not_make_is_audited_as_failed(nats_server, db_pa
     assert json.loads(reply)["paused"] is False
 
 
+def test_a_drain_whose_final_pause_the_server_refused_is_audited_as_failed(nats_server, db_path, uid, run):
+    """`--then stay-paused` until a time that passes while work is still in flight: the last pause
+    is answered `paused: false`. Judged as a plain `pause` is: failed, said, exit 1."""
+    from jetwatch.actions.operations import utcnow
+    from tests.helpers import eventually
+
+    stream = f"{uid}_STAY"
+    stay_until = utcnow() + dt.timedelta(seconds=3)
+
+    async def scenario() -> str:
+        nc, api, w = await _held_work(nats_server.url, stream, "c", f"{uid}.stay")
+        proc, seen = await _cli_drain_holding_two(nats_server.url, db_path, stream, "--then", "stay-paused",
+                                                  "--stay-until", stay_until.isoformat())
+        await eventually(lambda: utcnow() > stay_until + dt.timedelta(seconds=0.5), timeout=30,
+                         message="the stay-until time passed mid-drain")
+        await w.ack_held()
+        rest, _ = await asyncio.wait_for(proc.communicate(), 120)
+        assert proc.returncode == 1, (seen + rest).decode()
+        assert not (await api.consumer_info(stream, "c")).get("paused")
+        await w.stop()
+        await nc.close()
+        return (seen + rest).decode()
+
+    said = run(scenario())
+    assert "drained, but the server did not pause it again: it replied paused: false" in said, said
+    assert "paused until" not in said.replace("did not pause it again", "")
+    assert two_rows_per_action(Store(db_path)) == [("intent", "pending", stream), ("outcome", "failed", stream)]
+
+
 def test_without_an_audit_store_an_action_is_refused_unless_no_audit_is_given(nats_server, uid, run, tmp_path):
     stream = f"{uid}_NOSTORE"
 
@@ -463,6 +581,51 @@ def test_audit_verify_passes_an_untouched_chain_and_says_where_an_edited_or_remo
     assert code == 1
     assert "rows 2..2 are missing before row 3" in out
     assert "row 3 (resume" in out and "does not follow the row before it" in out
+
+
+def test_a_row_inserted_outside_the_chain_is_a_break_and_a_kept_head_catches_a_cut_off_end(
+        nats_server, db_path, uid, run, capsys, monkeypatch):
+    """Only rows written before the store had a chain may lack a chain position: an INSERT with
+    `seq` NULL now is a break, named by `audit verify` and never shown as an action on the Audit
+    page. Deleting the last row leaves a shorter valid chain: the head printed to keep, given back
+    with --head, catches it."""
+    from jetwatch.cli import main
+    from tests.test_dashboard import frame, run_app
+
+    _audited_actions(nats_server, db_path, uid, run)
+    store = Store(db_path)
+    code, out = verify(db_path, capsys)
+    assert code == 0, out
+    kept = out.split("head to keep: ", 1)[1].split()[0]
+    [(last_hash,)] = rows(store, "SELECT row_hash FROM audit WHERE seq = 4")
+    assert kept.endswith(last_hash)
+
+    store.write(lambda con: con.execute(
+        "INSERT INTO audit (ts, actor, origin, action, account, stream, consumer, parameters, outcome, reply) "
+        "VALUES (now(), 'ana', 'dashboard', 'unpin', 'APP', 'A', 'wa', '{}', 'ok', '{}')"))
+    code, out = verify(db_path, capsys)
+    assert code == 1, out
+    assert "BROKEN: a row without a chain position was written after the chain began (unpin A/wa by ana" in out
+
+    for k in [k for k in os.environ if k.startswith("JETWATCH_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("JETWATCH_DB", db_path)
+    import streamlit as st
+
+    st.cache_data.clear()
+    at = run_app("views/audit.py")
+    summaries = list(frame(at, "Summary")["Summary"])
+    assert not any("ana unpinned A / wa" in x for x in summaries), summaries
+    assert any("outside the audit chain" in w.value for w in at.warning), [w.value for w in at.warning]
+
+    store.write(lambda con: con.execute("DELETE FROM audit WHERE seq IS NULL OR seq = 4"))
+    code, out = verify(db_path, capsys)
+    assert code == 0, out  # a shorter chain is a valid chain ...
+    assert main(["audit", "verify", "--db", db_path, "--head", kept]) == 1  # ... but not the one kept
+    out = capsys.readouterr().out
+    assert "BROKEN: the head kept (" in out and "is not in the chain" in out, out
+    [(now_head,)] = rows(store, "SELECT row_hash FROM audit WHERE seq = 3")
+    assert main(["audit", "verify", "--db", db_path, "--head", now_head]) == 0
 
 
 # 2. Secrets never leave their setting ----------------------------------------------------------

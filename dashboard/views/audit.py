@@ -18,6 +18,11 @@ if log.empty:
     st.info("No operator actions recorded yet.")
     st.stop()
 
+outside = data.outside_chain_count(log)
+if outside:
+    st.warning(f"{outside} audit row(s) outside the audit chain, written after it began: no action wrote them "
+               "(they were put in by hand), so they are not listed below. `jetwatch audit verify` names them; "
+               "they show in the raw rows with outside_chain true.", icon="⚠️")
 c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
 actors = c1.multiselect("Actor", sorted(actions["actor"].unique()), key="audit_actor")
 kinds = c2.multiselect("Action", sorted(actions["action"].unique()), key="audit_action")
