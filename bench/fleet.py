@@ -31,13 +31,17 @@ INSERT INTO samples_recent BY NAME
 SELECT now() - to_seconds(5 * (n // $consumers)) AS ts, '$G' AS account, 'S' || ((n % $consumers) // 100) AS stream,
        'c' || (n % $consumers) AS consumer, (n % 97) AS num_pending, (n % 5) AS num_ack_pending, 1 AS num_waiting,
        0 AS num_redelivered, ($rows - n) AS delivered_consumer_seq, ($rows - n) AS delivered_stream_seq,
-       ($rows - n) AS ack_floor_consumer_seq, ($rows - n) AS ack_floor_stream_seq, false AS paused
+       ($rows - n) AS ack_floor_consumer_seq, ($rows - n) AS ack_floor_stream_seq, false AS paused,
+       -- the server's own activity times, as every sample of a 2.11+ server carries them
+       now() - to_seconds(5 * (n // $consumers) + 1) AS delivered_last_active,
+       now() - to_seconds(5 * (n // $consumers) + 1) AS ack_floor_last_active
 FROM range($rows) t(n)
 ORDER BY ts
 """
 # Every tenth consumer has work pending and nobody pulling (NO_PULLERS): the Fleet says since when.
 IDLE = """
-UPDATE samples_recent SET num_pending = 5, num_waiting = 0, delivered_consumer_seq = 0, delivered_stream_seq = 0
+UPDATE samples_recent SET num_pending = 5, num_waiting = 0, delivered_consumer_seq = 0, delivered_stream_seq = 0,
+       delivered_last_active = NULL, ack_floor_last_active = NULL
 WHERE CAST(substr(consumer, 2) AS INTEGER) % 10 = 0
 """
 # More history, older than what GENERATE wrote: the store grows, the live state does not.

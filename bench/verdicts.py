@@ -50,7 +50,8 @@ from bench.timing import summary
 # Every tenth consumer has work pending and nobody pulling (NO_PULLERS), so the default
 # cardinality exports a realistic share of per-consumer series.
 IDLE = """
-UPDATE samples_recent SET num_pending = 5, num_waiting = 0, delivered_consumer_seq = 0, delivered_stream_seq = 0
+UPDATE samples_recent SET num_pending = 5, num_waiting = 0, delivered_consumer_seq = 0, delivered_stream_seq = 0,
+       delivered_last_active = NULL, ack_floor_last_active = NULL
 WHERE CAST(substr(consumer, 2) AS INTEGER) % 10 = 0
 """
 
@@ -98,6 +99,9 @@ def in_cycle(store: Store, copy: Path, state: object, th: Thresholds, latest: pd
         step = consumers * cycles[0]
         moved = {c: latest[c].to_numpy() + step * (pulling if c.startswith("delivered") else 1)
                  for c in ("delivered_consumer_seq", "delivered_stream_seq", "ack_floor_stream_seq")}
+        active = (now - dt.timedelta(seconds=1)).isoformat()  # the server's clocks move with the work
+        moved.update({c: np.array([active if p else None for p in pulling], dtype=object)
+                      for c in ("delivered_last_active", "ack_floor_last_active")})
         samples = as_collected(latest, now, moved)
 
         def judged_cycle(con: object) -> object:
@@ -173,6 +177,9 @@ def main(rows: int, consumers: int, runs: int) -> None:
             step = consumers * cycles[0]
             moved = {c: (latest[c].to_numpy() + step * (pulling if c.startswith("delivered") else 1)).tolist()
                      for c in ("delivered_consumer_seq", "delivered_stream_seq", "ack_floor_stream_seq")}
+            active = (now - dt.timedelta(seconds=1)).isoformat()  # the server's clocks move with the work
+            moved.update({c: [active if p else None for p in pulling]
+                          for c in ("delivered_last_active", "ack_floor_last_active")})
             t = time.perf_counter()
             state.add({**cycle, **moved, "ts": [now.isoformat()] * len(latest)}, accounts)
             added.append(time.perf_counter() - t)

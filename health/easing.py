@@ -17,10 +17,9 @@ _UNRANKED = len(SEVERITY)
 
 def severity(verdicts: np.ndarray) -> np.ndarray:
     """Each verdict's place in the severity order (lower is worse); None or unknown ranks last."""
-    names, inverse = np.unique(np.asarray([v if isinstance(v, str) else "" for v in verdicts], dtype=object),
-                               return_inverse=True)
-    ranks = np.array([SEVERITY.get(n, _UNRANKED) for n in names], dtype=np.int64)
-    return ranks[inverse] if len(verdicts) else np.zeros(0, dtype=np.int64)
+    rank = SEVERITY.get
+    return np.fromiter((rank(v, _UNRANKED) if isinstance(v, str) else _UNRANKED for v in verdicts),
+                       dtype=np.int64, count=len(verdicts))
 
 
 def ease(verdict: np.ndarray, kept: np.ndarray, calmer_since: np.ndarray, now: float,
