@@ -27,7 +27,7 @@ from jetwatch.collectors.live_state import (ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, 
 from jetwatch.health.columns import floats
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
 from jetwatch.health import easing
-from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, acks_in_window, verdict_columns
+from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, acks_in_window, shortest_duration, verdict_columns
 from jetwatch.store.database import Store
 
 KEY = ["account", "stream", "consumer"]
@@ -111,7 +111,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     m = len(live)
     now_s = now.timestamp()
     now_ts = pd.Timestamp(now_s * 1e6, unit="us", tz="UTC")
-    columns = state.feature_columns(now, live)
+    columns = state.feature_columns(now, live, rhythm_after=shortest_duration(thresholds))
     activity, folded = state.recent_activity(now, live)
     at_row = columns.pop("row", np.zeros(0, dtype=np.int64))
     position = np.full(n, -1, dtype=np.int64)

@@ -257,7 +257,8 @@ class LiveState:
         """feature_columns as a frame (window_features.sql's columns, with `row`)."""
         return feature_frame(self.feature_columns(now, rows))
 
-    def feature_columns(self, now: dt.datetime, rows: np.ndarray) -> dict[str, np.ndarray]:
+    def feature_columns(self, now: dt.datetime, rows: np.ndarray,
+                        rhythm_after: float | None = None) -> dict[str, np.ndarray]:
         """window_features.sql of the given rows that have samples in the window, as arrays with a
         `row` one (the window's own features, held equal to the SQL by tests/test_window_state.py).
 
@@ -272,8 +273,8 @@ class LiveState:
         lo = first_column(self.window, since)
         per_chunk = max(CHUNK_CELLS // max(self.window.used - lo, 1), 64)
         if len(rows) <= per_chunk:
-            return feature_columns(self.window, rows, since, lo)
-        parts = [feature_columns(self.window, c, since, lo) for c in np.array_split(rows, -(-len(rows) // per_chunk))]
+            return feature_columns(self.window, rows, since, lo, rhythm_after)
+        parts = [feature_columns(self.window, c, since, lo, rhythm_after) for c in np.array_split(rows, -(-len(rows) // per_chunk))]
         found = [p for p in parts if p]
         if len(found) < 2:
             return found[0] if found else {}

@@ -89,36 +89,79 @@ def _later(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(a), np.nan, np.fmax(a, b))
 
 
-def _gap_max(x: Samples, at: np.ndarray, busy: np.ndarray) -> np.ndarray:
-    """The longest wait for activity `at` (the server's time of it) while `busy` held: at each
-    sample where `at` moved, the new time minus the latest of the activity before it, the last
-    sample at which the consumer was not busy, and the window's first sample. NaN where `at`
-    never moved."""
-    prev_at = x.lag(at)
+@dataclass
+class _Grid:
+    """The sample times and masks of the consumers a rhythm is computed for (all, or a few)."""
+
+    t: np.ndarray
+    s: np.ndarray
+    has_prev: np.ndarray
+    t_first: np.ndarray
+
+
+def _grid(x: Samples, cols: np.ndarray | slice) -> _Grid:
+    return _Grid(x.t[:, cols], x.s[:, cols], x.has_prev[:, cols], x.t_first[cols])
+
+
+def _gap_max(g: _Grid, at: np.ndarray, prev_at: np.ndarray, busy: np.ndarray) -> np.ndarray:
+    """The longest wait for activity `at` (the server's time of it; `prev_at` its value at the
+    sample before) while `busy` held: at each sample where `at` moved, the new time minus the
+    latest of the activity before it, the last sample at which the consumer was not busy, and the
+    window's first sample. NaN where `at` never moved."""
     with np.errstate(invalid="ignore"):
-        moved = x.s & x.has_prev & ~np.isnan(at) & (np.isnan(prev_at) | (at > prev_at))
-    idle_until = np.maximum.accumulate(np.where(x.s & ~busy, x.t, -np.inf), axis=0)
+        moved = g.s & g.has_prev & ~np.isnan(at) & (np.isnan(prev_at) | (at > prev_at))
+    idle_until = np.maximum.accumulate(np.where(g.s & ~busy, g.t, -np.inf), axis=0)
     before = np.empty_like(idle_until)
     before[0] = -np.inf
     before[1:] = idle_until[:-1]
-    base = np.fmax(np.fmax(np.nan_to_num(prev_at, nan=-np.inf), before), x.t_first[None, :])
+    base = np.fmax(np.fmax(prev_at, before), g.t_first[None, :])  # fmax passes over NaN (no activity before)
     gaps = np.where(moved, at - base, -np.inf)
     out = gaps.max(axis=0)
     return np.where(np.isneginf(out), np.nan, np.maximum(out, 0.0))
 
 
-def _run_gap_max(x: Samples, cond: np.ndarray) -> np.ndarray:
-    """The longest run of `cond` that ended inside the window (from its first sample to the sample
-    that broke it); NaN where none ended."""
-    was = x.has_prev & x.lag(cond)
-    start = np.where(x.s & cond & ~was, x.t, -np.inf)
+def _run_gap_max(g: _Grid, cond: np.ndarray, prev_cond: np.ndarray) -> np.ndarray:
+    """The longest run of `cond` (`prev_cond`: its value at the sample before) that ended inside
+    the window (from its first sample to the sample that broke it); NaN where none ended."""
+    was = g.has_prev & prev_cond
+    start = np.where(g.s & cond & ~was, g.t, -np.inf)
     started = np.maximum.accumulate(start, axis=0)  # the start of the run each sample is in
-    ends = x.s & ~cond & was
+    ends = g.s & ~cond & was
     before = np.empty_like(started)
     before[0] = -np.inf
     before[1:] = started[:-1]
-    lengths = np.where(ends & ~np.isneginf(before), x.t - before, -np.inf).max(axis=0)
+    lengths = np.where(ends & (before != -np.inf), g.t - before, -np.inf).max(axis=0)
     return np.where(np.isneginf(lengths), np.nan, lengths)
+
+
+RHYTHMS = ("ack_gap_max", "pull_gap_max", "age_rise_gap_max", "behind_gap_max")
+
+
+def _rhythms(x: Samples, cols: np.ndarray | slice, busy: np.ndarray, work: np.ndarray, rising: np.ndarray,
+             behind: np.ndarray, prev_delivered: np.ndarray) -> dict[str, np.ndarray]:
+    """Each consumer's own rhythms (RHYTHMS), for the consumers `cols` (NaN for the others): the
+    costliest features, a pass over the whole window each, and only ever read where a condition
+    has already held for a rule's shortest duration."""
+    if isinstance(cols, np.ndarray) and len(cols) == 0:
+        return {name: np.full(x.t.shape[1], np.nan) for name in RHYTHMS}
+    g = _grid(x, cols)
+
+    def sub(a: np.ndarray) -> np.ndarray:
+        return a[:, cols]
+
+    found = {
+        "ack_gap_max": _gap_max(g, sub(x.acked_at), sub(x.lag(x.acked_at)), sub(busy)),
+        "pull_gap_max": _gap_max(g, sub(x.delivered_at), sub(prev_delivered), sub(work)),
+        "age_rise_gap_max": _run_gap_max(g, sub(rising), sub(x.lag(rising))),
+        "behind_gap_max": _run_gap_max(g, sub(behind), sub(x.lag(behind))),
+    }
+    if isinstance(cols, slice):
+        return found
+    out = {}
+    for name, values in found.items():
+        out[name] = np.full(x.t.shape[1], np.nan)
+        out[name][cols] = values
+    return out
 
 
 def _min_since(x: Samples, a: np.ndarray, since: np.ndarray) -> np.ndarray:
@@ -127,8 +170,11 @@ def _min_since(x: Samples, a: np.ndarray, since: np.ndarray) -> np.ndarray:
     return np.where(inside, a, np.inf).min(axis=0)
 
 
-def onset_features(x: Samples) -> dict[str, np.ndarray]:
-    """The onset features of every consumer (ONSET_FEATURES)."""
+def onset_features(x: Samples, rhythm_after: float | None = None) -> dict[str, np.ndarray]:
+    """The onset features of every consumer (ONSET_FEATURES). With `rhythm_after` (the shortest
+    duration of any rule), the rhythms are computed only for consumers with a condition that
+    has held that long (NaN for the others), which cannot change a verdict: a rhythm only ever
+    raises a rule's duration above one at least that long."""
     busy = x.in_flight > 0
     acked_last = _at(x.acked_at, x.last)
     delivered_last = _at(x.delivered_at, x.last)
@@ -144,7 +190,8 @@ def onset_features(x: Samples) -> dict[str, np.ndarray]:
     pin_idle = work & ~busy & (x.waiting > 0) & x.pinned & x.same_pin
     pin_idle_onset = _later(trailing_onset(x, pin_idle), delivered_last)
     with np.errstate(invalid="ignore"):
-        delivered_moved = x.s & x.has_prev & (x.delivered_at > x.lag(x.delivered_at))
+        prev_delivered = x.lag(x.delivered_at)
+        delivered_moved = x.s & x.has_prev & (x.delivered_at > prev_delivered)
     pullers_seen = (x.s & ((x.waiting > 0) | delivered_moved)).any(axis=0)
 
     with np.errstate(invalid="ignore"):
@@ -173,17 +220,26 @@ def onset_features(x: Samples) -> dict[str, np.ndarray]:
         with np.errstate(invalid="ignore"):
             return np.where(np.isfinite(lows[0]) & np.isfinite(lows[1]), lows[1] - lows[0], np.nan)
 
+    if rhythm_after is None:
+        cols: np.ndarray | slice = slice(None)
+    else:
+        held = x.t_last - np.fmin.reduce([stall_onset, idle_onset, pin_idle_onset, age_rise_onset, behind_onset,
+                                          np.fmax(acked_last, x.t_first)])
+        with np.errstate(invalid="ignore"):
+            cols = np.flatnonzero(held >= rhythm_after)
+    rhythms = _rhythms(x, cols, busy, work, rising, behind, prev_delivered)
+
     return {
-        "stall_onset": stall_onset, "ack_gap_max": _gap_max(x, x.acked_at, busy),
+        "stall_onset": stall_onset, "ack_gap_max": rhythms["ack_gap_max"],
         "stall_grew": grew, "stall_redelivered": redelivered, "quiet_since": quiet_since,
         "idle_onset": idle_onset, "pin_idle_onset": pin_idle_onset,
-        "pull_gap_max": _gap_max(x, x.delivered_at, work), "pullers_seen": pullers_seen,
+        "pull_gap_max": rhythms["pull_gap_max"], "pullers_seen": pullers_seen,
         "delivered_last_active": delivered_last, "acked_last_active": acked_last,
         "age_rise_onset": age_rise_onset,
         "age_rise": np.where(np.isnan(age_rise_onset), np.nan, age_last - age_at(age_rise_onset)),
-        "age_rise_gap_max": _run_gap_max(x, rising),
+        "age_rise_gap_max": rhythms["age_rise_gap_max"],
         "behind_onset": behind_onset,
         "behind_rise": np.where(np.isnan(behind_onset), np.nan, age_last - age_at(behind_onset)),
-        "behind_gap_max": _run_gap_max(x, behind), "behind_backlog_rise": backlog_rise(behind_onset),
+        "behind_gap_max": rhythms["behind_gap_max"], "behind_backlog_rise": backlog_rise(behind_onset),
         "first_ts": x.t_first, "last_seconds": x.t_last,
     }

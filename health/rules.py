@@ -94,6 +94,12 @@ def _after(th: Thresholds, name: str) -> float:
     return min(float(getattr(th, name)), th.health_window / 2)
 
 
+def shortest_duration(th: Thresholds) -> float:
+    """The shortest time any condition must hold before a rule can fire on it, whatever the
+    consumer's rhythm (which only ever lengthens it)."""
+    return min(_after(th, name) for name in ("stalled_after", "no_pullers_after", "pin_idle_after", "lagging_after"))
+
+
 def _held(x: Any, onset: str) -> Any:
     """How long a condition has held at the latest sample (NaN: it does not hold)."""
     return x["last_seconds"] - x[onset]

@@ -373,10 +373,12 @@ def feature_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame({**columns, "last_ts": pd.DatetimeIndex(micros).tz_localize("UTC")})
 
 
-def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int | None = None) -> dict[str, np.ndarray]:
+def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int | None = None,
+                    rhythm_after: float | None = None) -> dict[str, np.ndarray]:
     """The window features of `rows` that have samples at or after `since` (none: empty), as
     arrays: account, stream, consumer, FEATURES (`last_ts` in seconds) and `row`, the rows.
-    `lo`: first_column(state, since), when the caller has it."""
+    `lo`: first_column(state, since), when the caller has it. `rhythm_after`: see onset_features
+    (a judge's shortcut; every feature is computed without it)."""
     n, lo = state.used, first_column(state, since) if lo is None else lo
     # Every row in order (the collector's case): slices are views, not copies.
     pick = picked(rows)
@@ -491,7 +493,7 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
         redelivered=redelivered, age=val["oldest_unacked_age_seconds"],
         delivered_at=delivered_at, acked_at=acked_at,
         pinned=pins != NO_PIN, same_pin=pins == _at(pins, last)[None, :],
-        t_first=t_first, t_last=t_last, last=last))
+        t_first=t_first, t_last=t_last, last=last), rhythm_after)
     account, stream, consumer = state.key_columns(rows)
     return {
         "account": account, "stream": stream, "consumer": consumer,

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from jetwatch.health.advice import Context, next_step
-from jetwatch.health.rules import Thresholds, evaluate, verdict_columns
+from jetwatch.health.rules import Thresholds, evaluate, shortest_duration, verdict_columns
 from jetwatch.health.window import WindowState, feature_columns
 from tests.consumer_model import STEP, T0, Step, run
 
@@ -31,15 +31,16 @@ def limits(**kw: Any) -> pd.DataFrame:
     return pd.DataFrame([row])
 
 
-def timeline(samples: pd.DataFrame, lim: pd.DataFrame) -> list[dict[str, Any]]:
+def timeline(samples: pd.DataFrame, lim: pd.DataFrame, rhythm_after: float | None = None) -> list[dict[str, Any]]:
     """The verdict judged after every sample over the health window ending there, as the
-    collector judges it: the sample added to its in-memory window, the window's features judged."""
+    collector judges it: the sample added to its in-memory window, the window's features judged
+    (`rhythm_after`: the collector's shortcut, see onset_features)."""
     window = WindowState(TH.health_window)
     out = []
     for k in range(len(samples)):
         window.add({c: [v] for c, v in samples.iloc[k].to_dict().items()})
         since = samples["ts"].iloc[k].timestamp() - TH.health_window
-        features = feature_columns(window, np.arange(len(window.keys)), since)
+        features = feature_columns(window, np.arange(len(window.keys)), since, rhythm_after=rhythm_after)
         for c in lim.columns:
             if c not in ("account", "stream", "consumer"):
                 features[c] = lim[c].to_numpy()
@@ -144,6 +145,24 @@ def test_healthy_look_alikes_raise_nothing(name, behaviour, lim, ack_wait):
     got = timeline(samples, limits(**{**lim, "ack_wait_ns": int(ack_wait * 1e9)}))
     alarms = [(k * STEP, r["verdict"], r["reason"]) for k, r in enumerate(got) if r["verdict"] not in QUIET]
     assert alarms == []
+
+
+SCENARIOS = [(name, behaviour, steps + 12, lim, ack_wait) for name, behaviour, steps, lim, ack_wait, *_ in INCIDENTS] + \
+    [(name, behaviour, 120, lim, ack_wait) for name, behaviour, lim, ack_wait in LOOK_ALIKES]
+
+
+@pytest.mark.parametrize("name,behaviour,steps,lim,ack_wait", SCENARIOS, ids=[x[0] for x in SCENARIOS])
+def test_rhythms_computed_only_where_a_condition_held_long_enough_judge_the_same(name, behaviour, steps, lim,
+                                                                                 ack_wait):
+    """The collector computes the rhythms only for consumers with a condition held for the
+    shortest rule duration; every verdict, reason and since must be what the full features give."""
+    samples = run(behaviour, steps, ack_wait=ack_wait)
+    lim = limits(**{**lim, "ack_wait_ns": int(ack_wait * 1e9)})
+    full, lazy = timeline(samples, lim), timeline(samples, lim, rhythm_after=shortest_duration(TH))
+    def said(rows: list[dict[str, Any]]) -> list[tuple[str, str, float | None]]:
+        return [(r["verdict"], r["reason"], None if pd.isna(r["since"]) else float(r["since"])) for r in rows]
+
+    assert said(lazy) == said(full)
 
 
 def test_the_next_step_fits_the_cause():
