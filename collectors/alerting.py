@@ -41,6 +41,7 @@ class ConsumerAlert:
 CONSUMER_ALERTS: tuple[ConsumerAlert, ...] = (
     ConsumerAlert("JetwatchConsumerUnhealthy", ("STALLED", "NO_PULLERS", "PIN_IDLE", "SATURATED"), "critical"),
     ConsumerAlert("JetwatchConsumerUnhealthy", ("REDELIVERING", "LAGGING"), "warning"),
+    ConsumerAlert("JetwatchConsumerLosingMessages", ("LOSING",), "critical"),
     ConsumerAlert("JetwatchPinnedGroupUnpinned", ("UNPINNED",), "warning"),
     ConsumerAlert("JetwatchConsumerFlapping", ("FLAPPING",), "warning"),
 )

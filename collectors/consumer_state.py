@@ -25,8 +25,10 @@ SAMPLE_COLUMNS = (
     # Filled by collectors/lag.py where it runs (NULL otherwise): seconds, and 'exact' or 'estimate'.
     "oldest_unacked_age_seconds", "oldest_unacked_age_kind",
     "oldest_undelivered_age_seconds", "oldest_undelivered_age_kind",
+    # Seconds until the stream's limits remove the oldest unacknowledged message (health/loss.py).
+    "time_to_loss_seconds",
 )
-LAG_COLUMNS = SAMPLE_COLUMNS[-4:]
+LAG_COLUMNS = SAMPLE_COLUMNS[-5:]
 
 
 class MalformedState(ValueError):
@@ -208,7 +210,7 @@ def add_consumer(batch: SampleBatch, info: dict[str, Any], scope: Scope, now_iso
         delivered.get("consumer_seq"), delivered.get("stream_seq"), delivered.get("last_active"),
         ack_floor.get("consumer_seq"), ack_floor.get("stream_seq"), ack_floor.get("last_active"),
         bool(info.get("paused", False)), config.get("pause_until") if info.get("paused") else None,
-        group, pinned_id, pinned_ts, cluster.get("leader"), None, None, None, None,
+        group, pinned_id, pinned_ts, cluster.get("leader"), None, None, None, None, None,
     )
     for column, value in zip(SAMPLE_COLUMNS, row):
         batch.samples[column].append(value)

@@ -34,6 +34,7 @@ from nats.aio.msg import Msg
 from jetwatch.collectors.consumer_state import SampleBatch
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, check_name
+from jetwatch.health.loss import StreamLimits, time_to_loss
 
 log = logging.getLogger("jetwatch.lag")
 
@@ -57,6 +58,7 @@ class StreamFacts:
     first_t: float | None = None
     last_seq: int = 0
     last_t: float | None = None
+    limits: StreamLimits = StreamLimits()
 
     @classmethod
     def from_info(cls, info: dict[str, Any]) -> "StreamFacts":
@@ -68,8 +70,46 @@ class StreamFacts:
             except (ValueError, AttributeError):
                 return None
 
+        def n(values: dict[str, Any], key: str) -> int:
+            value = values.get(key)
+            return max(0, int(value)) if isinstance(value, (int, float)) and value == value else 0
+
+        limits = StreamLimits(
+            discard=str(config.get("discard") or "old"), max_age=n(config, "max_age") / 1e9,
+            max_msgs=n(config, "max_msgs"), max_bytes=n(config, "max_bytes"), messages=n(state, "messages"),
+            bytes=n(state, "bytes"), first_seq=n(state, "first_seq"), last_seq=n(state, "last_seq"))
         return cls(bool(config.get("allow_direct")), int(state.get("first_seq") or 0), t("first_ts"),
-                   int(state.get("last_seq") or 0), t("last_ts"))
+                   int(state.get("last_seq") or 0), t("last_ts"), limits)
+
+    @property
+    def limited(self) -> bool:
+        """Whether the stream's limits can remove messages a consumer has not processed."""
+        lim = self.limits
+        return lim.discard == "old" and (lim.max_age > 0 or lim.max_msgs > 0 or lim.max_bytes > 0)
+
+
+class Rate:
+    """A count's rate a second over a trailing span, from one anchor point kept per key: the
+    anchor moves on once it is older than the span, so the rate is over one to two spans."""
+
+    def __init__(self, span: float = 60.0):
+        self.span = span
+        self.anchors: dict[Any, tuple[float, float]] = {}
+
+    def update(self, key: Any, at: float, value: float) -> float | None:
+        anchor = self.anchors.get(key)
+        if anchor is None or value < anchor[1]:  # first seen, or reset (a recreated stream or consumer)
+            self.anchors[key] = (at, value)
+            return None
+        if at - anchor[0] <= 0:
+            return None
+        rate = (value - anchor[1]) / (at - anchor[0])
+        if at - anchor[0] >= self.span:
+            self.anchors[key] = (at, value)
+        return rate
+
+    def keep(self, keys: set[Any]) -> None:
+        self.anchors = {k: v for k, v in self.anchors.items() if k in keys}
 
 
 @dataclass(frozen=True)
@@ -167,6 +207,9 @@ class LagReader:
         self.cache: dict[Target, Found] = {}
         self.history: dict[str, History] = {}
         self.streams: dict[str, StreamFacts] = {}
+        self.arrivals: dict[str, float | None] = {}  # stream -> messages arriving a second
+        self._stream_rate = Rate()
+        self._floor_rate = Rate()
         self.denied: dict[str, float] = {}  # stream -> when reads may be tried again
         self.no_direct: dict[str, float] = {}  # direct gets got no reply: STREAM.MSG.GET until then
         self.cycle = 0
@@ -189,6 +232,9 @@ class LagReader:
                         "$JS.API.STREAM.LIST? Ages are estimated from earlier reads meanwhile", exc)
             return
         self.streams = facts
+        now = self.clock()
+        self.arrivals = {name: self._stream_rate.update(name, now, f.last_seq) for name, f in facts.items()}
+        self._stream_rate.keep(set(facts))
 
     @staticmethod
     def _parse(msg: Msg, direct: bool, subject_api: str) -> Found:
@@ -389,10 +435,24 @@ class LagReader:
                     stats.exact += 1
                 elif kind == ESTIMATE:
                     stats.estimated += 1
+            s["time_to_loss_seconds"][i] = self._time_to_loss(s, i, unacked, at)
+        self._floor_rate.keep({(s["stream"][i], s["consumer"][i]) for i, *_ in rows})
         self.cycle += 1
         stats.seconds = time.monotonic() - began
         self.last = stats
         return stats
+
+    def _time_to_loss(self, s: dict[str, list[Any]], i: int, unacked: Target, at: float) -> float | None:
+        """health/loss.py's projection for one consumer of a stream whose limits can remove what it
+        has not processed; None for the others."""
+        stream = unacked[0]
+        facts = self.streams.get(stream)
+        if facts is None or not facts.limited:
+            return None
+        floor = unacked[2] - 1
+        floor_rate = self._floor_rate.update((stream, s["consumer"][i]), at, floor)
+        return time_to_loss(facts.limits, floor, s["oldest_unacked_age_seconds"][i], self.arrivals.get(stream),
+                            floor_rate)
 
     def _age(self, target: Target, at: float) -> tuple[float | None, str | None]:
         found = self._cached(target)

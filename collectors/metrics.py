@@ -63,6 +63,7 @@ METRICS: tuple[MetricDef, ...] = (
     _c("jetwatch_consumer_waiting_limit_requests", "gauge", "max_waiting, when the consumer has one."),
     _c("jetwatch_consumer_redelivered_messages", "gauge", "Messages redelivered and not yet acknowledged (num_redelivered, a gauge)."),
     _c("jetwatch_consumer_paused", "gauge", "1 while the consumer is paused."),
+    _c("jetwatch_consumer_time_to_loss_seconds", "gauge", "Seconds until the stream's limits (max_age, max_msgs, max_bytes with discard old) remove messages the consumer has not processed, at the current arrival and acknowledgement rates; 0: they already have; absent where no loss is in sight."),
     _c("jetwatch_consumer_oldest_unacked_age_seconds", "gauge", "Age of the oldest unacknowledged message (the first after the ack floor that the filter matches), from the stream's timestamp or, where it could not be read, an estimate (the store and the pages say which); absent with nothing unacknowledged."),
     _c("jetwatch_consumer_oldest_undelivered_age_seconds", "gauge", "Age of the oldest message not yet delivered (the first after the delivered sequence that the filter matches); absent with nothing pending."),
     _c("jetwatch_consumer_drain_eta_seconds", "gauge", "Time until the backlog (pending + in flight) is gone at the net drain rate of the health window; pull consumers that drain only (absent when not draining, paused or nobody pulls)."),
@@ -221,7 +222,8 @@ class CycleCollector(Collector):
                     .astype(bool).astype(int))
         for name, column in (("jetwatch_consumer_oldest_unacked_age_seconds", "oldest_unacked_age_seconds"),
                              ("jetwatch_consumer_oldest_undelivered_age_seconds", "oldest_undelivered_age_seconds"),
-                             ("jetwatch_consumer_drain_eta_seconds", "eta_seconds")):
+                             ("jetwatch_consumer_drain_eta_seconds", "eta_seconds"),
+                             ("jetwatch_consumer_time_to_loss_seconds", "time_to_loss_seconds")):
             if column in f:
                 yield gauge(name, f[column])
         verdict, since = self._family("jetwatch_consumer_verdict"), self._family("jetwatch_consumer_verdict_since_timestamp_seconds")

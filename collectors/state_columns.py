@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from jetwatch.collectors.consumer_state import (
-    SAMPLE_COLUMNS, ZERO_TIME, MalformedState, SampleBatch, Scope, check_config, config_hash, config_row,
+    LAG_COLUMNS, SAMPLE_COLUMNS, ZERO_TIME, MalformedState, SampleBatch, Scope, check_config, config_hash, config_row,
     filter_subjects,
 )
 
@@ -123,7 +123,7 @@ def add_consumers(batch: SampleBatch, infos: list[Any], scope: Scope, now_iso: s
         [scope.account] * n, streams, names, created, n_pending, n_ack, n_wait, n_redel,
         d_cseq, d_sseq, d_active, a_cseq, a_sseq, a_active, list(map(bool, paused)), pause_until, group,
         pin_ids, [t if p and t != ZERO_TIME else None for p, t in zip(pin_ids, pinned_ts)], leader,
-        *([None] * n for _ in range(4)),
+        *([None] * n for _ in range(len(LAG_COLUMNS))),
     )
     for column, values in zip(SAMPLE_COLUMNS, sample):
         batch.samples[column].extend(values)

@@ -134,6 +134,7 @@ def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
                                 "kind": _text(r.oldest_unacked_age_kind)},
              "oldest_undelivered": {"age_seconds": _num(r.oldest_undelivered_age_seconds),
                                     "kind": _text(r.oldest_undelivered_age_kind)},
+             "time_to_loss_seconds": _num(r.time_to_loss_seconds),
              "eta": {"state": _text(r.eta_state), "seconds": _num(r.eta_seconds), "low_seconds": _num(r.eta_low_seconds),
                      "high_seconds": _num(r.eta_high_seconds)}}
             for r in frame.itertuples()]

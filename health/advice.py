@@ -133,6 +133,14 @@ def _redelivering(numbers: Mapping[str, Any], c: Context) -> str:
             "a message that always fails belongs in a dead-letter stream (max_deliver)")
 
 
+def _losing(numbers: Mapping[str, Any], c: Context) -> str:
+    if _n(numbers, "seconds") <= 0:
+        return ("messages are being removed unprocessed: add workers now, or raise the stream's max_age, max_msgs "
+                "or max_bytes; what was removed can only be published again from its source")
+    return ("add workers or make each message cheaper, or raise the stream's max_age, max_msgs or max_bytes before "
+            "then; pausing the consumer does not stop the limits")
+
+
 def _lagging(numbers: Mapping[str, Any], c: Context) -> str:
     return "messages arrive faster than they are acknowledged: add workers, or make each message cheaper"
 
@@ -153,7 +161,7 @@ def _collecting(numbers: Mapping[str, Any], c: Context) -> str:
 # One next step per verdict, by the name health/rules.py declares it under.
 NEXT_STEP: dict[str, Callable[[Mapping[str, Any], Context], str]] = {
     "NO_PULLERS": _no_pullers, "STALLED": _stalled, "PIN_IDLE": _pin_idle, "SATURATED": _saturated, "UNPINNED": _unpinned,
-    "FLAPPING": _flapping, "REDELIVERING": _redelivering, "LAGGING": _lagging, "PAUSED": _paused,
+    "FLAPPING": _flapping, "REDELIVERING": _redelivering, "LOSING": _losing, "LAGGING": _lagging, "PAUSED": _paused,
     "OK": _ok, "COLLECTING": _collecting,
 }
 

@@ -49,6 +49,7 @@ class Thresholds:
     no_pullers_after: float = _default("no_pullers_after")
     pin_idle_after: float = _default("pin_idle_after")
     lagging_after: float = _default("lagging_after")
+    loss_within: float = _default("loss_within")
     clear_after: float = _default("clear_after")
 
     @classmethod
@@ -450,6 +451,21 @@ def _unpinned_since(f: Columns, th: Thresholds) -> np.ndarray:
     return f["last_seconds"] - f["nopin_seconds"]
 
 
+def _losing(f: Columns, th: Thresholds) -> np.ndarray:
+    """The stream's limits will remove messages the consumer has not processed within
+    --loss-within, at the current rates (health/loss.py; NaN: no loss in sight)."""
+    return f["time_to_loss_seconds"] <= th.loss_within
+
+
+def _losing_says(c: Ctx, th: Thresholds) -> Finding:
+    seconds = float(c["time_to_loss_seconds"])
+    if seconds <= 0:
+        return Finding("LOSING", "the stream's limits (max_age, max_msgs or max_bytes) have removed messages the "
+                       "consumer had not processed: its oldest unacknowledged message is gone", {"seconds": 0})
+    return Finding("LOSING", f"at this rate the stream's limits (max_age, max_msgs or max_bytes) remove messages the "
+                   f"consumer has not processed in ~{_seconds_text(seconds)}", {"seconds": round(seconds)})
+
+
 def _paused(f: Columns, th: Thresholds) -> np.ndarray:
     return f["paused_last"]
 
@@ -493,6 +509,9 @@ RULES: tuple[Rule, ...] = (
          _pin_idle, _pin_idle_says, pull_only=True, suppressed_by_pause=True, since=_onset("pin_idle_onset")),
     Rule(Verdict("SATURATED", "red", "critical", "in-flight work or waiting pulls at their limit"),
          _saturated, _saturated_says),
+    Rule(Verdict("LOSING", "red", "critical",
+                 "the stream's limits will remove messages the consumer has not processed within --loss-within"),
+         _losing, _losing_says),
     Rule(Verdict("UNPINNED", "orange", "warning", "a pinned_client group has work and nobody pinned"),
          _unpinned, _unpinned_says, pull_only=True, since=_unpinned_since),
     Rule(Verdict("FLAPPING", "orange", "warning", "the pin keeps moving between clients"),
@@ -610,7 +629,7 @@ def _judge(f: Columns, n: int, th: Thresholds) -> tuple[list[list[Finding]], np.
 
 
 LIMIT_COLUMNS = ["is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy", "ack_wait_ns",
-                 "priority_timeout_ns"]
+                 "priority_timeout_ns", "time_to_loss_seconds"]
 COUNT_COLUMNS = ["pin_switches", "nak_count", "max_deliveries_count"]
 VERDICT_COLUMNS = KEY + ["verdict", "reason", "findings", "samples", "last_ts", "since", "delivered_per_second",
                          "acked_per_second", "redelivered_per_second"]
@@ -652,7 +671,7 @@ NUMBERS = ("samples", "span_seconds", "pending_first", "pending_last", "pending_
            "redelivered_last", "nopin_seconds", "sample_pin_switches")
 # Features computed before onsets were (a frame from window_features.sql): unknown, so no onset rule fires.
 DEFAULTS = {"unacked_age_last": 0.0, "max_ack_pending": np.nan, "max_waiting": np.nan, "ack_wait_ns": np.nan,
-            "priority_timeout_ns": np.nan, **{c: 0.0 for c in COUNT_COLUMNS},
+            "priority_timeout_ns": np.nan, "time_to_loss_seconds": np.nan, **{c: 0.0 for c in COUNT_COLUMNS},
             **{c: np.nan for c in ONSET_FEATURES if c not in FLAGS}}
 
 

@@ -136,7 +136,7 @@ def live() -> None:
         cols[4].metric("Pin (id tail)", ui.pin_tail(pinned) if pinned else "nobody",
                        help=(f"pin id {ui.visible(pinned)} (names this pin, not a client), since "
                              f"{ui.since(row['pinned_ts'], now)}") if pinned else None)
-        lag = st.columns(3)
+        lag = st.columns(4)
         for col, (label, age, kind) in zip(lag, (
                 ("Oldest unacked", row["oldest_unacked_age_seconds"], row["oldest_unacked_age_kind"]),
                 ("Oldest undelivered", row["oldest_undelivered_age_seconds"], row["oldest_undelivered_age_kind"]))):
@@ -146,6 +146,11 @@ def live() -> None:
         if verdict is not None:
             lag[2].metric("Drain ETA", tables.eta_words(verdict) or "none",
                           help="backlog over the health window's net drain rate (acks minus arrivals), with its range")
+        loss = row.get("time_to_loss_seconds")
+        lag[3].metric("Time to loss", "none in sight" if loss is None or pd.isna(loss) else
+                      "losing now" if loss <= 0 else "~" + ui.duration(loss),
+                      help="when the stream's limits (max_age, max_msgs, max_bytes with discard old) remove messages "
+                           "this consumer has not processed, at the current arrival and acknowledgement rates")
         if row["paused"]:
             st.info(f"Paused until {ui.md(ui.since(row['pause_until'], now))}")
         result = operator.result_for(Target(account, stream, consumer), cluster)
