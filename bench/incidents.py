@@ -35,21 +35,22 @@ def main() -> None:
         try:
             db = str(Path(tmp) / "jetwatch.duckdb")
             outcome = asyncio.run(run_library(server.url, db, "bench", library(), look_alikes_for=args.minutes * 60))
-            cycles = rows(Store(db), "SELECT count(DISTINCT ts) FROM samples", [])[0][0]
+            cycles = rows(Store(db), "SELECT cycle FROM current_cycle", [])[0][0]
         finally:
             server.stop()
     table = judged(outcome)
-    print("\n| incident | expected | named | after | deadline | right |\n|---|---|---|---|---|---|")
-    for key, expected, final, taken, alarms, ok, _ in table:
-        if expected != "-":
-            s = outcome.scenarios[key]
-            after = "-" if taken is None else f"{taken:.1f} s"
-            print(f"| {s.name} | {expected} | {final} | {after} | {s.deadline:.0f} s | {'yes' if ok else 'NO'} |")
+    print("\n| incident | expected | named | after | deadline | right | later in the run |\n|---|---|---|---|---|---|---|")
+    for j in table:
+        if j.expected != "-":
+            s = outcome.scenarios[j.key]
+            after = "-" if j.taken is None else f"{j.taken:.1f} s"
+            print(f"| {s.name} | {j.expected} | {j.expected if j.taken is not None else '-'} | {after} | "
+                  f"{s.deadline:.0f} s | {'yes' if j.ok else 'NO'} | {' → '.join(j.later) or '-'} |")
     print(f"\n| look-alike ({args.minutes:g} minutes, {cycles} cycles at {INTERVAL:g} s) | false alarms | verdicts "
           "raised |\n|---|---|---|")
-    for key, expected, final, taken, alarms, ok, _ in table:
-        if expected == "-":
-            print(f"| {outcome.scenarios[key].name} | {len(alarms)} | {', '.join(sorted(set(alarms))) or '-'} |")
+    for j in table:
+        if j.expected == "-":
+            print(f"| {outcome.scenarios[j.key].name} | {len(j.alarms)} | {', '.join(sorted(set(j.alarms))) or '-'} |")
     print(f"\n({time.perf_counter() - began:.0f} s)")
 
 

@@ -232,7 +232,7 @@ class Outcome:
 
     scenarios: dict[str, Scenario]
     streams: dict[str, str]
-    changes: dict[str, list[str]]
+    changes: dict[str, list[tuple[float, str]]]  # (epoch seconds, verdict) per scenario
     final: dict[str, tuple[str, str]]  # stream -> (verdict, reason)
     etas: dict[str, str]
 
@@ -292,7 +292,7 @@ async def run_library(server_url: str, db_path: str, uid: str, scenarios: dict[s
     for key, s in scenarios.items():
         seen = rows(store, "SELECT epoch(ts), to_verdict FROM verdict_changes WHERE stream = ? ORDER BY ts",
                     [streams[key]])
-        changes[key] = [v for _, v in seen]
+        changes[key] = [(ts, v) for ts, v in seen]
         s.named = next((ts for ts, v in seen if v == s.verdict and ts >= s.started), None) if s.verdict else None
     final = {stream: (verdict, reason) for stream, verdict, reason in
              rows(store, "SELECT stream, verdict, reason FROM verdicts_current", [])}
@@ -304,19 +304,37 @@ async def _feed_one(nc: NATS, subject: str) -> None:
     await nc.request(subject, json.dumps({"first": True}).encode(), timeout=5)
 
 
-def judged(outcome: Outcome) -> list[tuple[str, str, str, float | None, list[str], bool, str]]:
-    """Per scenario: (key, expected, said at the end, seconds to name it, alarms raised, ok, reason)."""
+@dataclass
+class Judged:
+    """One scenario as the run saw it."""
+
+    key: str
+    expected: str  # "-" for a look-alike
+    final: str  # the verdict when the run ended
+    taken: float | None  # seconds from the incident's start to its verdict
+    alarms: list[str]  # every verdict raised but OK and COLLECTING
+    later: list[str]  # an incident's verdicts after its observation (a long run: the server moved the pin, ...)
+    ok: bool
+    reason: str
+
+
+def judged(outcome: Outcome) -> list[Judged]:
+    """Each scenario against its promise: an incident named right within its deadline and never
+    eased while observed (until its deadline and two cycles more); a look-alike raising nothing
+    for the whole run."""
     table = []
     for key, s in outcome.scenarios.items():
         seen = outcome.changes[key]
         verdict, reason = outcome.final.get(outcome.streams[key], ("-", ""))
-        if s.verdict:
-            taken = None if s.named is None else s.named - s.started
-            after = seen[seen.index(s.verdict):] if s.verdict in seen else []
-            ok = (taken is not None and taken <= s.deadline + SLACK and set(after) == {s.verdict}
-                  and verdict == s.verdict and s.says in reason)
-            table.append((key, s.verdict, verdict, taken, [v for v in seen if v not in QUIET], ok, reason))
-        else:
-            alarms = [v for v in seen if v not in QUIET]
-            table.append((key, "-", verdict, None, alarms, alarms == [], reason))
+        alarms = [v for _, v in seen if v not in QUIET]
+        if not s.verdict:
+            table.append(Judged(key, "-", verdict, None, alarms, [], alarms == [], reason))
+            continue
+        until = s.started + s.deadline + SLACK + 2 * INTERVAL
+        during = [v for ts, v in seen if ts <= until]
+        taken = None if s.named is None else s.named - s.started
+        held = during[during.index(s.verdict):] if s.verdict in during else []
+        said = verdict != s.verdict or s.says in reason
+        ok = taken is not None and taken <= s.deadline + SLACK and set(held) == {s.verdict} and said
+        table.append(Judged(key, s.verdict, verdict, taken, alarms, [v for ts, v in seen if ts > until], ok, reason))
     return table
