@@ -103,6 +103,83 @@ def _stamp_array(seconds: np.ndarray) -> pa.Array:
     return pa.array(micros(seconds), pa.timestamp("us", tz="UTC"), from_pandas=True)
 
 
+def _rules(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], at_row: np.ndarray,
+           pos: np.ndarray, counts: pd.DataFrame, thresholds: Thresholds) -> tuple[np.ndarray, ...]:
+    """health.rules over the window's features of the consumers with samples (`at_row`, at
+    positions `pos` among the `live` ones), their limits and event counts beside: verdict, reason,
+    findings, samples, onset and rates per live consumer (COLLECTING for one without samples)."""
+    n, m = len(state.keys), len(live)
+    for c in LIMITS:
+        columns[c] = state.state[c][at_row]
+    event = {c: np.zeros(n) for c in COUNT_COLUMNS}
+    if not counts.empty:
+        rows = np.fromiter((state.window.rows.get(k, -1) for k in zip(counts["account"], counts["stream"],
+                                                                        counts["consumer"])), np.int64, len(counts))
+        for c in COUNT_COLUMNS:
+            event[c][rows[rows >= 0]] = pd.to_numeric(counts[c], errors="coerce").fillna(0).to_numpy()[rows >= 0]
+    for c in COUNT_COLUMNS:
+        columns[c] = event[c][at_row]
+    verdicts = verdict_columns(columns, thresholds) if len(at_row) else None
+
+    verdict = np.full(m, "COLLECTING", dtype=object)
+    reason = np.full(m, NO_SAMPLES, dtype=object)
+    findings: Any = [NO_SAMPLES_FINDINGS] * m
+    samples = np.zeros(m)
+    onset = np.full(m, np.nan)
+    rates = {c: np.full(m, np.nan) for c in RATES}
+    if verdicts is not None:
+        verdict[pos] = verdicts["verdict"]
+        reason[pos] = verdicts["reason"]
+        onset[pos] = verdicts["since"]
+        if np.array_equal(pos, np.arange(m)):  # every live consumer has samples in the window
+            findings = verdicts["findings"]
+        else:
+            for p, f in zip(pos.tolist(), verdicts["findings"]):
+                findings[p] = f
+        samples[pos] = verdicts["samples"]
+        for c in RATES:
+            rates[c][pos] = verdicts[c]
+    return verdict, reason, findings, samples, onset, rates
+
+
+def _hold_last_known(state: LiveState, live: np.ndarray, verdict: np.ndarray, reason: np.ndarray,
+                     findings: list[Any], judged_at: np.ndarray) -> None:
+    """Hold the last known verdict of a consumer that is COLLECTING only for lack of fresh samples
+    (the collector was stopped longer than the health window, or a server did not answer): a
+    STALLED consumer never turns grey because the collector died with it. Its reason says when
+    it was last judged; a consumer never judged before stays COLLECTING."""
+    kept = state.kept_text["verdict"][live]
+    hold = (verdict == "COLLECTING") & pd.notna(kept) & (kept != "COLLECTING")
+    for i in np.flatnonzero(hold):
+        text = str(state.kept_text["reason"][live[i]])
+        if not text.startswith(LAST_KNOWN):
+            when = pd.Timestamp(state.kept_judged_at[live[i]] * 1e6, unit="us", tz="UTC")
+            text = (f"{LAST_KNOWN}{when:%Y-%m-%d %H:%M:%S} UTC (too few fresh samples to judge again, "
+                    f"the collector or the server was away): {text}")
+        verdict[i], reason[i], findings[i] = kept[i], text, state.kept_text["findings"][live[i]]
+        judged_at[i] = state.kept_judged_at[live[i]]
+
+
+def _eta(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], at_row: np.ndarray, pos: np.ndarray,
+         verdict: np.ndarray) -> dict[str, np.ndarray]:
+    """The drain ETA (health/eta.py) of every live consumer: the backlog now, its trend over the
+    window; none where nothing was acknowledged or nobody pulls."""
+    m = len(live)
+    slope, slope_se = np.full(m, np.nan), np.full(m, np.nan)
+    if len(at_row):
+        slope[pos], slope_se[pos] = columns["backlog_slope"], columns["backlog_slope_se"]
+    pending = np.nan_to_num(floats(state.state["num_pending"][live]))
+    in_flight = np.nan_to_num(floats(state.state["num_ack_pending"][live]))
+    idle, acked = np.zeros(m, dtype=bool), np.ones(m, dtype=bool)
+    if len(at_row):
+        idle[pos] = ~np.isnan(columns["idle_onset"]) | ~np.isnan(columns["pin_idle_onset"])
+        acked[pos] = acks_in_window(columns)
+    return drain_eta_columns({
+        "backlog": pending + in_flight, "backlog_slope": slope, "backlog_slope_se": slope_se,
+        "paused": state.state["paused"][live], "no_pullers": idle | np.isin(verdict, ("NO_PULLERS", "PIN_IDLE")),
+        "acked": acked, "is_pull": state.state["is_pull"][live]})
+
+
 def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd.DataFrame) -> JudgedCycle:
     """Judge every live consumer from the in-memory state and find what changed against the
     verdicts kept: pure, nothing is written and `state` is unchanged until `commit`."""
@@ -119,68 +196,14 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     pos = position[at_row]
 
     # The rules over the consumers with samples in the window, limits and event counts beside.
-    for c in LIMITS:
-        columns[c] = state.state[c][at_row]
-    event = {c: np.zeros(n) for c in COUNT_COLUMNS}
-    if not counts.empty:
-        rows = np.fromiter((state.window.rows.get(k, -1) for k in zip(counts["account"], counts["stream"],
-                                                                        counts["consumer"])), np.int64, len(counts))
-        for c in COUNT_COLUMNS:
-            event[c][rows[rows >= 0]] = pd.to_numeric(counts[c], errors="coerce").fillna(0).to_numpy()[rows >= 0]
-    for c in COUNT_COLUMNS:
-        columns[c] = event[c][at_row]
-    verdicts = verdict_columns(columns, thresholds) if len(at_row) else None
+    verdict, reason, findings, samples, onset, rates = _rules(state, live, columns, at_row, pos, counts, thresholds)
 
-    verdict = np.full(m, "COLLECTING", dtype=object)
-    reason = np.full(m, NO_SAMPLES, dtype=object)
-    findings: list[Any] = [NO_SAMPLES_FINDINGS] * m
-    samples = np.zeros(m)
-    onset = np.full(m, np.nan)
-    rates = {c: np.full(m, np.nan) for c in RATES}
-    if verdicts is not None:
-        verdict[pos] = verdicts["verdict"]
-        reason[pos] = verdicts["reason"]
-        onset[pos] = verdicts["since"]
-        if np.array_equal(pos, np.arange(m)):  # every live consumer has samples in the window
-            findings = verdicts["findings"]
-        else:
-            for p, f in zip(pos.tolist(), verdicts["findings"]):
-                findings[p] = f
-        samples[pos] = verdicts["samples"]
-        for c in RATES:
-            rates[c][pos] = verdicts[c]
+    eta = _eta(state, live, columns, at_row, pos, verdict)
 
-    # The drain ETA (health/eta.py): the backlog now, its trend over the window.
-    slope, slope_se = np.full(m, np.nan), np.full(m, np.nan)
-    if len(at_row):
-        slope[pos], slope_se[pos] = columns["backlog_slope"], columns["backlog_slope_se"]
-    pending = np.nan_to_num(floats(state.state["num_pending"][live]))
-    in_flight = np.nan_to_num(floats(state.state["num_ack_pending"][live]))
-    idle, acked = np.zeros(m, dtype=bool), np.ones(m, dtype=bool)
-    if len(at_row):
-        idle[pos] = ~np.isnan(columns["idle_onset"]) | ~np.isnan(columns["pin_idle_onset"])
-        acked[pos] = acks_in_window(columns)
-    eta = drain_eta_columns({
-        "backlog": pending + in_flight, "backlog_slope": slope, "backlog_slope_se": slope_se,
-        "paused": state.state["paused"][live], "no_pullers": idle | np.isin(verdict, ("NO_PULLERS", "PIN_IDLE")),
-        "acked": acked, "is_pull": state.state["is_pull"][live]})
-
-    # Hold the last known verdict of a consumer that is COLLECTING only for lack of fresh samples
-    # (the collector was stopped longer than the health window, or a server did not answer): a
-    # STALLED consumer never turns grey because the collector died with it. Its reason says when
-    # it was last judged; a consumer never judged before stays COLLECTING.
     kept = state.kept_text["verdict"][live]
     kept_findings = state.kept_text["findings"][live]
     judged_at = np.full(m, now_s)
-    hold = (verdict == "COLLECTING") & pd.notna(kept) & (kept != "COLLECTING")
-    for i in np.flatnonzero(hold):
-        text = str(state.kept_text["reason"][live[i]])
-        if not text.startswith(LAST_KNOWN):
-            when = pd.Timestamp(state.kept_judged_at[live[i]] * 1e6, unit="us", tz="UTC")
-            text = (f"{LAST_KNOWN}{when:%Y-%m-%d %H:%M:%S} UTC (too few fresh samples to judge again, "
-                    f"the collector or the server was away): {text}")
-        verdict[i], reason[i], findings[i] = kept[i], text, kept_findings[i]
-        judged_at[i] = state.kept_judged_at[live[i]]
+    _hold_last_known(state, live, verdict, reason, findings, judged_at)
     # No false comfort: the kept verdict stands until the calmer one has held for clear_after.
     held_back, calmer_since = easing.ease(verdict, kept, state.calmer_since[live], now_s, thresholds.clear_after)
     for i in np.flatnonzero(held_back):

@@ -148,10 +148,17 @@ def time_range(key: str, default: str = "1 hour") -> tuple[dt.datetime, dt.datet
     return until - RANGES[choice], until
 
 
+# How far a collector's offset from the server's clock may be off (it is measured over a request):
+# a time this little in the future is now.
+CLOCK_SLACK = 5.0
+
+
 def ago(ts: object, now: dt.datetime) -> str:
     if ts is None or pd.isna(ts):
         return "never"
     seconds = (pd.Timestamp(now) - pd.Timestamp(ts)).total_seconds()
+    if -CLOCK_SLACK < seconds < 0:  # a time moved onto the server's clock is only as exact as the offset measured
+        seconds = 0.0
     if seconds < 90:
         return f"{seconds:.0f}s ago"
     if seconds < 5400:
