@@ -4,6 +4,7 @@ cover. Every case runs the real command or the real store."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import shutil
 import subprocess
@@ -152,7 +153,8 @@ def test_a_reader_holding_the_file_past_the_writer_timeout_costs_the_collector_n
                 held_from = len(stamps)
                 await eventually(lambda: len(stamps) >= held_from + 3, timeout=60,
                                  message="three cycles sampled while the file is held")
-                assert collector.last_error and "locked" in collector.last_error[0]
+                await eventually(lambda: collector.last_error and "locked" in collector.last_error[0], timeout=30,
+                                 message="the collector's error says the store is locked")
             finally:
                 holder.stdin.close()
                 holder.wait(10)
@@ -678,3 +680,38 @@ def test_a_checkpoint_on_a_full_disk_says_the_disk_is_full(small_disk):
         pytest.fail("the disk never filled: the test proves nothing")
     with pytest.raises(StoreFull, match="is full"):
         store.checkpoint()
+
+
+def test_sampling_goes_on_at_its_interval_while_another_process_holds_the_file(nats_server, db_path, uid, run):
+    """A process holds the file read-only for 12 s, longer than the collector's lock timeout: the
+    cycles go on at their interval all the while (they wait in memory), so the samples stored
+    afterwards have no gap longer than about two intervals: no gap in the charts."""
+    stream = f"{uid}_STEADY"
+    interval, hold_s = 1.0, 12.0
+
+    async def main() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}steady.>"])
+        await make_consumer(api, stream, "c")
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=interval, lock_timeout=4.0)
+        async with collecting(settings) as collector:
+            holder = subprocess.Popen([sys.executable, "-c", HOLD, db_path], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE)
+            try:
+                assert holder.stdout.readline() == b"held\n"
+                await asyncio.sleep(hold_s)  # the hold itself is what is tested: it lasts this long
+            finally:
+                holder.stdin.close()
+                holder.wait(10)
+            done = collector.cycles
+            await eventually(lambda: collector.cycles >= done + 2 and len(collector.backlog) == 0, timeout=60,
+                             message="the cycles kept in memory written after the release")
+        await nc.close()
+
+    run(main())
+    stamps = sorted(r[0] for r in rows(Store(db_path), "SELECT DISTINCT ts FROM samples WHERE stream = ? ORDER BY ts",
+                                       [stream]))
+    gaps = [(b - a).total_seconds() for a, b in zip(stamps, stamps[1:])]
+    assert len(stamps) >= hold_s / interval, f"only {len(stamps)} cycles stored: {gaps}"
+    assert max(gaps) <= 2.5 * interval, f"a gap of {max(gaps):.1f}s in the samples (interval {interval}s): {gaps}"
