@@ -110,6 +110,7 @@ class Collector:
         self.alertmanager: AlertmanagerClient | None = None
         self._alerts_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-alerts")
         self._alert_post: asyncio.Future[None] | None = None
+        self._alert_failure: str | None = None  # why the latest post to Alertmanager failed, until one succeeds
         self._rendering: asyncio.Future[bytes] | None = None
         self._render = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-render")
         self.judged: JudgedCycle | None = None  # the latest cycle's verdicts
@@ -337,7 +338,7 @@ class Collector:
             except (JetStreamAPIError, NoReply):
                 self.capture_pending = None
             self.caught_up = self.capture_pending == 0
-        self._settle_error(batch.errors)
+        self._settle_error(batch.errors + ([self._alert_failure] if self._alert_failure else []))
         state_rejects = self.reject_budget.admit("consumer_state", now, batch.rejects)
         self.rejects_total += len(batch.rejects)
         cycle = PendingCycle(now, sorted(batch.accounts), batch.samples, batch.configs, state_rejects.rows,
@@ -459,14 +460,22 @@ class Collector:
         if not alerts:
             return
         if self._alert_post is not None and not self._alert_post.done():
-            log.warning("the previous post to Alertmanager is still under way; sending next cycle")
+            log.warning("the previous post to Alertmanager is still under way (it ends within %gs); sending "
+                        "next cycle", self.alertmanager.timeout_s)
             return
         self._alert_post = asyncio.get_running_loop().run_in_executor(self._alerts_pool, self.alertmanager.post, alerts)
         self._alert_post.add_done_callback(self._alert_posted)
 
     def _alert_posted(self, done: "asyncio.Future[None]") -> None:
-        if not done.cancelled() and done.exception() is not None:
-            self._error(f"alerting failed: {done.exception()}")
+        """A failed post is the collector's error until a post gets through: each cycle's status
+        says it (`_alert_failure` joins the cycle's errors), not only the cycle after it failed."""
+        if done.cancelled():
+            return
+        if done.exception() is not None:
+            self._alert_failure = f"alerting failed: {done.exception()}"
+            self._error(self._alert_failure)
+        else:
+            self._alert_failure = None
 
     async def _after_cycle(self, judged: JudgedCycle, seconds: float) -> None:
         """Hand the cycle's verdicts to the exporters (metrics, alerts), if any are on."""
@@ -745,6 +754,8 @@ class Collector:
                 await self.capture.close()
             self._writer.shutdown(wait=True)
             self._render.shutdown(wait=True)
-            self._alerts_pool.shutdown(wait=True)  # a post under way finishes (bounded by its timeout)
+            if self.alertmanager is not None:  # a post under way is cut: stopping never waits on Alertmanager
+                self.alertmanager.abort()
+            self._alerts_pool.shutdown(wait=True)
             if self.metrics is not None:
                 self.metrics.close()
