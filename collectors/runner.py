@@ -430,7 +430,7 @@ class Collector:
     def snapshot(self, judged: JudgedCycle) -> Snapshot:
         """The cycle as the exporters see it (copies: rendering runs on another thread)."""
         return Snapshot(at=judged.at, consumers=self.labelled(judged.consumers),
-                        pins=PinCounts(self.pin_counts.switches.copy(), self.pin_counts.unpins.copy()),
+                        pins=self.pin_counts.copy(),
                         cycle_buckets=list(self.durations.counts), cycle_sum=self.durations.total,
                         cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total,
                         capture_gaps=self.capture_gaps_total, last_capture_gap_at=self.last_capture_gap_at)
@@ -683,14 +683,16 @@ class Collector:
 
     async def retain_once(self) -> dict[str, int]:
         """One retention pass on the writer thread (never between a cycle's samples and its
-        verdicts), then CHECKPOINT to reclaim the space, then forget config hashes of consumers no
-        longer sampled (that map would otherwise grow with every consumer ever seen)."""
+        verdicts), then CHECKPOINT to reclaim the space, then forget config hashes and pin counters of
+        consumers no longer sampled (those maps would otherwise grow with every name ever seen)."""
         s = self.settings
         cutoffs = Cutoffs.at(self.clock(), s.raw_retention, s.event_retention)
         deleted = await self.write(lambda con: prune(con, cutoffs, self.name))
         await asyncio.get_running_loop().run_in_executor(self._writer, self.store.checkpoint)
         if self.cycles and hasattr(self.sampler, "known_hashes"):
             self.sampler.known_hashes = {k: v for k, v in self.sampler.known_hashes.items() if k in self.seen}
+        if self.cycles:  # pin counters of consumers no longer sampled (or never: forged advisories' names)
+            self.pin_counts.keep_only(self.seen)
         self.retained = deleted
         if any(deleted.values()):
             log.info("retention: deleted %s", ", ".join(f"{n.removeprefix('retention_')} {c}"
