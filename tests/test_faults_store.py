@@ -715,3 +715,24 @@ def test_sampling_goes_on_at_its_interval_while_another_process_holds_the_file(n
     gaps = [(b - a).total_seconds() for a, b in zip(stamps, stamps[1:])]
     assert len(stamps) >= hold_s / interval, f"only {len(stamps)} cycles stored: {gaps}"
     assert max(gaps) <= 2.5 * interval, f"a gap of {max(gaps):.1f}s in the samples (interval {interval}s): {gaps}"
+
+
+@pytest.mark.parametrize("command,status,said", [
+    (["status"], 1, "jetwatch: The store"),
+    (["check"], 3, "JETWATCH UNKNOWN - The store"),
+    (["collect", "--server", "nats://127.0.0.1:1"], 1, "jetwatch: The store"),
+], ids=["status", "check", "collect"])
+def test_a_store_cut_short_past_its_header_is_said_in_one_line_never_a_traceback(command, status, said, filled_db,
+                                                                                  tmp_path):
+    """A real store cut to a fifth of its size: it opens (its header is there), and the first read
+    of a missing block fails. `check` says UNKNOWN (exit 3), as the monitoring-plugin convention
+    wants for a check that cannot tell; the others say it in one line and exit 1."""
+    data = Path(filled_db).read_bytes()
+    cut = tmp_path / "cut.duckdb"
+    cut.write_bytes(data[:len(data) // 5 // 4096 * 4096])
+    done = _jetwatch([*command, "--db", str(cut)])
+    out = (done.stdout + done.stderr).strip()
+    assert done.returncode == status, done
+    assert "Traceback" not in out, out
+    assert said in out and "is not a readable DuckDB database: it is truncated or damaged" in out, out
+    assert len(done.stderr.strip().splitlines()) <= 1, done.stderr
