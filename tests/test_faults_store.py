@@ -55,6 +55,13 @@ def _jetwatch(argv: list[str], env: dict[str, str] | None = None, cwd: Path | No
     (["up", "--pipeline-every", "0"], {}, "flag --pipeline-every: 0s is out of range: allowed at least 1s"),
     (["collect"], {"JETWATCH_INTERVAL": "0"}, "environment variable JETWATCH_INTERVAL: 0s is out of range"),
     (["collect"], {"JETWATCH_REQUEST_TIMEOUT": "0"}, "JETWATCH_REQUEST_TIMEOUT: 0s is out of range: allowed from 100ms to 1h"),
+    (["collect", "--saturation-ratio", "nan"], {}, "flag --saturation-ratio: nan is not a number: allowed from 0.01 to 1"),
+    (["collect"], {"JETWATCH_REDELIVERY_SHARE": "inf"}, "JETWATCH_REDELIVERY_SHARE: inf is not a number: allowed from 0 to 1"),
+    (["collect", "--metrics-address", "127.0.0.1:70000"], {},
+     "flag --metrics-address: port 70000 is out of range: allowed from 0 to 65535 (HOST:PORT, such as 127.0.0.1:9464)"),
+    (["collect", "--metrics-address", "127.0.0.1:http"], {}, "flag --metrics-address: '127.0.0.1:http' is not HOST:PORT"),
+    (["dashboard", "--session-ttl", "0s"], {}, "flag --session-ttl: 0s is out of range: allowed from 1s to 30d"),
+    (["dashboard", "--session-ttl", "100000d"], {}, "flag --session-ttl: 100000d is out of range: allowed from 1s to 30d"),
 ])
 def test_a_setting_out_of_range_is_refused_at_startup_with_the_allowed_range(argv, env, message, tmp_path):
     done = _jetwatch([*argv, "--server", "nats://127.0.0.1:1", "--db", str(tmp_path / "j.duckdb")], env)
