@@ -124,6 +124,26 @@ def test_in_jsz_mode_a_cycle_with_no_report_still_writes_the_status_with_the_err
     run(scenario())
 
 
+def test_credentials_in_a_monitor_url_are_never_shown_in_the_log_or_the_status(nats_server, db_path, run, caplog):
+    """`--monitor-url http://user:pass@host:8222` (a monitoring port behind basic auth): the
+    error that names the URL, in the log and in `collector_status.last_error`, names it bare."""
+    from jetwatch.demo.server import free_port
+
+    store = Store(db_path)
+    port = free_port()  # nothing listens there
+
+    async def scenario() -> None:
+        settings = collector_settings(nats_server.url, db_path, ("NONE",), request_timeout=0.5,
+                                      monitor_url=(f"http://jw:s3cret-pw@127.0.0.1:{port}",))
+        async with running(settings) as (collector, _):
+            status = await eventually(lambda: store.exists() and rows(store, "SELECT last_error FROM collector_status"),
+                                      message="a status row for the failed cycles")
+            assert status == [(f"sampling failed: no JSZ report came back from http://127.0.0.1:{port}",)]
+
+    run(scenario())
+    assert "s3cret-pw" not in caplog.text and f"http://127.0.0.1:{port}" in caplog.text
+
+
 def _corrupt(entry: dict, **fields: object) -> dict:
     return {**entry, **fields}
 
