@@ -45,6 +45,13 @@ class MalformedAdvisory(ValueError):
 PIN_KINDS = {"PINNED": "consumer_group_pinned", "UNPINNED": "consumer_group_unpinned"}
 _OPTIONAL_STRINGS = ("account", "stream", "consumer", "domain", "group", "pinned_id", "reason", "action", "leader")
 _OPTIONAL_INTS = ("stream_seq", "consumer_seq", "deliveries")
+# What an advisory may store. The server's are a few hundred bytes and its names at most 255
+# characters; anything larger was written by someone else, and stored it would grow the store with
+# every copy. Past a bound the advisory is rejected whole (into `rejects`, raw cut to 4 KiB), never
+# cut and stored: a cut name would be another consumer's.
+MAX_ADVISORY_BYTES = 16 * 1024
+NAME_CHARS = 256  # account, stream, consumer, group, pinned_id, domain, leader, action
+FIELD_CHARS = {"reason": 1024}  # an unpin's or a termination's reason (a client may write the latter)
 
 
 def _fail(why: str) -> MalformedAdvisory:
@@ -74,6 +81,9 @@ def validate_advisory(subject: str, doc: Any) -> tuple[str, dt.datetime]:
     for key in _OPTIONAL_STRINGS:
         if doc.get(key) is not None and not isinstance(doc[key], str):
             raise _fail(f"{key} is {type(doc[key]).__name__} {doc[key]!r:.40}, expected a string")
+        limit = FIELD_CHARS.get(key, NAME_CHARS)
+        if isinstance(doc.get(key), str) and len(doc[key]) > limit:
+            raise _fail(f"{key} is {len(doc[key])} characters, more than the {limit} an advisory field may hold")
     for key in _OPTIONAL_INTS:
         value = doc.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
@@ -93,6 +103,8 @@ def validate_advisory(subject: str, doc: Any) -> tuple[str, dt.datetime]:
 def parse_advisory(subject: str, data: bytes, account: str, received_at: str) -> dict[str, Any]:
     """One advisory as a row; raises MalformedAdvisory, saying why, for anything that is not an
     advisory jetwatch can store exactly."""
+    if len(data) > MAX_ADVISORY_BYTES:
+        raise MalformedAdvisory(f"advisory of {len(data)} bytes, more than the {MAX_ADVISORY_BYTES} an advisory may be")
     try:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:

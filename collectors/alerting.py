@@ -14,19 +14,22 @@ that changed while the collector was down is resolved from the store's previous 
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import http.client
 import json
 import logging
+import socket
+import ssl
 import threading
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote_plus
+from urllib.parse import quote_plus, urlsplit
 
 import pandas as pd
 
 from jetwatch.core.clock import rfc3339
+from jetwatch.core.urls import split_userinfo
 
 log = logging.getLogger("jetwatch.alerts")
 
@@ -146,10 +149,18 @@ def resolved_from_changes(changes: pd.DataFrame, consumers: pd.DataFrame, now: d
 
 
 class AlertmanagerClient:
-    """Posts alerts to Alertmanager's /api/v2/alerts; remembers what fired to resolve it."""
+    """Posts alerts to Alertmanager's /api/v2/alerts; remembers what fired to resolve it.
+
+    A post has a total deadline (`timeout_s`), not only a socket timeout: an Alertmanager (or a
+    proxy in front of it) that trickles its answer a byte at a time keeps every read alive and
+    would hold a post, and every later one behind it, for ever. At the deadline, or when the
+    collector stops (`abort`), the socket is shut down under the blocked read."""
 
     def __init__(self, url: str, after_s: float, dashboard_url: str, interval_s: float, timeout_s: float = 5.0):
-        self.url = url.rstrip("/") + "/api/v2/alerts"
+        bare, user, password = split_userinfo(url)
+        self.url = bare.rstrip("/") + "/api/v2/alerts"  # as said in errors and logs: no credentials
+        self._auth = None if user is None else "Basic " + base64.b64encode(
+            f"{user}:{password or ''}".encode()).decode()
         self.after_s = after_s
         self.dashboard_url = dashboard_url
         self.resend_s = max(4 * interval_s, 60.0)  # Alertmanager keeps an alert this long unheard
@@ -158,6 +169,8 @@ class AlertmanagerClient:
         self.unsent_resolved: dict[tuple, dict[str, Any]] = {}
         self.posts = 0
         self._lock = threading.Lock()  # post() runs on a worker thread, alerts_for() on the loop
+        self._open: http.client.HTTPConnection | None = None  # the post under way, to cut
+        self._aborted = False
 
     def alerts_for(self, consumers: pd.DataFrame, changes: pd.DataFrame, now: dt.datetime) -> list[dict[str, Any]]:
         """This cycle's post: every firing alert, and every alert resolved since the last post."""
@@ -173,22 +186,74 @@ class AlertmanagerClient:
             self.firing = now_firing
             return list(now_firing.values()) + list(self.unsent_resolved.values())
 
+    def _connection(self) -> tuple[http.client.HTTPConnection, str]:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise OSError(f"--alertmanager {self.url.removesuffix('/api/v2/alerts')!r} is not an http:// or "
+                          "https:// URL: alerts are not sent")
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        if parts.scheme == "https":
+            return http.client.HTTPSConnection(parts.hostname, parts.port, timeout=self.timeout_s,
+                                               context=ssl.create_default_context()), path
+        return http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout_s), path
+
+    def _cut(self, conn: http.client.HTTPConnection) -> None:
+        """Wake a read blocked on this post's socket (another thread's call): it fails at once."""
+        sock = conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def abort(self) -> None:
+        """The collector is stopping: cut the post under way, and send none after it."""
+        with self._lock:
+            self._aborted = True
+            conn = self._open
+        if conn is not None:
+            self._cut(conn)
+
     def post(self, alerts: list[dict[str, Any]]) -> None:
-        """One POST (blocking: run it off the event loop). Resolved alerts are forgotten only once
-        Alertmanager took them."""
+        """One POST (blocking: run it off the event loop), over within `timeout_s` whatever the
+        other end does. Resolved alerts are forgotten only once Alertmanager took them."""
         if not alerts:
             return
-        request = urllib.request.Request(self.url, data=json.dumps(alerts).encode(), method="POST",
-                                         headers={"Content-Type": "application/json"})
+        conn, path = self._connection()
+        late = threading.Event()
+
+        def deadline() -> None:
+            late.set()
+            self._cut(conn)
+
+        timer = threading.Timer(self.timeout_s, deadline)
+        with self._lock:
+            if self._aborted:
+                return
+            self._open = conn
+        timer.start()
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as reply:
-                reply.read()
-        except urllib.error.HTTPError as exc:
-            raise OSError(f"Alertmanager at {self.url} refused the alerts: HTTP {exc.code} "
-                          f"{exc.read()[:300].decode(errors='replace')}") from None
-        except (urllib.error.URLError, TimeoutError) as exc:
-            raise OSError(f"cannot reach Alertmanager at {self.url} ({getattr(exc, 'reason', exc)}): "
-                          "alerts are re-sent next cycle") from None
+            headers = {"Content-Type": "application/json", **({"Authorization": self._auth} if self._auth else {})}
+            conn.request("POST", path, body=json.dumps(alerts).encode(), headers=headers)
+            reply = conn.getresponse()
+            body = reply.read()
+            status = reply.status
+        except (OSError, http.client.HTTPException) as exc:
+            if late.is_set():
+                raise OSError(f"Alertmanager at {self.url} did not answer within {self.timeout_s:g}s (it accepted "
+                              "the connection but its reply never completed): alerts are re-sent next cycle; "
+                              "check that Alertmanager (or a proxy in front of it) is healthy") from None
+            if self._aborted:
+                raise OSError(f"the post to Alertmanager at {self.url} was cut: the collector is stopping") from None
+            raise OSError(f"cannot reach Alertmanager at {self.url} ({exc}): alerts are re-sent next cycle") from None
+        finally:
+            timer.cancel()
+            with self._lock:
+                self._open = None
+            conn.close()
+        if status >= 300:
+            raise OSError(f"Alertmanager at {self.url} refused the alerts: HTTP {status} "
+                          f"{body[:300].decode(errors='replace')}")
         resolved_sent = {tuple(sorted(a["labels"].items())): a["endsAt"] for a in alerts}
         with self._lock:
             self.posts += 1

@@ -26,6 +26,11 @@ class PendingCycle:
     dropped_rejects: dict[str, Any] | None = None  # the minute's count over the reject budget
     kept: list[tuple[str, ...]] = field(default_factory=list)  # streams/consumers keeping their last state
     arrow: dict[str, Any] | None = None  # the samples as read into Arrow (SampleBatch.arrow)
+    # What the store is told with this cycle when it is the newest one written (collectors/runner.py):
+    status: dict[str, Any] | None = None  # the collector's status as of this cycle
+    server_now: dt.datetime | None = None  # this cycle's time on the server's clock (judging, pins)
+    caught_up: bool = False  # advisory capture had caught up at this cycle (pin inference may run)
+    began: float = 0.0  # monotonic time the cycle began (its duration, once written)
 
     @property
     def size(self) -> int:
@@ -56,6 +61,10 @@ class WriteBacklog:
             old = self._cycles.popleft()
             self.dropped_cycles += 1
             self.dropped_samples += old.size
+        return list(self._cycles)
+
+    def pending(self) -> list[PendingCycle]:
+        """The cycles waiting, oldest first, to write in one transaction."""
         return list(self._cycles)
 
     def written(self, cycles: list[PendingCycle]) -> None:

@@ -8,6 +8,7 @@ and pin state, so each consumer is taken from the server that leads it.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 import urllib.request
@@ -22,6 +23,7 @@ from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scop
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.list_pages import Listing, RawFingerprints, read_listings
 from jetwatch.core.jsapi import NoReply
+from jetwatch.core.urls import split_userinfo
 
 JSZ_QUERY = "/jsz?accounts=true&streams=true&consumers=true&config=true"
 PING_JSZ = "$SYS.REQ.SERVER.PING.JSZ"
@@ -83,9 +85,16 @@ class JszSource(Protocol):
     async def reports(self) -> list[ServerReport]: ...
 
 
-def _get(url: str, timeout: float) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (operator-given URL)
+def _get(url: str, timeout: float, auth: str | None = None) -> bytes:
+    request = urllib.request.Request(url, headers={"Authorization": auth} if auth else {})
+    with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 (operator-given URL)
         return resp.read()
+
+
+def _basic_auth(user: str | None, password: str | None) -> str | None:
+    if user is None:
+        return None
+    return "Basic " + base64.b64encode(f"{user}:{password or ''}".encode()).decode()
 
 
 class HttpJsz:
@@ -96,14 +105,18 @@ class HttpJsz:
     behind a URL changes: a restarted or replaced server)."""
 
     def __init__(self, urls: tuple[str, ...], timeout: float = 5.0):
-        self.urls = tuple(u.rstrip("/") for u in urls)
+        # `http://user:pass@host:8222` (a monitoring port behind basic auth): the credentials go in
+        # a header; the URL kept, and said in every error, log line and status, is the bare one.
+        split = [split_userinfo(u) for u in urls]
+        self.urls = tuple(bare.rstrip("/") for bare, _, _ in split)
+        self._auth = {bare.rstrip("/"): _basic_auth(user, password) for bare, user, password in split}
         self.timeout = timeout
         self.where = ", ".join(self.urls)
         self.names: dict[str, tuple[str, str]] = {}  # url -> (server id, server name)
 
     async def _fetch(self, url: str) -> ServerReport | None:
         try:
-            raw = await asyncio.to_thread(_get, url + JSZ_QUERY, self.timeout)
+            raw = await asyncio.to_thread(_get, url + JSZ_QUERY, self.timeout, self._auth.get(url))
             raw.decode()  # not UTF-8: left out, as json.loads left it out (msgspec does not check what it skips)
             report = ServerReport("?", raw=raw)
             try:
@@ -114,7 +127,7 @@ class HttpJsz:
             server_id = str(head.server_id or "?")
             known = self.names.get(url)
             if known is None or known[0] != server_id:
-                varz = json.loads(await asyncio.to_thread(_get, url + "/varz", self.timeout))
+                varz = json.loads(await asyncio.to_thread(_get, url + "/varz", self.timeout, self._auth.get(url)))
                 self.names[url] = known = (server_id, str(varz.get("server_name") or server_id))
         except (OSError, ValueError):
             return None

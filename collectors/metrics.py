@@ -73,10 +73,10 @@ METRICS: tuple[MetricDef, ...] = (
     _c("jetwatch_consumer_pin_age_seconds", "gauge", "How long the current pin has been held."),
     _c("jetwatch_consumer_pin", "info", "The pin holder's id.", "pinned_id"),
     _c("jetwatch_consumer_pin_switches", "counter", "Pins captured by this collector since it started."),
-    _c("jetwatch_consumer_unpins", "counter", "Unpins captured by this collector since it started, by reason.", "reason"),
+    _c("jetwatch_consumer_unpins", "counter", "Unpins captured by this collector since it started, by reason (`admin`, `timeout`, or `other` for any other).", "reason"),
     MetricDef("jetwatch_consumers", "gauge", "Consumers in the live state per verdict (always exported).", ("verdict",)),
     MetricDef("jetwatch_pin_switches", "counter", "Pins captured by this collector since it started, all consumers."),
-    MetricDef("jetwatch_unpins", "counter", "Unpins captured by this collector since it started, all consumers, by reason.", ("reason",)),
+    MetricDef("jetwatch_unpins", "counter", "Unpins captured by this collector since it started, all consumers, by reason (`admin`, `timeout`, or `other` for any other).", ("reason",)),
     MetricDef("jetwatch_collector_cycle_duration_seconds", "histogram", "Time a sampling cycle took, sampling to verdicts kept.", (), "collector"),
     MetricDef("jetwatch_collector_cycles", "counter", "Sampling cycles completed since start.", (), "collector"),
     MetricDef("jetwatch_collector_last_cycle_timestamp_seconds", "gauge", "When the last successful cycle ended (Unix time).", (), "collector"),
@@ -108,20 +108,45 @@ def parse_address(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", number
 
 
+# The reasons the server gives an unpin. The reason label takes these or "other": advisories come
+# from whoever may publish on their subjects, and each new label value would be a series for ever.
+UNPIN_REASONS = ("admin", "timeout")
+
+
+def unpin_reason(reason: Any) -> str:
+    """The `reason` label of an unpin: a known reason, else "other"."""
+    return reason if reason in UNPIN_REASONS else "other"
+
+
 @dataclass
 class PinCounts:
-    """Pins and unpins seen in the captured advisories, per consumer (counters since start)."""
+    """Pins and unpins seen in the captured advisories: per consumer, and for the whole fleet
+    (counters since start). The fleet totals are kept apart so that forgetting consumers no longer
+    sampled (`keep_only`: forged names would otherwise grow the map for ever) never lowers them."""
 
     switches: Counter = field(default_factory=Counter)
     unpins: Counter = field(default_factory=Counter)
+    fleet_switches: int = 0
+    fleet_unpins: Counter = field(default_factory=Counter)  # by reason
 
     def add(self, rows: list[dict[str, Any]]) -> None:
         for r in rows:
             key = (r.get("account") or "", r.get("stream") or "", r.get("consumer") or "", r.get("group_name") or "")
             if r["kind"] == "consumer_group_pinned":
                 self.switches[key] += 1
+                self.fleet_switches += 1
             elif r["kind"] == "consumer_group_unpinned":
-                self.unpins[(*key, r.get("reason") or "unknown")] += 1
+                reason = unpin_reason(r.get("reason"))
+                self.unpins[(*key, reason)] += 1
+                self.fleet_unpins[reason] += 1
+
+    def keep_only(self, consumers: set[tuple[str, str, str]]) -> None:
+        """Forget the per-consumer counts of consumers not in `consumers` (account, stream, consumer)."""
+        self.switches = Counter({k: n for k, n in self.switches.items() if k[:3] in consumers})
+        self.unpins = Counter({k: n for k, n in self.unpins.items() if k[:3] in consumers})
+
+    def copy(self) -> "PinCounts":
+        return PinCounts(self.switches.copy(), self.unpins.copy(), self.fleet_switches, self.fleet_unpins.copy())
 
 
 @dataclass
@@ -261,12 +286,9 @@ class CycleCollector(Collector):
         for v in VERDICT_NAMES:
             fam.add_metric([v], float(counts.get(v, 0)))
         yield fam
-        yield self._family("jetwatch_pin_switches", value=sum(snap.pins.switches.values()))
+        yield self._family("jetwatch_pin_switches", value=snap.pins.fleet_switches)
         unpins = self._family("jetwatch_unpins")
-        by_reason: Counter = Counter()
-        for key, n in snap.pins.unpins.items():
-            by_reason[key[4]] += n
-        for reason, n in sorted(by_reason.items()):
+        for reason, n in sorted(snap.pins.fleet_unpins.items()):
             unpins.add_metric([reason], n)
         yield unpins
 

@@ -3,6 +3,8 @@
 Two loops share one NATS connection and one writer thread: the sampling loop (every
 `interval`) and the advisory loop (flushes within about half a second). Store writes go through a
 single-thread executor, so the async loops never block on DuckDB and never write concurrently.
+The sampling loop does not wait for its writes either: a cycle goes into the write backlog and a
+task of its own writes what waits there, so a file held by another process never delays a sample.
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ class Collector:
         self.alertmanager: AlertmanagerClient | None = None
         self._alerts_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-alerts")
         self._alert_post: asyncio.Future[None] | None = None
+        self._alert_failure: str | None = None  # why the latest post to Alertmanager failed, until one succeeds
         self._rendering: asyncio.Future[bytes] | None = None
         self._render = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-render")
         self.judged: JudgedCycle | None = None  # the latest cycle's verdicts
@@ -121,6 +124,7 @@ class Collector:
         self._seal_at = 0.0  # monotonic time of the next sealing pass
         self.fatal: StoreTooNew | None = None  # why the run stopped itself
         self._stop: asyncio.Event | None = None
+        self._writing = asyncio.Lock()  # one write of cycles at a time (write_queued)
 
     async def write(self, fn: Callable[[Any], T]) -> T:
         """fn in one transaction on the writer thread."""
@@ -317,33 +321,51 @@ class Collector:
 
     async def store_cycle(self, batch: SampleBatch, began: float | None = None) -> int:
         """Store one cycle's batch (samples, configs, rejects, inferred pins, status), then judge it."""
+        await self.queue_cycle(batch, began)
+        await self.write_queued()
+        return batch.consumers
+
+    async def queue_cycle(self, batch: SampleBatch, began: float | None = None) -> PendingCycle:
+        """A sampled cycle into the write backlog, with what the store is told about it; nothing
+        is written here, so a store held by another process never holds up sampling."""
         began = time.monotonic() if began is None else began
         now = self.clock()
         if batch.server_now is not None:
             self.clock_offset = (batch.server_now - now).total_seconds()
-        server_now = self.server_now(now)
         if self.capture is not None:
             try:
                 self.capture_pending = await self.capture.backlog()
             except (JetStreamAPIError, NoReply):
                 self.capture_pending = None
             self.caught_up = self.capture_pending == 0
-        accounts = sorted(batch.accounts)
-        caught_up = self.caught_up
-        self._settle_error(batch.errors)
-        status = self._status(now, time.monotonic() - began, batch.streams, batch.consumers)
-        thresholds = self.thresholds
+        self._settle_error(batch.errors + ([self._alert_failure] if self._alert_failure else []))
         state_rejects = self.reject_budget.admit("consumer_state", now, batch.rejects)
-
+        self.rejects_total += len(batch.rejects)
+        cycle = PendingCycle(now, sorted(batch.accounts), batch.samples, batch.configs, state_rejects.rows,
+                             state_rejects.dropped, batch.failed_streams + batch.rejected_consumers + batch.unanswered,
+                             batch.arrow, status=self._status(now, time.monotonic() - began, batch.streams, batch.consumers),
+                             server_now=self.server_now(now), caught_up=self.caught_up, began=began)
         # Behind any cycles the store could not take yet: written together, oldest first.
         dropped = self.backlog.dropped_cycles
-        pending = self.backlog.add(PendingCycle(now, accounts, batch.samples, batch.configs, state_rejects.rows,
-                                                 state_rejects.dropped, batch.failed_streams + batch.rejected_consumers + batch.unanswered,
-                                                 batch.arrow))
+        self.backlog.add(cycle)
         if self.backlog.dropped_cycles > dropped:
             self._error(f"the store stayed unwritable past --write-backlog {self.settings.write_backlog} samples: "
                         f"{self.backlog.dropped_cycles} oldest cycle(s), {self.backlog.dropped_samples} samples, given up")
+        return cycle
 
+    async def write_queued(self) -> None:
+        """Write every cycle waiting in the backlog, oldest first, in one transaction with the newest
+        one's status, and judge them there. One write at a time (`_writing`): cycles sampled while a
+        write waits for the file join the next one."""
+        async with self._writing:
+            pending = self.backlog.pending()
+            if pending:
+                await self._write_cycles(pending)
+
+    async def _write_cycles(self, pending: list[PendingCycle]) -> None:
+        newest = pending[-1]
+        status, server_now, caught_up = newest.status, newest.server_now, newest.caught_up
+        thresholds = self.thresholds
         window = self.window
         touched = []  # the state took this cycle's samples: a rollback leaves it ahead of the store
 
@@ -380,7 +402,8 @@ class Collector:
             if touched:  # it holds samples the rollback took back: seeded again with the next cycle
                 self.window = None
             raise StoreError(f"{exc} The cycle is kept: {len(self.backlog)} cycle(s), {self.backlog.samples} "
-                             "samples wait in memory and are written with the next cycle that gets the file.") from None
+                             "samples wait in memory and are written with the next write that gets the file; "
+                             "sampling goes on meanwhile.") from None
         except BaseException:
             if touched:
                 self.window = None
@@ -393,12 +416,10 @@ class Collector:
             raise judged
         judged.commit()
         self.judged = judged
-        self.seen = set(zip(batch.samples["account"], batch.samples["stream"], batch.samples["consumer"]))
-        self.rejects_total += len(batch.rejects)
-        self.cycles += 1
-        self.durations.observe(time.monotonic() - began)
-        await self._after_cycle(self.judged, time.monotonic() - began)
-        return batch.consumers
+        self.seen = set(zip(newest.samples["account"], newest.samples["stream"], newest.samples["consumer"]))
+        self.cycles += len(pending)
+        self.durations.observe(time.monotonic() - newest.began)
+        await self._after_cycle(self.judged, time.monotonic() - newest.began)
 
     def labelled(self, consumers: pd.DataFrame) -> pd.DataFrame:
         """The consumers as they leave the collector (/metrics, alerts): `cluster` is this
@@ -409,7 +430,7 @@ class Collector:
     def snapshot(self, judged: JudgedCycle) -> Snapshot:
         """The cycle as the exporters see it (copies: rendering runs on another thread)."""
         return Snapshot(at=judged.at, consumers=self.labelled(judged.consumers),
-                        pins=PinCounts(self.pin_counts.switches.copy(), self.pin_counts.unpins.copy()),
+                        pins=self.pin_counts.copy(),
                         cycle_buckets=list(self.durations.counts), cycle_sum=self.durations.total,
                         cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total,
                         capture_gaps=self.capture_gaps_total, last_capture_gap_at=self.last_capture_gap_at)
@@ -439,14 +460,22 @@ class Collector:
         if not alerts:
             return
         if self._alert_post is not None and not self._alert_post.done():
-            log.warning("the previous post to Alertmanager is still under way; sending next cycle")
+            log.warning("the previous post to Alertmanager is still under way (it ends within %gs); sending "
+                        "next cycle", self.alertmanager.timeout_s)
             return
         self._alert_post = asyncio.get_running_loop().run_in_executor(self._alerts_pool, self.alertmanager.post, alerts)
         self._alert_post.add_done_callback(self._alert_posted)
 
     def _alert_posted(self, done: "asyncio.Future[None]") -> None:
-        if not done.cancelled() and done.exception() is not None:
-            self._error(f"alerting failed: {done.exception()}")
+        """A failed post is the collector's error until a post gets through: each cycle's status
+        says it (`_alert_failure` joins the cycle's errors), not only the cycle after it failed."""
+        if done.cancelled():
+            return
+        if done.exception() is not None:
+            self._alert_failure = f"alerting failed: {done.exception()}"
+            self._error(self._alert_failure)
+        else:
+            self._alert_failure = None
 
     async def _after_cycle(self, judged: JudgedCycle, seconds: float) -> None:
         """Hand the cycle's verdicts to the exporters (metrics, alerts), if any are on."""
@@ -563,27 +592,65 @@ class Collector:
             row["consumer"] is None or f.consumer_ok(row["consumer"]))
 
     async def _sample_loop(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            began = time.monotonic()
-            stored = True
-            try:
-                await self.sample_once()
-            except (NoReply, JetStreamAPIError, StoreError, OSError) as exc:
-                stored = not isinstance(exc, StoreError)
-                self._error(f"sampling failed: {exc}")
+        """A cycle every `interval`, whatever the store does: a cycle goes into the write backlog and
+        is written by a task of its own (`_store_task`), so a file held by another process (a long
+        read, a duckdb shell) delays the writes, never the sampling; the cycles sampled meanwhile
+        are written together once it lets go."""
+        storing: asyncio.Task[None] | None = None
+        try:
+            while not stop.is_set():
+                began = time.monotonic()
+                sampled = True
+                try:
+                    batch = await self.sampler.collect()
+                    await self.fill_lag(batch)
+                    await self.queue_cycle(batch, began)
+                except (NoReply, JetStreamAPIError, OSError) as exc:
+                    sampled = False
+                    self._error(f"sampling failed: {exc}")
+                except Exception as exc:  # keep collecting whatever one cycle trips over
+                    sampled = False
+                    log.exception("sampling cycle failed")
+                    self._error(f"sampling failed: {type(exc).__name__}: {exc}")
+                if storing is None or storing.done():
+                    storing = asyncio.create_task(self._store_task(sampled, began + self.settings.interval, stop))
+                elif sampled:
+                    log.info("the store is still taking an earlier write: this cycle waits in memory "
+                             "(%d cycle(s) waiting)", len(self.backlog))
+                self.gc.between_cycles()
+                wait = max(0.0, self.settings.interval - (time.monotonic() - began))
+                try:
+                    await asyncio.wait_for(stop.wait(), wait)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            if storing is not None:  # the write under way ends (bounded by --lock-timeout) before shutdown
+                await storing
+        if self.backlog.pending() and self.fatal is None:  # the last cycles, once more before stopping
+            await self._store_task(True, time.monotonic(), stop)
+
+    async def _store_task(self, sampled: bool, next_cycle: float, stop: asyncio.Event) -> None:
+        """Write what waits in the backlog (or, after a cycle that sampled nothing, the status that
+        says so), then seal if a pass is due. Failures are said in the collector's error; the
+        cycles stay in the backlog for the next write."""
+        stored = True
+        try:
+            if sampled:
+                await self.write_queued()
+            else:
                 await self._report_failed_cycle()
-            except Exception as exc:  # keep collecting whatever one cycle trips over
-                log.exception("sampling cycle failed")
-                self._error(f"sampling failed: {type(exc).__name__}: {exc}")
-                await self._report_failed_cycle()
-            if stored:  # a store that just refused a cycle is not asked for a sealing pass too
-                await self._seal_between_cycles(began + self.settings.interval, stop)
-            self.gc.between_cycles()
-            wait = max(0.0, self.settings.interval - (time.monotonic() - began))
-            try:
-                await asyncio.wait_for(stop.wait(), wait)
-            except asyncio.TimeoutError:
-                pass
+        except StoreTooNew:
+            return  # the run stops (`_on_writer`): nothing of this collector's is written any more
+        except StoreError as exc:
+            stored = False
+            self._error(f"sampling failed: {exc}")
+            await self._report_failed_cycle()
+        except Exception as exc:  # noqa: BLE001 - a cycle's own fault never stops the collector
+            log.exception("storing the cycle failed")
+            self._error(f"sampling failed: {type(exc).__name__}: {exc}")
+            await self._report_failed_cycle()
+        if stored and not stop.is_set():  # a store that just refused a write is not asked for a sealing pass too
+            await self._seal_between_cycles(next_cycle, stop)
 
     async def seal_once(self) -> Sealed:
         """One sealing pass on the writer thread, between cycles (store/sealing.py): a span at most,
@@ -616,14 +683,16 @@ class Collector:
 
     async def retain_once(self) -> dict[str, int]:
         """One retention pass on the writer thread (never between a cycle's samples and its
-        verdicts), then CHECKPOINT to reclaim the space, then forget config hashes of consumers no
-        longer sampled (that map would otherwise grow with every consumer ever seen)."""
+        verdicts), then CHECKPOINT to reclaim the space, then forget config hashes and pin counters of
+        consumers no longer sampled (those maps would otherwise grow with every name ever seen)."""
         s = self.settings
         cutoffs = Cutoffs.at(self.clock(), s.raw_retention, s.event_retention)
         deleted = await self.write(lambda con: prune(con, cutoffs, self.name))
         await asyncio.get_running_loop().run_in_executor(self._writer, self.store.checkpoint)
         if self.cycles and hasattr(self.sampler, "known_hashes"):
             self.sampler.known_hashes = {k: v for k, v in self.sampler.known_hashes.items() if k in self.seen}
+        if self.cycles:  # pin counters of consumers no longer sampled (or never: forged advisories' names)
+            self.pin_counts.keep_only(self.seen)
         self.retained = deleted
         if any(deleted.values()):
             log.info("retention: deleted %s", ", ".join(f"{n.removeprefix('retention_')} {c}"
@@ -687,6 +756,8 @@ class Collector:
                 await self.capture.close()
             self._writer.shutdown(wait=True)
             self._render.shutdown(wait=True)
-            self._alerts_pool.shutdown(wait=True)  # a post under way finishes (bounded by its timeout)
+            if self.alertmanager is not None:  # a post under way is cut: stopping never waits on Alertmanager
+                self.alertmanager.abort()
+            self._alerts_pool.shutdown(wait=True)
             if self.metrics is not None:
                 self.metrics.close()

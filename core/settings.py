@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import datetime as dt
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -121,6 +122,21 @@ def parse_server_map(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
     return tuple(out)
 
 
+def parse_host_port(text: str) -> str:
+    """`HOST:PORT`, `:PORT` or `PORT` (the host then 127.0.0.1), the port from 0 (any free one) to
+    65535: checked here, so a wrong one is said at start rather than when the socket is made."""
+    value = str(text).strip()
+    if not value:
+        return value
+    port = value.rpartition(":")[2]
+    if not port.isdigit():
+        raise SettingsError(f"'{text}' is not HOST:PORT (for example 127.0.0.1:9464)")
+    if int(port) > 65535:
+        raise SettingsError(f"port {int(port)} is out of range: allowed from 0 to 65535 (HOST:PORT, such as "
+                            "127.0.0.1:9464)")
+    return value
+
+
 def parse_list(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     if isinstance(text, (list, tuple)):
         return tuple(text)
@@ -211,7 +227,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("lagging_age", 600.0, "A consumer whose oldest unacknowledged message is older than this is at least LAGGING, whatever its trend.", parse_duration, "health", minimum=1.0, maximum=30 * 86400.0),
     Setting("stale_after", 30.0, "Data older than this is marked stale on screen.", parse_duration, "dashboard", minimum=0.0),
     # exporters: /metrics and Alertmanager, fed by the collector's verdicts each cycle
-    Setting("metrics_address", None, "Serve Prometheus metrics at HOST:PORT/metrics (PORT alone: 127.0.0.1:PORT). Off when empty.", str, "exporters"),
+    Setting("metrics_address", None, "Serve Prometheus metrics at HOST:PORT/metrics (PORT alone: 127.0.0.1:PORT). Off when empty.", parse_host_port, "exporters"),
     Setting("metrics_cardinality", "non_ok", "Per-consumer series for `non_ok` consumers only, or for `all`; fleet totals are always exported.", parse_cardinality, "exporters"),
     Setting("alertmanager", None, "Alertmanager URL: post firing and resolved alerts to its /api/v2/alerts each cycle. Off when empty.", str, "exporters"),
     Setting("alert_after", 0.0, "How long a consumer stays non-OK before its alert fires, beyond its verdict's own duration (the rules' `for`: none by default, as each verdict already holds for its rule's duration).", parse_duration, "exporters", minimum=0.0),
@@ -225,7 +241,7 @@ SETTINGS: tuple[Setting, ...] = (
     # dashboard security (issue 11b): operators, sessions, hosts
     Setting("operators_file", None, "File of operator identities (name and salted scrypt hash a line; `jetwatch operator add NAME` writes it). Without it (or --trusted-user-header) the dashboard is read-only.", str, "dashboard"),
     Setting("trusted_user_header", None, "HTTP header a trusted reverse proxy (oauth2-proxy style) sets to the signed-in operator's name. Only behind a proxy that strips it from clients.", str, "dashboard"),
-    Setting("session_ttl", 8 * 3600.0, "How long an operator stays signed in (across reloads and new tabs) before signing in again.", parse_duration, "dashboard"),
+    Setting("session_ttl", 8 * 3600.0, "How long an operator stays signed in (across reloads and new tabs) before signing in again.", parse_duration, "dashboard", minimum=1.0, maximum=30 * 86400.0),
     Setting("allowed_hosts", (), "Host names users type to reach the dashboard, besides its listen address (comma separated); other Host or Origin headers are refused.", parse_list, "dashboard"),
     # pipeline and `up`
     Setting("data_dir", "jetwatch-data", "Directory for the embedded server, Parquet exports and pipeline output.", str, "pipeline"),
@@ -311,6 +327,8 @@ def check_range(setting: Setting, value: Any) -> None:
     """Refuse a value outside the setting's declared range, saying the range."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return
+    if not math.isfinite(value):  # `float` reads "nan" and "inf", and NaN passes every comparison
+        raise SettingsError(f"{value} is not a number: allowed {allowed_range(setting)}")
     if (setting.minimum is not None and value < setting.minimum) or (
             setting.maximum is not None and value > setting.maximum):
         raise SettingsError(f"{_in_units(setting, value)} is out of range: allowed {allowed_range(setting)}")

@@ -21,8 +21,11 @@ REASON_SYMBOL = {"timeout": "x", "admin": "diamond", "inferred": "circle-open", 
 
 
 def esc(value: object) -> str:
-    """Literal text for a plotly label or hover: HTML-escaped, bidi controls shown visibly."""
-    return html.escape(visible("" if value is None or (isinstance(value, float) and pd.isna(value)) else value))
+    """Literal text for a plotly label or hover: HTML-escaped, bidi controls shown visibly. Quotes
+    stay as they are: plotly decodes only &lt; &gt; &amp; and numeric entities, so `&quot;` would
+    show as written, and with `<` escaped no tag (nor attribute) can be formed."""
+    text = "" if value is None or (isinstance(value, float) and pd.isna(value)) else value
+    return html.escape(visible(text), quote=False)
 
 
 def lane(stream: str, consumer: str, group: str | None) -> str:

@@ -40,13 +40,19 @@ class Column:
 
 def consumer_link(account: object, stream: str, consumer: str, cluster: object = None) -> str:
     """The Consumer page's deep link for one consumer (its name last: the Fleet shows it as the
-    link's text, decoded by the grid); with its cluster, the page reads that cluster's store."""
+    link's text, decoded by the grid); with its cluster, the page reads that cluster's store. A
+    name with bidi controls gets a last parameter of its own, `shown`, the name with each control
+    as a visible mark: the grid shows that, and the page ignores it (U+202E would turn the link's
+    text around, and a name could pass for another)."""
     query = {"cluster": cluster, "account": account, "stream": stream, "consumer": consumer}
+    shown = visible(consumer)
+    if shown != consumer:
+        query["shown"] = shown
     return "consumer?" + urlencode({k: v for k, v in query.items() if v is not None and not pd.isna(v)},
                                    quote_via=quote)
 
 
-CONSUMER_IN_LINK = r"[?&]consumer=([^&]*)$"  # the link text: the consumer's name
+CONSUMER_IN_LINK = r"[?&](?:consumer|shown)=([^&]*)$"  # the link text: the consumer's name, as shown
 
 
 def link_target(url: str) -> dict[str, str]:

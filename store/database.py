@@ -101,6 +101,17 @@ def unusable(path: Path, exc: BaseException) -> StoreError | None:
     return None
 
 
+def corrupt(path: Path, exc: BaseException) -> StoreCorrupt | None:
+    """The error, in words, for a file that opened but whose blocks cannot be read (a store cut
+    short or damaged past its header): DuckDB finds it only when a query reaches them."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, duckdb.Error) and any(marker in text for marker in _CORRUPT):
+        return StoreCorrupt(
+            f"The store {path} is not a readable DuckDB database: it is truncated or damaged ({text}). Move it "
+            "aside (keep it for inspection) and point --db at a new file, or restore it from a backup.")
+    return None
+
+
 _CONFLICTS = (
     "Could not set lock", "Conflicting lock",
     # In one process, a read-only and a read-write connection to one file cannot coexist either.
@@ -322,10 +333,11 @@ class Store:
             try:
                 con = self._connect(read_only=False, row_group_rows=row_group_rows)
                 result = self._transaction(con, fn)
-            except BaseException:
+            except BaseException as exc:
                 if con is not None:
-                    _close(self._host, con, committed=False)
-                raise
+                    with contextlib.suppress(duckdb.Error):  # the write's own error is the one to tell
+                        _close(self._host, con, committed=False)
+                raise corrupt(self.path, exc) or exc
             _close(self._host, con, committed=True)
             return result
 
@@ -366,6 +378,8 @@ class Store:
                     f"A query on {self.path} took longer than {self.query_timeout:.0f}s and was stopped; "
                     "narrow the time range."
                 ) from None
+            except duckdb.Error as exc:
+                raise corrupt(self.path, exc) or exc
             finally:
                 timer.cancel()
                 con.close()
@@ -381,7 +395,7 @@ class Store:
             try:
                 con.execute("CHECKPOINT")
             except duckdb.Error as exc:
-                raise _disk_full(self.path, exc) or exc
+                raise _disk_full(self.path, exc) or corrupt(self.path, exc) or exc
             finally:
                 _close(self._host, con, committed=False)
 

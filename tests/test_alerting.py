@@ -3,6 +3,7 @@ declaration, and `collect --alertmanager` drives a real Alertmanager end to end.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import subprocess
@@ -22,7 +23,7 @@ from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import free_port
 from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
-from tests.helpers import (collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows,
+from tests.helpers import (collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows, running,
                            stop_process)
 
 RULES_DIR = Path(__file__).resolve().parents[1] / "deploy" / "prometheus"
@@ -253,3 +254,112 @@ def test_an_unreachable_alertmanager_never_delays_sampling_and_is_reported(nats_
         run(scenario())
     finally:
         hole.close()
+
+
+class Trickler:
+    """An Alertmanager that accepts the connection, reads the post, and then answers one byte a
+    second: no read ever waits long enough for a socket timeout, so only a total deadline ends it."""
+
+    def __init__(self, every_s: float = 1.0, at_most: int = 40) -> None:
+        import socket
+
+        self.every_s, self.at_most = every_s, at_most
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.stopped = threading.Event()
+        self.accepted = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn: Any) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                for byte in b"HTTP/1.1 200 OK\r\n"[:1] * self.at_most:
+                    if self.stopped.wait(self.every_s):
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.listener.close()
+
+
+def _trickled_collector(nats_server: Any, db_path: str, uid: str, stream: str, trickler: Trickler) -> Any:
+    return collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=3.0,
+                              health_min_samples=3, health_min_span=1.0, alert_after=0.0,
+                              alertmanager=trickler.url)
+
+
+async def _idle_consumer(nc: Any, uid: str, stream: str) -> None:
+    api = JetStreamAPI(nc)
+    await make_stream(api, stream, [f"{uid}.>"])
+    await make_consumer(api, stream, "idle")
+    await publish(nc, f"{uid}.x", 2)
+
+
+def test_a_trickling_alertmanager_fails_the_post_at_its_deadline_and_says_so_in_the_collector_status(
+        nats_server, db_path, uid, run):
+    """One byte every second keeps every socket read alive: the post still ends at its total
+    deadline, and the failure is in the collector's error and its status row in the store (the
+    sidebar, `jetwatch status`), instead of "previous post still under way" in the log forever."""
+    stream = f"{uid}_TRICKLE"
+    trickler = Trickler()
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        await _idle_consumer(nc, uid, stream)
+        async with collecting(_trickled_collector(nats_server, db_path, uid, stream, trickler)) as collector:
+            await eventually(lambda: collector._alert_post is not None, timeout=30, message="a post under way")
+            await eventually(lambda: collector.last_error is not None and "Alertmanager" in collector.last_error[0],
+                             timeout=20, message="the post's failure said in the collector's error")
+            assert "did not answer within" in collector.last_error[0], collector.last_error
+
+            def stored_error() -> str | None:
+                got = rows(Store(db_path), "SELECT last_error FROM collector_status")
+                return got[0][0] if got and got[0][0] and "Alertmanager" in got[0][0] else None
+
+            await eventually(stored_error, timeout=20, message="the failure in collector_status.last_error")
+            await eventually(lambda: trickler.accepted >= 2, timeout=20,
+                             message="the next cycle posts again once the first post gave up")
+        await nc.close()
+
+    try:
+        run(scenario())
+    finally:
+        trickler.close()
+
+
+def test_shutdown_does_not_wait_for_a_post_to_a_trickling_alertmanager(nats_server, db_path, uid, run):
+    """SIGTERM (the collector's stop) while a post trickles: the collector stops at once, the post cut."""
+    stream = f"{uid}_TRICKSTOP"
+    trickler = Trickler()
+
+    async def scenario() -> float:
+        nc = await nats.connect(nats_server.url)
+        await _idle_consumer(nc, uid, stream)
+        async with running(_trickled_collector(nats_server, db_path, uid, stream, trickler)) as (collector, task):
+            await eventually(lambda: collector._alert_post is not None and not collector._alert_post.done()
+                             and trickler.accepted > 0, timeout=30, message="a post under way")
+            began = time.monotonic()
+            collector._stop.set()
+            await asyncio.wait_for(task, 60)
+            took = time.monotonic() - began
+        await nc.close()
+        return took
+
+    try:
+        took = run(scenario())
+    finally:
+        trickler.close()
+    assert took < 2.0, f"the collector took {took:.1f}s to stop behind a post to a trickling Alertmanager"

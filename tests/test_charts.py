@@ -221,6 +221,19 @@ def test_names_from_the_server_are_escaped_in_every_label():
     assert "H&lt;b&amp;x / &lt;i_c [jobs]" in {y for t in fig.data for y in t.y}
 
 
+def test_quotes_in_names_show_as_quotes_in_lane_labels_not_as_entities():
+    """Plotly decodes only a few entities (&lt; &gt; &amp; and numeric ones): `&quot;` and `&#x27;`
+    would show as written. Quotes need no escaping where no tag can be formed (< is escaped)."""
+    events = pd.DataFrame([ev(0, "pinned", "it's \"p\"", stream='orders "eu"', consumer="it's<b>"),
+                           ev(9, "unpinned", reason="timeout", stream='orders "eu"', consumer="it's<b>")])
+    fig = charts.pin_timeline(sessions_from_events(events, UNTIL), events, title='"pins"')
+    labels = {y for t in fig.data for y in t.y} | {fig.layout.title.text}
+    label = 'orders "eu" / it\'s&lt;b&gt; [jobs]'
+    assert label in labels, labels
+    shown = " ".join(labels) + " ".join(str(c) for t in fig.data if t.customdata is not None for c in t.customdata)
+    assert "&quot;" not in shown and "&#x27;" not in shown and "&#39;" not in shown, shown
+
+
 def test_empty_timeline_says_so():
     fig = charts.pin_timeline(pd.DataFrame(), pd.DataFrame())
     assert fig.layout.annotations[0].text == "No pin events in this range"

@@ -124,6 +124,26 @@ def test_in_jsz_mode_a_cycle_with_no_report_still_writes_the_status_with_the_err
     run(scenario())
 
 
+def test_credentials_in_a_monitor_url_are_never_shown_in_the_log_or_the_status(nats_server, db_path, run, caplog):
+    """`--monitor-url http://user:pass@host:8222` (a monitoring port behind basic auth): the
+    error that names the URL, in the log and in `collector_status.last_error`, names it bare."""
+    from jetwatch.demo.server import free_port
+
+    store = Store(db_path)
+    port = free_port()  # nothing listens there
+
+    async def scenario() -> None:
+        settings = collector_settings(nats_server.url, db_path, ("NONE",), request_timeout=0.5,
+                                      monitor_url=(f"http://jw:s3cret-pw@127.0.0.1:{port}",))
+        async with running(settings) as (collector, _):
+            status = await eventually(lambda: store.exists() and rows(store, "SELECT last_error FROM collector_status"),
+                                      message="a status row for the failed cycles")
+            assert status == [(f"sampling failed: no JSZ report came back from http://127.0.0.1:{port}",)]
+
+    run(scenario())
+    assert "s3cret-pw" not in caplog.text and f"http://127.0.0.1:{port}" in caplog.text
+
+
 def _corrupt(entry: dict, **fields: object) -> dict:
     return {**entry, **fields}
 
@@ -297,7 +317,8 @@ def test_an_advisory_the_store_cannot_take_never_wedges_capture(own_server, db_p
     surrogate = _advisory("nak", "lone", "S", "w", stream_seq=2, consumer_seq=2, deliveries=2,
                           reason="REASON").replace(b'"REASON"', b'"x\\ud800y"')
     assert b'"x\\ud800y"' in surrogate
-    deep = _advisory("nak", "deep", "S", "w", reason="DEEP").replace(b'"DEEP"', b"[" * 100_000 + b"]" * 100_000)
+    # Deeper than the JSON reader goes, yet under the 16 KiB an advisory may be.
+    deep = _advisory("nak", "deep", "S", "w", reason="DEEP").replace(b'"DEEP"', b"[" * 5_000 + b"]" * 5_000)
 
     async def scenario() -> None:
         nc = await nats.connect(own_server.url)
@@ -324,6 +345,51 @@ def test_an_advisory_the_store_cannot_take_never_wedges_capture(own_server, db_p
         await nc.close()
 
     run(scenario())
+
+
+def test_well_formed_but_oversize_advisories_are_rejected_and_never_grow_the_store(own_server, db_path, run):
+    """Valid advisories padded with 100 KB, or with a field far longer than any the server writes,
+    go to `rejects` alone (raw cut to 4 KiB, as every reject), so a publisher cannot grow the store
+    10x with messages that pass every other check; the good ones of the batch are stored."""
+    store = Store(db_path)
+    naked = "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.S.w"
+    unpinned = "$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.S.w"
+    padded = [_advisory("nak", f"padded-{i}", "S", "w", stream_seq=i, consumer_seq=i, deliveries=2,
+                        padding="p" * 100_000) for i in range(20)]
+    long_reason = _advisory("consumer_group_unpinned", "long-reason", "S", "w", reason="r" * 5_000)
+    long_group = _advisory("consumer_group_unpinned", "long-group", "S", "w", reason="admin", group="g" * 5_000)
+
+    async def scenario() -> None:
+        nc = await nats.connect(own_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, "S", ["s.>"])
+        await make_consumer(api, "S", "w")
+        settings = collector_settings(own_server.url, db_path, ("S",))
+        assert await ensure_capture_stream(api, settings.capture_stream, 3600, 8 << 20)
+        await nc.publish(naked, _advisory("nak", "good-1", "S", "w", stream_seq=1, consumer_seq=1, deliveries=2))
+        for body in padded:
+            await nc.publish(naked, body)
+        await nc.publish(unpinned, long_reason)
+        await nc.publish(unpinned, long_group)
+        await nc.publish(unpinned, _advisory("consumer_group_unpinned", "good-2", "S", "w", reason="timeout"))
+        await nc.flush()
+        async with collecting(settings) as collector:
+            await eventually(lambda: rows(store, "SELECT capture_caught_up FROM collector_status") == [(True,)],
+                             timeout=30, message="capture caught up")
+            info = await api.consumer_info(settings.capture_stream, collector.capture.durable)
+            assert (info["num_pending"], info["num_ack_pending"]) == (0, 0)  # every one acknowledged
+        await nc.close()
+
+    run(scenario())
+    assert rows(store, "SELECT id FROM advisories WHERE stream = 'S' ORDER BY id") == [("good-1",), ("good-2",)]
+    rejected = rows(store, "SELECT error, length(raw) FROM rejects WHERE origin = 'advisory' ORDER BY error")
+    assert len(rejected) == 22, rejected
+    errors = [e for e, _ in rejected]
+    assert sum("bytes, more than the 16384 an advisory may be" in e for e in errors) == 20, errors
+    assert any(e.startswith("group is 5000 characters, more than the 256") for e in errors), errors
+    assert any(e.startswith("reason is 5000 characters, more than the 1024") for e in errors), errors
+    assert max(n for _, n in rejected) <= 4096
+    assert rows(store, "SELECT max(length(raw)) FROM advisories") <= [(16384,)]
 
 
 def test_a_burst_of_junk_advisories_keeps_a_bounded_number_of_rejects_and_counts_the_rest(own_server, db_path, run):

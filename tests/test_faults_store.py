@@ -4,6 +4,7 @@ cover. Every case runs the real command or the real store."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import shutil
 import subprocess
@@ -54,6 +55,13 @@ def _jetwatch(argv: list[str], env: dict[str, str] | None = None, cwd: Path | No
     (["up", "--pipeline-every", "0"], {}, "flag --pipeline-every: 0s is out of range: allowed at least 1s"),
     (["collect"], {"JETWATCH_INTERVAL": "0"}, "environment variable JETWATCH_INTERVAL: 0s is out of range"),
     (["collect"], {"JETWATCH_REQUEST_TIMEOUT": "0"}, "JETWATCH_REQUEST_TIMEOUT: 0s is out of range: allowed from 100ms to 1h"),
+    (["collect", "--saturation-ratio", "nan"], {}, "flag --saturation-ratio: nan is not a number: allowed from 0.01 to 1"),
+    (["collect"], {"JETWATCH_REDELIVERY_SHARE": "inf"}, "JETWATCH_REDELIVERY_SHARE: inf is not a number: allowed from 0 to 1"),
+    (["collect", "--metrics-address", "127.0.0.1:70000"], {},
+     "flag --metrics-address: port 70000 is out of range: allowed from 0 to 65535 (HOST:PORT, such as 127.0.0.1:9464)"),
+    (["collect", "--metrics-address", "127.0.0.1:http"], {}, "flag --metrics-address: '127.0.0.1:http' is not HOST:PORT"),
+    (["dashboard", "--session-ttl", "0s"], {}, "flag --session-ttl: 0s is out of range: allowed from 1s to 30d"),
+    (["dashboard", "--session-ttl", "100000d"], {}, "flag --session-ttl: 100000d is out of range: allowed from 1s to 30d"),
 ])
 def test_a_setting_out_of_range_is_refused_at_startup_with_the_allowed_range(argv, env, message, tmp_path):
     done = _jetwatch([*argv, "--server", "nats://127.0.0.1:1", "--db", str(tmp_path / "j.duckdb")], env)
@@ -152,7 +160,8 @@ def test_a_reader_holding_the_file_past_the_writer_timeout_costs_the_collector_n
                 held_from = len(stamps)
                 await eventually(lambda: len(stamps) >= held_from + 3, timeout=60,
                                  message="three cycles sampled while the file is held")
-                assert collector.last_error and "locked" in collector.last_error[0]
+                await eventually(lambda: collector.last_error and "locked" in collector.last_error[0], timeout=30,
+                                 message="the collector's error says the store is locked")
             finally:
                 holder.stdin.close()
                 holder.wait(10)
@@ -678,3 +687,59 @@ def test_a_checkpoint_on_a_full_disk_says_the_disk_is_full(small_disk):
         pytest.fail("the disk never filled: the test proves nothing")
     with pytest.raises(StoreFull, match="is full"):
         store.checkpoint()
+
+
+def test_sampling_goes_on_at_its_interval_while_another_process_holds_the_file(nats_server, db_path, uid, run):
+    """A process holds the file read-only for 12 s, longer than the collector's lock timeout: the
+    cycles go on at their interval all the while (they wait in memory), so the samples stored
+    afterwards have no gap longer than about two intervals: no gap in the charts."""
+    stream = f"{uid}_STEADY"
+    interval, hold_s = 1.0, 12.0
+
+    async def main() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}steady.>"])
+        await make_consumer(api, stream, "c")
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=interval, lock_timeout=4.0)
+        async with collecting(settings) as collector:
+            holder = subprocess.Popen([sys.executable, "-c", HOLD, db_path], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE)
+            try:
+                assert holder.stdout.readline() == b"held\n"
+                await asyncio.sleep(hold_s)  # the hold itself is what is tested: it lasts this long
+            finally:
+                holder.stdin.close()
+                holder.wait(10)
+            done = collector.cycles
+            await eventually(lambda: collector.cycles >= done + 2 and len(collector.backlog) == 0, timeout=60,
+                             message="the cycles kept in memory written after the release")
+        await nc.close()
+
+    run(main())
+    stamps = sorted(r[0] for r in rows(Store(db_path), "SELECT DISTINCT ts FROM samples WHERE stream = ? ORDER BY ts",
+                                       [stream]))
+    gaps = [(b - a).total_seconds() for a, b in zip(stamps, stamps[1:])]
+    assert len(stamps) >= hold_s / interval, f"only {len(stamps)} cycles stored: {gaps}"
+    assert max(gaps) <= 2.5 * interval, f"a gap of {max(gaps):.1f}s in the samples (interval {interval}s): {gaps}"
+
+
+@pytest.mark.parametrize("command,status,said", [
+    (["status"], 1, "jetwatch: The store"),
+    (["check"], 3, "JETWATCH UNKNOWN - The store"),
+    (["collect", "--server", "nats://127.0.0.1:1"], 1, "jetwatch: The store"),
+], ids=["status", "check", "collect"])
+def test_a_store_cut_short_past_its_header_is_said_in_one_line_never_a_traceback(command, status, said, filled_db,
+                                                                                  tmp_path):
+    """A real store cut to a fifth of its size: it opens (its header is there), and the first read
+    of a missing block fails. `check` says UNKNOWN (exit 3), as the monitoring-plugin convention
+    wants for a check that cannot tell; the others say it in one line and exit 1."""
+    data = Path(filled_db).read_bytes()
+    cut = tmp_path / "cut.duckdb"
+    cut.write_bytes(data[:len(data) // 5 // 4096 * 4096])
+    done = _jetwatch([*command, "--db", str(cut)])
+    out = (done.stdout + done.stderr).strip()
+    assert done.returncode == status, done
+    assert "Traceback" not in out, out
+    assert said in out and "is not a readable DuckDB database: it is truncated or damaged" in out, out
+    assert len(done.stderr.strip().splitlines()) <= 1, done.stderr

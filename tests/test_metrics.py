@@ -261,3 +261,48 @@ def test_pin_state_and_pin_switch_and_unpin_counters_follow_a_real_pin_story(nat
         await nc.close()
 
     run(scenario())
+
+
+def test_unpin_reasons_from_advisories_are_bounded_to_the_known_ones_on_metrics(nats_server, db_path, uid, run):
+    """Anyone may publish on the UNPINNED subject: 300 advisories with distinct reasons give the
+    reason label three values (`admin`, `timeout`, `other`), not 300 series."""
+    stream = f"{uid}_REASONS"
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.>"])
+        await make_consumer(api, stream, "w", "pinned_client", timeout_s=30)
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, metrics_cardinality="all",
+                                      metrics_address=f"127.0.0.1:{free_port()}", **FAST)
+        subject = f"$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.{stream}.w"
+        async with collecting(settings) as collector:
+            for i in range(50):  # for consumers that do not exist: counted in the fleet's total only
+                await nc.publish(f"$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.{stream}.ghost-{i}", json.dumps({
+                    "type": "io.nats.jetstream.advisory.v1.consumer_group_unpinned", "id": f"{uid}-ghost-{i}",
+                    "timestamp": "2026-11-22T10:00:00Z", "stream": stream, "consumer": f"ghost-{i}",
+                    "group": "jobs", "reason": "admin"}).encode())
+            for i, reason in enumerate(["admin", "timeout", *(f"made-up-{i}" for i in range(300))]):
+                await nc.publish(subject, json.dumps({
+                    "type": "io.nats.jetstream.advisory.v1.consumer_group_unpinned", "id": f"{uid}-{i}",
+                    "timestamp": "2026-11-22T10:00:00Z", "stream": stream, "consumer": "w", "group": "jobs",
+                    "reason": reason}).encode())
+            await nc.flush()
+
+            def counted() -> dict | None:
+                got = scrape(collector.metrics_bound)
+                total = sum(s.value for s in got.get("jetwatch_unpins", []) if s.name.endswith("_total"))
+                return got if total >= 352 else None
+
+            got = await eventually(counted, timeout=30, message="the 352 unpins counted on /metrics")
+            fleet = {s.labels["reason"]: s.value for s in got["jetwatch_unpins"] if s.name.endswith("_total")}
+            assert fleet == {"admin": 51.0, "timeout": 1.0, "other": 300.0}
+            await collector.retain_once()  # forgets the per-consumer counts of consumers not sampled
+            assert {k[2] for k in collector.pin_counts.unpins} == {"w"}
+            assert collector.pin_counts.fleet_unpins == {"admin": 51, "timeout": 1, "other": 300}
+            per_consumer = {s.labels["reason"] for s in got.get("jetwatch_consumer_unpins", [])
+                            if s.name.endswith("_total") and s.labels["stream"] == stream}
+            assert per_consumer <= {"admin", "timeout", "other"}
+        await nc.close()
+
+    run(scenario())

@@ -79,6 +79,19 @@ def test_the_consumer_link_names_its_consumer_for_the_grid_and_round_trips_odd_n
     assert shown == "<i c-1"
 
 
+def test_a_consumer_link_shows_bidi_controls_in_the_name_visibly_and_still_opens_that_consumer():
+    """U+202E in a consumer's name would turn the Fleet's link text around ("sredro"): the grid
+    shows the name with the control as a visible mark, and the link still names the real consumer."""
+    import re
+    from urllib.parse import unquote
+
+    name = "\u202eorders"
+    url = tables.consumer_link("$G", "S", name)
+    assert tables.link_target(url)["consumer"] == name
+    shown = unquote(re.search(tables.CONSUMER_IN_LINK, url).group(1))
+    assert shown == "⟨U+202E⟩orders"
+
+
 # -- Next steps (health/advice.py) ------------------------------------------------------------
 
 from jetwatch.health import advice  # noqa: E402
