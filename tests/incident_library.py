@@ -97,6 +97,7 @@ class Scenario:
     deadline: float = 30.0  # from the incident's start
     policy: str | None = None  # a priority policy; its group is "jobs"
     rate: float = 2.0  # messages a second
+    burst: int = 0  # or this many messages at once, every 1 / rate seconds
     consumer: dict[str, Any] = field(default_factory=dict)  # consumer config beside the defaults
     clients: list[dict[str, Any]] = field(default_factory=list)  # Client arguments; the first pins first
     incident: Incident | None = None
@@ -167,6 +168,9 @@ def library() -> dict[str, Scenario]:
                          says="no client has pulled"),
         "behind": Scenario("a worker falls behind: 10/s arrive, 5/s worked off", "LAGGING", deadline=60.0, rate=10.0,
                            clients=[{"work_s": 0.2, "batch": 1}], from_start=True, says="older"),
+        "sawtooth": Scenario("falls behind as a sawtooth: 60 at once every 15 s, about 3/s worked off", "LAGGING",
+                             deadline=60.0, rate=1 / 15, burst=60, clients=[{"work_s": 0.33, "batch": 1}],
+                             from_start=True, says="older"),
         "fails": Scenario("a worker fails every message: each naked until max_deliver (3), nothing processed",
                           "STALLED", consumer={"max_deliver": 3}, clients=[{}], incident=_nak_everything,
                           says="none acknowledged"),
@@ -185,6 +189,8 @@ def library() -> dict[str, Scenario]:
                            says="paused"),
         # healthy look-alikes
         "steady": Scenario("a worker that keeps up", None, clients=[{}]),
+        "bursts": Scenario("bursts drained in a sawtooth: 30 at once every 15 s, about 3/s worked off", None,
+                           rate=1 / 15, burst=30, clients=[{"work_s": 0.33, "batch": 1}]),
         "standby": Scenario("a pinned client with an idle standby", None, **pinned, clients=[{}, {}]),
         "slow": Scenario("a slow worker that keeps up: 0.3 s a message, 2 a second", None,
                          clients=[{"work_s": 0.3, "batch": 1}]),
@@ -209,12 +215,14 @@ def library() -> dict[str, Scenario]:
     }
 
 
-async def _feed(nc: NATS, subject: str, rate: float, stop: asyncio.Event) -> None:
-    """`rate` messages a second until stopped (published with JetStream acks)."""
+async def _feed(nc: NATS, subject: str, rate: float, stop: asyncio.Event, burst: int = 0) -> None:
+    """`rate` messages a second until stopped (published with JetStream acks), or `burst` at once
+    `rate` times a second."""
     n = 0
     while not stop.is_set():
-        await nc.request(subject, str(n).encode(), timeout=5)
-        n += 1
+        for _ in range(max(burst, 1)):
+            await nc.request(subject, str(n).encode(), timeout=5)
+            n += 1
         try:
             await asyncio.wait_for(stop.wait(), 1.0 / rate)
         except asyncio.TimeoutError:
@@ -260,7 +268,7 @@ async def run_library(server_url: str, db_path: str, uid: str, scenarios: dict[s
                     await _feed_one(nc, subject)
                     await eventually(lambda w=r.clients[0]: w.pin_id, timeout=30, message=f"{key}: pinned")
             if s.rate:
-                feeds.append(asyncio.create_task(_feed(nc, subject, s.rate, stop)))
+                feeds.append(asyncio.create_task(_feed(nc, subject, s.rate, stop, s.burst)))
         settings = collector_settings(server_url, db_path, tuple(streams.values()), interval=INTERVAL)
         async with collecting(settings):
             # The verdicts are read from the store once the collector has stopped: a read while it
