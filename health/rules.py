@@ -273,7 +273,12 @@ def _ack_saturated(x: Any, th: Thresholds) -> Any:
 
 
 def _waiting_saturated(x: Any, th: Thresholds) -> Any:
-    return x["is_pull"] & _limited(x["max_waiting"]) & (x["waiting_recent_min"] >= th.saturation_ratio * x["max_waiting"])
+    """Pulls waiting at max_waiting now, and never more than one below it in the latest samples:
+    clients re-pull as soon as a pull ends, so a sample taken between the two shows one fewer,
+    which is not the limit easing."""
+    at = th.saturation_ratio * x["max_waiting"]
+    return (x["is_pull"] & _limited(x["max_waiting"]) & (x["waiting_last"] >= at)
+            & (x["waiting_recent_min"] >= at - 1))
 
 
 def _saturated(f: Columns, th: Thresholds) -> np.ndarray:
