@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from jetwatch.core.clock import utcnow
+from jetwatch.core.durations import duration
 from jetwatch.core.settings import Settings
 from jetwatch.health.rules import SEVERITY
 from jetwatch.store import clusters
@@ -166,8 +167,9 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _age(ts: Any, now: dt.datetime) -> str:
-    seconds = max(0.0, (pd.Timestamp(now) - pd.Timestamp(ts)).total_seconds())
-    return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f}m" if seconds < 7200 else f"{seconds / 3600:.1f}h"
+    """The age in the words every page uses, without their spaces ('4min12s'): the table's columns
+    are split on whitespace by the scripts that read it."""
+    return duration((pd.Timestamp(now) - pd.Timestamp(ts)).total_seconds()).replace(" ", "")
 
 
 def _stale(frame: pd.DataFrame, now: dt.datetime, stale_after: float) -> float | None:
@@ -182,7 +184,7 @@ def summary(frame: pd.DataFrame, now: dt.datetime, stale_after: float, named: bo
         return "UNKNOWN", NO_VERDICTS
     age = _stale(frame, now, stale_after)
     if age is not None:
-        return "UNKNOWN", f"the newest verdict is {age:.0f}s old (collector stopped?); last known below"
+        return "UNKNOWN", f"the newest verdict is {duration(age)} old (collector stopped?); last known below"
     states = frame["level"].map(lambda lv: LEVEL_STATE.get(lv, "OK"))
     state = "CRITICAL" if (states == "CRITICAL").any() else "WARNING" if (states == "WARNING").any() else "OK"
     bad = frame[states != "OK"]
@@ -203,7 +205,7 @@ def unseen(read: Read, args: argparse.Namespace, now: dt.datetime, stale_after: 
     mine = filtered(read, args)
     age = _stale(mine if not mine.empty else read.frame, now, stale_after)
     if age is not None:
-        return f"{read.name}: the newest verdict is {age:.0f}s old (collector stopped?)"
+        return f"{read.name}: the newest verdict is {duration(age)} old (collector stopped?)"
     return None
 
 

@@ -18,6 +18,7 @@ from jetwatch.dashboard.text import (duration, pin_tail, since, utc, visible, vi
 from jetwatch.health import advice
 from jetwatch.health import rules
 from jetwatch.health.rules import Thresholds
+from jetwatch.core import durations
 from jetwatch.core.settings import Settings, resolve
 from jetwatch.store.database import Store
 
@@ -149,14 +150,10 @@ def time_range(key: str, default: str = "1 hour") -> tuple[dt.datetime, dt.datet
 
 
 def ago(ts: object, now: dt.datetime) -> str:
+    """'4 min 12 s ago' ('never' when unknown), in the words of every other duration."""
     if ts is None or pd.isna(ts):
         return "never"
-    seconds = (pd.Timestamp(now) - pd.Timestamp(ts)).total_seconds()
-    if seconds < 90:
-        return f"{seconds:.0f}s ago"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f}m ago"
-    return f"{seconds / 3600:.1f}h ago"
+    return durations.ago((pd.Timestamp(now) - pd.Timestamp(ts)).total_seconds())
 
 
 def findings(row: pd.Series, now: dt.datetime) -> None:
@@ -200,7 +197,7 @@ def collector_panel(collector: pd.DataFrame, now: dt.datetime, gaps: pd.DataFram
 
 def _collector(c: pd.Series, now: dt.datetime) -> None:
     """One collector's health, as the sidebar shows it (called inside the sidebar)."""
-    st.caption(f"last cycle {ago(c['last_cycle_at'], now)}, took {c['cycle_seconds'] or 0:.2f}s; "
+    st.caption(f"last cycle {ago(c['last_cycle_at'], now)}, took {c['cycle_seconds'] or 0:.2f} s; "
                f"{int(c['consumers'] or 0)} consumers in {int(c['streams'] or 0)} streams via {c['sample_mode']}")
     if c["capture_mode"] == "core":
         st.warning("Advisories are captured with a plain subscription: pin events while the collector "

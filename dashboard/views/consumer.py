@@ -121,31 +121,38 @@ def live() -> None:
         max_ack = max_wait = None
     else:
         row = detail.latest.iloc[0]
-        st.caption(f"Data as of {ui.md(ui.since(row['ts'], now))} · refreshes every {s.refresh:g}s")
+        st.caption(f"Data as of {ui.md(ui.since(row['ts'], now))} · refreshes every {ui.duration(s.refresh)}")
         max_ack, max_wait = row["max_ack_pending"], row["max_waiting"]
         verdict = verdict_of(now)
         if verdict is not None:
             st.markdown(f"### {ui.badge(verdict['verdict'])} since {ui.md(ui.since(verdict['since'], now))}")
             ui.findings(row.combine_first(verdict), now)  # the pin as sampled with the numbers
-        cols = st.columns(5)
-        cols[0].metric("Pending (msgs)", f"{row['num_pending']:,}")
-        cols[1].metric("In flight (msgs)", f"{row['num_ack_pending']:,}")
-        cols[2].metric("Pulls waiting", f"{row['num_waiting']:,}")
-        cols[3].metric("To redeliver (msgs)", f"{row['num_redelivered']:,}")
+        counts = st.columns(4)
+        counts[0].metric("Pending (msgs)", f"{row['num_pending']:,}")
+        counts[1].metric("In flight (msgs)", f"{row['num_ack_pending']:,}")
+        counts[2].metric("Pulls waiting", f"{row['num_waiting']:,}")
+        counts[3].metric("To redeliver (msgs)", f"{row['num_redelivered']:,}")
+        # A tile cuts a value that does not fit: each holds a number, a duration or a state, and
+        # what qualifies it (estimate, range, the whole pin id) is said under it or in its help.
+        tiles = st.columns(4)
         pinned = row["pinned_id"] if isinstance(row["pinned_id"], str) and row["pinned_id"] else None
-        cols[4].metric("Pin (id tail)", ui.pin_tail(pinned) if pinned else "nobody",
-                       help=(f"pin id {ui.visible(pinned)} (names this pin, not a client), since "
-                             f"{ui.since(row['pinned_ts'], now)}") if pinned else None)
-        lag = st.columns(3)
-        for col, (label, age, kind) in zip(lag, (
+        tiles[0].metric("Pin (id tail)", ui.pin_tail(pinned) if pinned else "nobody",
+                        help=(f"pin id {ui.visible(pinned)} (names this pin, not a client), since "
+                              f"{ui.since(row['pinned_ts'], now)}") if pinned else None)
+        for col, (label, age, kind) in zip(tiles[1:], (
                 ("Oldest unacked", row["oldest_unacked_age_seconds"], row["oldest_unacked_age_kind"]),
                 ("Oldest undelivered", row["oldest_undelivered_age_seconds"], row["oldest_undelivered_age_kind"]))):
-            col.metric(label, "none" if pd.isna(age) else ui.duration(age) + (" (estimate)" if kind == "estimate" else ""),
+            col.metric(label, "none" if pd.isna(age) else ui.duration(age),
                        help="age of the oldest message still owed, read from the stream's timestamps (an estimate is "
                             "interpolated from its sequence/time history where the collector may not read messages)")
+            if kind == "estimate" and not pd.isna(age):
+                col.caption("estimated from the stream's history")
         if verdict is not None:
-            lag[2].metric("Drain ETA", tables.eta_words(verdict) or "none",
-                          help="backlog over the health window's net drain rate (acks minus arrivals), with its range")
+            value, spread = tables.eta_tile(verdict)
+            tiles[3].metric("Drain ETA", value or "none",
+                            help="backlog over the health window's net drain rate (acks minus arrivals), with its range")
+            if spread:
+                tiles[3].caption(f"range {spread}")
         if row["paused"]:
             st.info(f"Paused until {ui.md(ui.since(row['pause_until'], now))}")
         result = operator.result_for(Target(account, stream, consumer), cluster)

@@ -32,7 +32,7 @@ def live() -> None:
     ui.collector_panel(view.collector, now, gaps)
     warning = data.staleness(view, now, s.stale_after)
     as_of = view.as_of.strftime("%Y-%m-%d %H:%M:%S UTC") if view.as_of else "no data yet"
-    st.caption(f"Data as of {as_of} · refreshes every {s.refresh:g}s · health window {s.health_window / 60:g} min")
+    st.caption(f"Data as of {as_of} · refreshes every {ui.duration(s.refresh)} · health window {ui.duration(s.health_window)}")
     if warning:
         st.warning(warning, icon="⏱️")
     frame = view.consumers
