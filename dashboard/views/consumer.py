@@ -84,7 +84,9 @@ def actions(row: pd.Series, verdict: pd.Series | None) -> None:
     minutes = a2.number_input("Pause for (minutes)", min_value=1, max_value=10080, value=15, key="pause_minutes")
     a2.button("Pause", key="action_pause", on_click=lambda: operator.request(
         "pause", target, cluster, until=data.utcnow() + dt.timedelta(minutes=minutes)))
-    a3.button("Resume", key="action_resume", on_click=operator.request, args=("resume", target, cluster))
+    paused = bool(row["paused"]) if not pd.isna(row["paused"]) else False
+    a3.button("Resume", key="action_resume", on_click=operator.request, args=("resume", target, cluster),
+              disabled=not paused, help=None if paused else "not paused: nothing to resume")
     choices = advice.drain_choices(THEN_CHOICES, context)
     then = a4.selectbox("Drain, then", choices, key="drain_then",
                         help=None if "handoff" in choices else "no hand-off: nobody is pinned in a priority group")
