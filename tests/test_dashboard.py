@@ -101,6 +101,32 @@ def test_fleet_says_how_old_the_oldest_work_is_and_when_it_drains_in_words(fille
     assert not [v for v in table.to_numpy().ravel() if str(v).lower() in ("inf", "infinity")]
 
 
+def test_fleet_selection_is_ticked_in_every_new_table_and_its_panel_reads_the_same_row(filled_db, app_env):
+    """The table widget is new whenever its rows or their order change (a refresh that re-sorted
+    them): it is drawn with the chosen consumer's row ticked, and the panel below says the row's
+    verdict and reason from the same read."""
+    import json
+
+    from jetwatch.dashboard import selection
+
+    app_env(filled_db)
+    at = run_app()
+    from jetwatch.core.settings import Settings
+    from jetwatch.dashboard import stores
+
+    table = frame(at, "Verdict")
+    row = int((consumers(table) == "idle").to_numpy().nonzero()[0][0])
+    (cluster,) = [cs.cluster for cs in stores.identify(Settings({"db": filled_db, "dbs": ()}))]
+    at.session_state[selection.SELECTED] = ("$G", IDLE_STREAM, "idle", cluster)
+    at.run()
+    grid = next(d for d in at.dataframe if "Verdict" in getattr(d.value, "data", d.value).columns)
+    assert json.loads(grid.proto.selection_default or "{}").get("selection", {}).get("rows") == [row]
+    table = frame(at, "Verdict")
+    assert table[" "].tolist()[row] == "▶"
+    panel = "\n".join(m.value for m in at.markdown)
+    assert f"**{IDLE_STREAM.replace('_', chr(92) + '_')} / idle**" in panel and "Next step:" in panel
+
+
 def test_fleet_filters_by_verdict_and_search(filled_db, app_env):
     app_env(filled_db)
     at = run_app()

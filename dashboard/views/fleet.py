@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pandas as pd
 import streamlit as st
 
 from jetwatch.actions.operations import Target
@@ -62,6 +63,8 @@ def live() -> None:
         st.session_state["fleet_page"] = number  # fewer pages after a filter: the last one, not an error
     page = fleet_filters.page_of(shown, number, size)
     keys = selection.keys_of(page)
+    widget = selection.widget_key(keys)
+    selection.follow(st.session_state, widget, keys)  # before drawing: the marker and the panel follow a click
     chosen = st.session_state.get(selection.SELECTED)
     table = tables.fleet_table(page, now)
     table.insert(0, " ", ["▶" if k == chosen else "" for k in keys])
@@ -69,18 +72,46 @@ def live() -> None:
         f"{len(page):,} of {len(shown):,} matching consumers shown (page {number:,} of {pages:,}; "
         f"{len(frame):,} in all)")
     st.caption(f"{whole} · select a row for its findings and actions, or open a consumer by its name")
-    widget = selection.widget_key(keys)
     st.dataframe(
         ui.visible_frame(table).style.map(ui.verdict_cell_style, subset=["Verdict"]), key=widget, hide_index=True,
         width="stretch", on_select="rerun", selection_mode="single-row",
+        selection_default=selection.default(keys, chosen),
         column_config={" ": st.column_config.TextColumn(" ", width=28, help="the selected consumer", pinned=True),
                        **tables.column_config(tables.FLEET, table)})
     if pages > 1:
         p1, p2, _ = st.columns([2, 2, 5])
         p1.number_input(f"Page (of {pages:,})", min_value=1, max_value=pages, step=1, key="fleet_page")
         p2.selectbox("Rows per page", fleet_filters.PAGE_SIZES, key="fleet_page_size")
-    if selection.follow(st.session_state, widget, keys):
-        st.rerun(scope="app")  # the action bar below lives outside this fragment
+    selected(frame, chosen, now)
+
+
+def selected(frame: pd.DataFrame, chosen: selection.Key | None, now: dt.datetime) -> None:
+    """The selected consumer's findings, next steps and actions, from the same read as the table
+    above (so the same numbers as its row), refreshed with it."""
+    if not chosen or len(chosen) != 4:
+        return  # nothing chosen, or a selection kept from before clusters: chosen again
+    several = len(ui.fleet_stores(s)) > 1
+    current = selection.row_of(frame, chosen)
+    account, stream_name, consumer_name, cluster = chosen
+    if current is None:
+        st.markdown(f"**{ui.md(stream_name)} / {ui.md(consumer_name)}**: no longer in the latest sample")
+    else:
+        st.markdown(f"**{ui.md(stream_name)} / {ui.md(consumer_name)}**"
+                    f"{'' if account is None else ' (account ' + ui.md(account) + ')'}"
+                    f"{' in cluster ' + ui.md(cluster) if several else ''}: {ui.badge(current['verdict'])} "
+                    f"since {ui.md(ui.since(current['since'], now))}  "
+                    f"[details]({ui.consumer_link(account, stream_name, consumer_name, cluster)})")
+        ui.findings(current, now)
+    st.button("Clear selection", key="fleet_clear", on_click=selection.clear, args=(st.session_state,))
+    if current is not None and operator.operator(s) and current["priority_policy"] == "pinned_client":
+        pinned = current["pinned_id"] if isinstance(current["pinned_id"], str) else None
+        target = Target(account, stream_name, consumer_name,
+                        current["pin_group"] if isinstance(current["pin_group"], str) else None)
+        st.button("Unpin", key="fleet_unpin", on_click=operator.request, args=("unpin", target, cluster),
+                  kwargs={"expect_pin": pinned}, disabled=pinned is None,
+                  help=None if pinned else "nothing is pinned")
+    if st.session_state.pop(operator.FRESH, False):
+        st.rerun(scope="app")  # the confirmation dialog lives outside this fragment
 
 
 live()
@@ -105,28 +136,3 @@ def recent_changes() -> None:
 
 
 recent_changes()
-
-chosen = st.session_state.get(selection.SELECTED)
-if chosen and len(chosen) != 4:
-    chosen = None  # a selection kept from before clusters: chosen again
-if chosen:
-    several = len(ui.fleet_stores(s)) > 1
-    current = selection.row_of(ui.fleet_view(s, ui.thresholds(s)).consumers, chosen)
-    account, stream_name, consumer_name, cluster = chosen
-    if current is None:
-        st.markdown(f"**{ui.md(stream_name)} / {ui.md(consumer_name)}**: no longer in the latest sample")
-    else:
-        st.markdown(f"**{ui.md(stream_name)} / {ui.md(consumer_name)}**"
-                    f"{'' if account is None else ' (account ' + ui.md(account) + ')'}"
-                    f"{' in cluster ' + ui.md(cluster) if several else ''}: {ui.badge(current['verdict'])} "
-                    f"since {ui.md(ui.since(current['since'], data.utcnow()))}  "
-                    f"[details]({ui.consumer_link(account, stream_name, consumer_name, cluster)})")
-        ui.findings(current, data.utcnow())
-    st.button("Clear selection", key="fleet_clear", on_click=selection.clear, args=(st.session_state,))
-    if current is not None and operator.operator(s) and current["priority_policy"] == "pinned_client":
-        pinned = current["pinned_id"] if isinstance(current["pinned_id"], str) else None
-        target = Target(account, stream_name, consumer_name,
-                        current["pin_group"] if isinstance(current["pin_group"], str) else None)
-        st.button("Unpin", key="fleet_unpin", on_click=operator.request, args=("unpin", target, cluster),
-                  kwargs={"expect_pin": pinned}, disabled=pinned is None,
-                  help=None if pinned else "nothing is pinned")
