@@ -158,9 +158,13 @@ def ago(ts: object, now: dt.datetime) -> str:
 
 def findings(row: pd.Series, now: dt.datetime) -> None:
     """Each finding of a Fleet row with its reason (since when, for the verdicts about time) and
-    its next step."""
+    its next step, in full (the table's Why and Next step columns are cut to their width); a row
+    without findings (OK) says its verdict's reason and next step all the same."""
     context = tables.context(row)
-    for finding in row["findings"] if isinstance(row["findings"], list) else []:
+    listed = row["findings"] if isinstance(row["findings"], list) else []
+    if not listed and isinstance(row.get("reason"), str):
+        listed = [{"verdict": row["verdict"], "reason": row["reason"], "numbers": {}}]
+    for finding in listed:
         verdict, numbers = finding["verdict"], finding.get("numbers") or {}
         reason = advice.reason_since(verdict, finding["reason"], numbers, context, now)
         st.markdown(f"- **{md(verdict)}**: {md(reason)}  \n  **Next step:** {md(advice.next_step(verdict, numbers, context))}")

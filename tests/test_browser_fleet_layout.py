@@ -76,6 +76,33 @@ def test_consumer_page_refreshes_itself_at_1280(live_dashboard):
     wait_until(lambda: page.get_by_text("Data as of").inner_text() != first, timeout=30,
                message="the Consumer page refreshed without a click")
     page.get_by_text("Next step:").first.wait_for(timeout=30_000)
+    # Every tile's value fits its tile: none is cut with an ellipsis.
+    values = page.locator('[data-testid="stMetricValue"]')
+    wait_until(lambda: values.count() >= 8, timeout=30, message="the consumer's tiles")
+    cut = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
+        .flatMap(v => [v, ...v.querySelectorAll('*')]).filter(e => e.scrollWidth > e.clientWidth + 1)
+        .map(e => e.innerText)""")
+    assert not cut, cut
+    no_errors(page)
+    page.close()
+
+
+IMPACT = ("Pending (msgs)", "In flight / max", "Oldest unacked", "Drain ETA")
+
+
+def test_fleet_at_1280_shows_the_impact_numbers_of_every_row_without_scrolling(live_dashboard):
+    """Pending, in flight, the oldest unacked age and the ETA are drawn in view beside the identity
+    columns, so an OK row with a growing backlog does not look fine; a selected row's cause and
+    next step are said in full below the table, whatever its verdict."""
+    base, browser, _ = live_dashboard
+    page = laptop(browser, base + "/")
+    page.get_by_text("consumers shown").filter(visible=True).first.wait_for(timeout=30_000)
+    wait_until(lambda: drawn_grid(page)[1], timeout=30, message="the grid drew its rows")
+    headers, _ = drawn_grid(page)
+    assert all(h in headers for h in IDENTITY + IMPACT), headers
+    # The cause and the next step, cut to their columns' width in the grid, are said in full below it.
+    _select_the_consumer(page)
+    page.get_by_text("Next step:").filter(visible=True).first.wait_for(timeout=30_000)
     no_errors(page)
     page.close()
 
