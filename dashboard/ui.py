@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
-from jetwatch.dashboard import data, stores, tables
+from jetwatch.dashboard import data, stores, tables, url_state
 from jetwatch.dashboard.text import (duration, pin_tail, since, utc, visible, visible_frame,  # noqa: F401
                                      visible_value)  # the pages import words from here
 from jetwatch.health import advice
@@ -144,7 +144,8 @@ def consumer_link(account: str | None, stream: str, consumer: str, cluster: str 
 
 
 def time_range(key: str, default: str = "1 hour") -> tuple[dt.datetime, dt.datetime]:
-    choice = st.selectbox("Time range", list(RANGES), index=list(RANGES).index(default), key=key)
+    """The range picked (kept in the URL as `range`), ending now."""
+    choice = url_state.selectbox(st, "Time range", list(RANGES), key=key, param="range", default=default)
     until = data.utcnow()
     return until - RANGES[choice], until
 

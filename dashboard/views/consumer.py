@@ -11,7 +11,7 @@ import streamlit as st
 import datetime as dt
 
 from jetwatch.actions.operations import THEN_CHOICES, Target
-from jetwatch.dashboard import charts, data, operator, stores, tables, ui
+from jetwatch.dashboard import charts, data, operator, stores, tables, ui, url_state
 from jetwatch.health import advice
 from jetwatch.store.database import StoreError, StoreMissing
 
@@ -61,7 +61,8 @@ st.query_params.update({"cluster": cluster, "account": account, "stream": stream
 here = stores.find(fleet_stores, cluster)
 store = here.store
 
-range_choice = st.selectbox("Time range", list(ui.RANGES), index=list(ui.RANGES).index("1 hour"), key="consumer_range")
+range_choice = url_state.selectbox(st, "Time range", list(ui.RANGES), key="consumer_range", param="range",
+                                   default="1 hour")
 operator.dialog(s, store)  # the pending action names its cluster: its server and store
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from jetwatch.actions.operations import Target
-from jetwatch.dashboard import data, fleet_filters, operator, selection, stores, tables, ui
+from jetwatch.dashboard import data, fleet_filters, operator, selection, stores, tables, ui, url_state
 from jetwatch.health.rules import VERDICT_NAMES
 from jetwatch.store.database import StoreError
 
@@ -42,13 +42,18 @@ def live() -> None:
         return
 
     clusters = sorted(frame["cluster"].unique())
-    chosen_clusters = (st.multiselect("Cluster", clusters, key="fleet_cluster") if len(clusters) > 1 else [])
+    # Each filter is kept in the URL: a link shares the filtered Fleet, a reload keeps it.
+    chosen_clusters = (url_state.multiselect(st, "Cluster", clusters, key="fleet_cluster", param="clusters")
+                       if len(clusters) > 1 else [])
     c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
     wanted = fleet_filters.FleetFilter(
-        streams=tuple(c1.multiselect("Stream", sorted(frame["stream"].unique()), key="fleet_stream")),
-        verdicts=tuple(c2.multiselect("Verdict", list(VERDICT_NAMES), key="fleet_verdict")),
-        policies=tuple(c3.multiselect("Priority policy", fleet_filters.policies(frame), key="fleet_policy")),
-        search=c4.text_input("Search consumer or stream", key="fleet_search"),
+        streams=tuple(url_state.multiselect(c1, "Stream", sorted(frame["stream"].unique()), key="fleet_stream",
+                                            param="streams")),
+        verdicts=tuple(url_state.multiselect(c2, "Verdict", list(VERDICT_NAMES), key="fleet_verdict",
+                                             param="verdicts")),
+        policies=tuple(url_state.multiselect(c3, "Priority policy", fleet_filters.policies(frame), key="fleet_policy",
+                                             param="policies")),
+        search=url_state.text_input(c4, "Search consumer or stream", key="fleet_search", param="search"),
         clusters=tuple(chosen_clusters))
     shown = wanted.apply(frame)
 
