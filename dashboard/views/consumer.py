@@ -169,16 +169,19 @@ def live() -> None:
             if st.session_state.pop(operator.FRESH, False):
                 st.rerun(scope="app")  # the confirmation dialog lives outside this fragment
 
-    st.caption(f"Showing {detail.source}")
-    band = data.verdict_band(store, account, stream, consumer, since, until)
-    st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait, band=band), key="consumer_gauges")
+    start = data.data_start(detail.samples, since)  # a young install: the range starts where its data does
+    st.caption(f"Showing {detail.source}" + (f" from {ui.md(ui.since(start, now))}, where this consumer's data starts"
+                                             if start > since else ""))
+    band = data.verdict_band(store, account, stream, consumer, start, until)
+    st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait, band=band, span=(start, until)),
+                    key="consumer_gauges")
     if not band.empty:
         st.caption("Behind the charts: the verdicts the collector judged, " + " → ".join(
             f"{v} {ui.ago(t, now)}" for v, t in zip(band["verdict"].tail(4), band["start"].tail(4))))
     if detail.source.startswith("raw samples"):
         filtered = bool(not detail.latest.empty and detail.latest["filtered"].fillna(False).astype(bool).iloc[0])
-        st.plotly_chart(charts.consumer_rates(data.rates(detail.samples, filtered), "Rates from sequence deltas"),
-                        key="consumer_rates")
+        st.plotly_chart(charts.consumer_rates(data.rates(detail.samples, filtered), "Rates from sequence deltas",
+                                              span=(start, until)), key="consumer_rates")
     sessions = data.drawn_sessions(data.sessions_from_events(detail.pins, until))
     done = data.operator_actions(store, since, until)
     done = done[(done["stream"] == stream) & (done["consumer"] == consumer)]
