@@ -207,8 +207,31 @@ def top_lanes(sessions: pd.DataFrame, events: pd.DataFrame, limit: int = TOP_LAN
     return ranked[:limit], max(0, len(ranked) - limit)
 
 
-def _actions(fig: go.Figure, actions: pd.DataFrame | None, shown: list[str]) -> None:
-    """Operator actions from the audit log, on their consumer's lane, with who did them."""
+LABEL_GAP = 0.12  # of the time axis: labels of one lane closer than this would overlap ("unpin by ana" ≈ 100 px)
+
+
+def action_labels(a: pd.DataFrame, span: pd.Timedelta) -> list[str]:
+    """The label written above each action of `a` (sorted by time, with its lane): on each lane the
+    first action of a run closer together than LABEL_GAP of `span` is labelled, saying how many more
+    the run holds; the others are left to their marker and hover, so labels never overlap."""
+    gap = span * LABEL_GAP
+    labels = [""] * len(a)
+    for _, lane_rows in a.groupby("lane", sort=False):
+        positions = [a.index.get_loc(i) for i in lane_rows.index]
+        times = list(pd.to_datetime(lane_rows["ts"], utc=True))
+        head = 0
+        for k in range(1, len(positions) + 1):
+            if k == len(positions) or times[k] - times[head] >= gap:
+                row = a.iloc[positions[head]]
+                more = k - head - 1
+                labels[positions[head]] = esc(f"{row['action']} by {row['actor']}" + (f" (+{more} more)" if more else ""))
+                head = k
+    return labels
+
+
+def _actions(fig: go.Figure, actions: pd.DataFrame | None, shown: list[str], span: pd.Timedelta) -> None:
+    """Operator actions from the audit log, on their consumer's lane, with who did them (labels
+    thinned so that they never overlap: action_labels)."""
     if actions is None or actions.empty:
         return
     a = actions.copy()
@@ -216,9 +239,10 @@ def _actions(fig: go.Figure, actions: pd.DataFrame | None, shown: list[str]) -> 
     a = a[a["lane"].isin(shown)]
     if a.empty:
         return
+    a = a.assign(ts=pd.to_datetime(a["ts"], utc=True)).sort_values("ts", kind="stable").reset_index(drop=True)
     fig.add_trace(go.Scatter(
-        x=pd.to_datetime(a["ts"], utc=True), y=a["lane"], mode="markers+text", name="operator action",
-        text=[esc(f"{act} by {who}") for act, who in zip(a["action"], a["actor"])], textposition="top center",
+        x=a["ts"], y=a["lane"], mode="markers+text", name="operator action",
+        text=action_labels(a, span), textposition="top center",
         textfont={"size": 9}, marker={"symbol": "star", "size": 13, "color": "#d62728", "line": {"width": 1, "color": "#222"}},
         customdata=[[esc(act), esc(who), esc(out)] for act, who, out in zip(a["action"], a["actor"], a["outcome"])],
         hovertemplate="%{customdata[0]} by %{customdata[1]}: %{customdata[2]}<br>%{x|%H:%M:%S}<extra>%{y}</extra>"))
@@ -236,6 +260,15 @@ def _buckets(sessions: pd.DataFrame, events: pd.DataFrame, shown: list[str]) -> 
     width = next((w for w in ("1min", "5min", "15min", "1h", "6h", "1D") if span / pd.Timedelta(w).total_seconds() <= 120), "1D")
     pins["bucket"] = ts.dt.floor(width)
     return pins.groupby(["lane", "bucket"]).size().rename("switches").reset_index(), width
+
+
+def _time_span(sessions: pd.DataFrame, events: pd.DataFrame, actions: pd.DataFrame | None) -> pd.Timedelta:
+    """How long the timeline's time axis is: from its first to its last bar, event or action."""
+    times = [pd.to_datetime(f[c], utc=True) for f, cols in ((sessions, ("start_ts", "end_ts")), (events, ("ts",)),
+                                                           (actions, ("ts",)))
+             if f is not None and not f.empty for c in cols if c in f]
+    every = pd.concat(times).dropna() if times else pd.Series(dtype="datetime64[ns, UTC]")
+    return (every.max() - every.min()) if len(every) > 1 else pd.Timedelta(minutes=1)
 
 
 def pin_timeline(sessions: pd.DataFrame, events: pd.DataFrame, title: str = "Pins",
@@ -286,7 +319,7 @@ def pin_timeline(sessions: pd.DataFrame, events: pd.DataFrame, title: str = "Pin
                         marker={"symbol": REASON_SYMBOL.get(str(why), "circle-open"), "size": 11, "color": "#222"},
                         # the reason comes from an advisory: data, never part of the template
                         hovertemplate="unpinned (%{customdata[0]})<br>%{x|%H:%M:%S}<extra>%{y}</extra>"))
-    _actions(fig, actions, shown)
+    _actions(fig, actions, shown, _time_span(sessions, events, actions))
     fig.add_annotation(text=esc(note), xref="paper", yref="paper", x=0, y=0, yshift=-62, xanchor="left",
                        yanchor="top", showarrow=False, font={"size": 10, "color": "#555"})  # below the time axis
     fig.update_layout(

@@ -202,6 +202,24 @@ def test_pin_timeline_marks_unpins_by_reason_and_operator_actions_with_their_act
     assert list(overlay.text) == ["unpin by ana"]
 
 
+def test_operator_action_labels_on_a_busy_lane_never_overlap():
+    """Ten unpins by two operators within twenty seconds on one lane, in an hour of pins: only
+    labels far enough apart to be read are written (the first of a cluster says how many more are
+    beside it); every action keeps its marker and its hover."""
+    events = pd.DataFrame([ev(0, "pinned", "a"), ev(3600, "unpinned", reason="timeout")])
+    until = (T0 + pd.Timedelta(hours=1)).to_pydatetime()
+    busy = [{**KEY, "ts": T0 + pd.Timedelta(seconds=1800 + 2 * i), "actor": "ana" if i % 2 else "bo",
+             "action": "unpin", "outcome": "ok"} for i in range(10)]
+    late = [{**KEY, "ts": T0 + pd.Timedelta(seconds=3300), "actor": "ana", "action": "pause", "outcome": "ok"}]
+    fig = charts.pin_timeline(sessions_from_events(events, until), events, actions=pd.DataFrame(busy + late))
+    overlay = next(t for t in fig.data if t.name == "operator action")
+    assert len(overlay.x) == 11 and len(overlay.customdata) == 11  # every action marked, with its hover
+    written = [(pd.Timestamp(x), t) for x, t in zip(overlay.x, overlay.text) if t]
+    assert [t for _, t in written] == ["unpin by bo (+9 more)", "pause by ana"]
+    span = pd.Timedelta(hours=1)
+    assert all(b[0] - a[0] >= span * charts.LABEL_GAP for a, b in zip(written, written[1:]))
+
+
 def test_a_long_range_aggregates_switches_per_bucket_on_the_busiest_lanes():
     events = pd.DataFrame([ev(i * 20, "pinned", f"p{i}", consumer=f"C{i % 15}") for i in range(300)])
     until = (T0 + pd.Timedelta(hours=2)).to_pydatetime()
