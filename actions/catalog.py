@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
 
 from jetwatch.actions import operations as ops
-from jetwatch.core.clock import rfc3339
+from jetwatch.core.clock import rfc3339, utcnow
+from jetwatch.core.durations import duration
 from jetwatch.core.errors import UsageError
 from jetwatch.core.jsapi import JetStreamAPI
 
@@ -26,12 +27,13 @@ class Action:
     audit_params: tuple[str, ...]  # parameters recorded in the audit rows
     changes_state: bool
     audit_results: tuple[str, ...] = ()  # what the outcome row adds from the result: the pin dropped, ...
+    per_group: bool = False  # acts on one priority group (unpin, a drain's hand-off), not the whole consumer
 
 
 ACTIONS: tuple[Action, ...] = (
     Action("unpin", ("$JS.API.CONSUMER.UNPIN",),
            "Unpin the pinned client of a consumer's priority group.",
-           "Unpin the pinned client of {target}", ("group", "expect_pin"), True, ("unpinned_id",)),
+           "Unpin the pinned client of {target}", ("group", "expect_pin"), True, ("unpinned_id",), per_group=True),
     Action("pause", ("$JS.API.CONSUMER.PAUSE",),
            "Pause a consumer until a time.",
            "Pause {target} until {until}", ("until",), True),
@@ -41,7 +43,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("drain", ("$JS.API.CONSUMER.PAUSE", "$JS.API.CONSUMER.INFO", "$JS.API.CONSUMER.UNPIN"),
            "Pause a consumer, wait for in-flight work to finish, then hand over, resume or stay paused.",
            "Drain {target}, then {then} (timeout {timeout_s:g}s)", ("then", "timeout_s", "stay_until"), True,
-           ("pinned_before", "still_in_flight")),
+           ("pinned_before", "still_in_flight"), per_group=True),
 )
 BY_NAME: dict[str, Action] = {a.name: a for a in ACTIONS}
 
@@ -61,10 +63,24 @@ def _shown(value: Any) -> Any:
     return rfc3339(value) if isinstance(value, dt.datetime) else value
 
 
+def _said(value: Any, now: dt.datetime) -> Any:
+    """A parameter as a person reads it: a time as '2026-11-23 07:27:03 UTC (in 15 min)', to the
+    second, never an ISO string with microseconds."""
+    if not isinstance(value, dt.datetime):
+        return value
+    t = value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
+    left = (t - now).total_seconds()
+    when = f"in {duration(left)}" if left >= 0 else f"{duration(-left)} ago"
+    return f"{t.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC ({when})"
+
+
 def confirmation(name: str, target: ops.Target, params: Mapping[str, Any]) -> str:
-    """The confirmation question, naming the exact target, the same on a terminal and a page."""
-    shown = {k: _shown(v) for k, v in params.items()}
-    return action(name).confirm.format(target=target.describe(), **shown)
+    """The confirmation question, naming the exact target (its group only for an action on the
+    group), the same on a terminal and a page."""
+    now = utcnow()
+    shown = {k: _said(v, now) for k, v in params.items()}
+    chosen = action(name)
+    return chosen.confirm.format(target=target.describe(with_group=chosen.per_group), **shown)
 
 
 def audit_params(name: str, params: Mapping[str, Any], details: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -33,8 +33,10 @@ class Target:
     consumer: str
     group: str | None = None
 
-    def describe(self) -> str:
-        group = f", group {self.group}" if self.group else ""
+    def describe(self, with_group: bool = True) -> str:
+        """Words naming the target; `with_group=False` for an action on the whole consumer (pause,
+        resume), where naming a group would say the action reaches only that group's clients."""
+        group = f", group {self.group}" if self.group and with_group else ""
         return f"account {self.account or '(connection default)'}, stream {self.stream}, consumer {self.consumer}{group}"
 
 

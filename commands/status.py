@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from jetwatch.core.clock import utcnow
+from jetwatch.core.durations import duration
 from jetwatch.core.settings import Settings
 from jetwatch.health.rules import SEVERITY
 from jetwatch.store import clusters
@@ -98,6 +99,26 @@ def filtered(read: Read, args: argparse.Namespace) -> pd.DataFrame:
     return out
 
 
+FILTERS = (("account", "account", "accounts"), ("stream", "stream", "streams"), ("consumer", "consumer", "consumers"))
+NAMES_SHOWN = 10  # a typo's answer lists this many of the names there are
+
+
+def unmatched(frame: pd.DataFrame, args: argparse.Namespace, where: str = "the store has") -> tuple[str, str]:
+    """(state, words) for filters that leave nothing of `frame` (verdicts, unfiltered). A name filter
+    that matches no name at all is UNKNOWN, said with the names there are ('no stream TYPO: the
+    store has stream S'); consumers that are there but in none of the --verdict verdicts are OK."""
+    for column, one, many in FILTERS:
+        patterns = getattr(args, column, None)
+        if patterns and not _matches(frame[column], patterns).any():
+            names = sorted({str(v) for v in frame[column]})
+            more = f" (+{len(names) - NAMES_SHOWN} more)" if len(names) > NAMES_SHOWN else ""
+            return "UNKNOWN", (f"no {one} {', '.join(patterns)}: {where} "
+                               f"{one if len(names) == 1 else many} {', '.join(names[:NAMES_SHOWN])}{more}")
+    if args.verdict:
+        return "OK", f"no consumer asked for is {' or '.join(v.upper() for v in args.verdict)}"
+    return "UNKNOWN", "no consumer matches the filters together"
+
+
 def worst_first(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """Verdicts of every store as one, worst first (then account, stream, consumer, cluster)."""
     kept = [f for f in frames if not f.empty] or frames[:1]
@@ -167,8 +188,9 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _age(ts: Any, now: dt.datetime) -> str:
-    seconds = max(0.0, (pd.Timestamp(now) - pd.Timestamp(ts)).total_seconds())
-    return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f}m" if seconds < 7200 else f"{seconds / 3600:.1f}h"
+    """The age in the words every page uses, without their spaces ('4min12s'): the table's columns
+    are split on whitespace by the scripts that read it."""
+    return duration((pd.Timestamp(now) - pd.Timestamp(ts)).total_seconds()).replace(" ", "")
 
 
 def _stale(frame: pd.DataFrame, now: dt.datetime, stale_after: float) -> float | None:
@@ -183,7 +205,7 @@ def summary(frame: pd.DataFrame, now: dt.datetime, stale_after: float, named: bo
         return "UNKNOWN", NO_VERDICTS
     age = _stale(frame, now, stale_after)
     if age is not None:
-        return "UNKNOWN", f"the newest verdict is {age:.0f}s old (collector stopped?); last known below"
+        return "UNKNOWN", f"the newest verdict is {duration(age)} old (collector stopped?); last known below"
     states = frame["level"].map(lambda lv: LEVEL_STATE.get(lv, "OK"))
     state = "CRITICAL" if (states == "CRITICAL").any() else "WARNING" if (states == "WARNING").any() else "OK"
     bad = frame[states != "OK"]
@@ -204,7 +226,7 @@ def unseen(read: Read, args: argparse.Namespace, now: dt.datetime, stale_after: 
     mine = filtered(read, args)
     age = _stale(mine if not mine.empty else read.frame, now, stale_after)
     if age is not None:
-        return f"{read.name}: the newest verdict is {age:.0f}s old (collector stopped?)"
+        return f"{read.name}: the newest verdict is {duration(age)} old (collector stopped?)"
     return None
 
 
@@ -218,12 +240,19 @@ def fleet_summary(reads: list[Read], args: argparse.Namespace, now: dt.datetime,
         r = reads[0]
         if r.error is not None:
             return "UNKNOWN", str(r.error)
-        return summary(verdicts([r], args), now, stale_after)
+        shown = verdicts([r], args)
+        if shown.empty and not r.frame.empty:
+            return unmatched(r.frame, args)
+        return summary(shown, now, stale_after)
     missing = {r.path: unseen(r, args, now, stale_after) for r in reads}
     seen = verdicts([r for r in reads if missing[r.path] is None], args)
     words = [w for w in missing.values() if w]
     if seen.empty:
-        return "UNKNOWN", "; ".join(words) if words else "no verdicts match the filters in any store"
+        if words:
+            return "UNKNOWN", "; ".join(words)
+        every = [r.frame for r in reads if r.frame is not None and not r.frame.empty]
+        return unmatched(pd.concat(every), args, "the stores have") if every else (
+            "UNKNOWN", "no verdicts match the filters in any store")
     state, line = summary(seen, now, stale_after, named=True)
     if words:
         state = max(state, "UNKNOWN", key=WORST.index)

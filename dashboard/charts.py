@@ -6,13 +6,14 @@ server: every name is escaped before it reaches a figure.
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from jetwatch.dashboard.text import duration, pin_tail, visible
+from jetwatch.dashboard.text import duration, pin_tail, utc, visible
 from jetwatch.health.rules import BY_NAME
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
@@ -112,7 +113,7 @@ def _ages(fig: go.Figure, samples: pd.DataFrame) -> bool:
         if minutes.isna().all():
             continue
         drawn = True
-        fig.add_trace(go.Scatter(x=samples["ts"], y=minutes, mode="lines", name=f"{name} (min)",
+        fig.add_trace(go.Scatter(x=samples["ts"], y=minutes, mode=_mode(samples), name=f"{name} (min)",
                                  line={"color": colour}), row=AGE_ROW, col=1)
         kind = col.replace("_seconds", "_kind")
         if kind in samples:
@@ -124,43 +125,67 @@ def _ages(fig: go.Figure, samples: pd.DataFrame) -> bool:
     return drawn
 
 
+FEW_POINTS = 3  # a series this short is drawn with markers: a line through one point draws nothing
+
+
+def _mode(samples: pd.DataFrame) -> str:
+    return "lines+markers" if len(samples) < FEW_POINTS else "lines"
+
+
+def no_samples(span: tuple[dt.datetime, dt.datetime] | None) -> str:
+    """Why a chart is empty, in words: no sample in its range (and which range)."""
+    if span is None:
+        return "no samples in this range"
+    return (f"no samples between {utc(span[0])} and {utc(span[1])}: was the collector running, "
+            "and does it include this stream?")
+
+
 def consumer_gauges(samples: pd.DataFrame, max_ack_pending: float | None, max_waiting: float | None,
-                    title: str = "", band: pd.DataFrame | None = None) -> go.Figure:
+                    title: str = "", band: pd.DataFrame | None = None,
+                    span: tuple[dt.datetime, dt.datetime] | None = None) -> go.Figure:
     """Pending, the age of the oldest waiting message, in flight (with max_ack_pending) and waiting
     pulls (with max_waiting) over time, over the band of the consumer's verdicts. Axes start at
-    zero and follow the values; time is a date axis on every panel (raw samples and rollups alike)."""
+    zero; time is a date axis on every panel (raw samples and rollups alike) over `span` (where
+    the data starts to now: data.data_start) when given. An empty panel says why."""
     fig = make_subplots(rows=len(PANELS), cols=1, shared_xaxes=True, vertical_spacing=0.06, subplot_titles=PANELS)
     for row, col in zip(GAUGE_ROWS, SERIES):
         name, colour = SERIES[col]
         if col in samples and not samples.empty:
-            fig.add_trace(go.Scatter(x=samples["ts"], y=samples[col], mode="lines", name=name,
+            fig.add_trace(go.Scatter(x=samples["ts"], y=samples[col], mode=_mode(samples), name=name,
                                      line={"color": colour}), row=row, col=1)
         else:
-            _empty_panel(fig, row, "not kept in rollups" if not samples.empty else "no samples in this range")
+            _empty_panel(fig, row, "the pipeline's rollups do not keep this: pick 6 hours or less for raw samples"
+                         if not samples.empty else no_samples(span))
     if samples.empty or not _ages(fig, samples):
-        _empty_panel(fig, AGE_ROW, "no ages in this range" if not samples.empty else "no samples in this range")
+        _empty_panel(fig, AGE_ROW, "no ages in this range: the collector did not read message times"
+                     if not samples.empty else no_samples(span))
     _limit(fig, samples, "num_ack_pending", max_ack_pending, "max_ack_pending", "dash", GAUGE_ROWS[1])
     _limit(fig, samples, "num_waiting", max_waiting, "max_waiting", "dot", GAUGE_ROWS[2])
     verdict_band(fig, band)
-    fig.update_yaxes(rangemode="nonnegative", title_text="messages", title_font={"size": 10})
+    fig.update_yaxes(rangemode="tozero", title_text="messages", title_font={"size": 10})
     fig.update_yaxes(title_text="minutes", row=AGE_ROW, col=1)
     fig.update_yaxes(title_text="pulls", row=GAUGE_ROWS[2], col=1)
     fig.update_xaxes(type="date")
+    if span is not None:
+        fig.update_xaxes(range=[span[0], span[1]])
     fig.update_xaxes(title_text="time (UTC)", row=len(PANELS), col=1)
     fig.update_layout(height=900, title=esc(title) if title else None, margin={"l": 50, "r": 10, "t": 40, "b": 40},
                       legend={"orientation": "h", "x": 0, "y": -0.08, "yanchor": "top"})
     return fig
 
 
-def consumer_rates(rates: pd.DataFrame, title: str = "") -> go.Figure:
+def consumer_rates(rates: pd.DataFrame, title: str = "", span: tuple[dt.datetime, dt.datetime] | None = None) -> go.Figure:
     fig = go.Figure()
     for col, name, colour in (("delivered_per_second", "deliveries/s", "#1f77b4"), ("acked_per_second", "acks/s", "#2ca02c"),
                               ("redelivered_per_second", "redeliveries/s", "#9467bd")):
         if col in rates:
             fig.add_trace(go.Scatter(x=rates["ts"], y=rates[col], mode="lines", name=name, line={"color": colour}))
     fig.update_layout(height=300, title=esc(title), margin={"l": 50, "r": 10, "t": 50, "b": 30},
-                      yaxis={"title": "per second", "rangemode": "nonnegative"}, xaxis={"type": "date"},
+                      yaxis={"title": "per second", "rangemode": "tozero"},
+                      xaxis={"type": "date", **({"range": list(span)} if span else {})},
                       legend={"orientation": "h", "x": 0, "y": -0.15, "yanchor": "top"})
+    if rates.empty:
+        fig.add_annotation(text=no_samples(span), showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
     return fig
 
 
@@ -185,8 +210,31 @@ def top_lanes(sessions: pd.DataFrame, events: pd.DataFrame, limit: int = TOP_LAN
     return ranked[:limit], max(0, len(ranked) - limit)
 
 
-def _actions(fig: go.Figure, actions: pd.DataFrame | None, shown: list[str]) -> None:
-    """Operator actions from the audit log, on their consumer's lane, with who did them."""
+LABEL_GAP = 0.12  # of the time axis: labels of one lane closer than this would overlap ("unpin by ana" ≈ 100 px)
+
+
+def action_labels(a: pd.DataFrame, span: pd.Timedelta) -> list[str]:
+    """The label written above each action of `a` (sorted by time, with its lane): on each lane the
+    first action of a run closer together than LABEL_GAP of `span` is labelled, saying how many more
+    the run holds; the others are left to their marker and hover, so labels never overlap."""
+    gap = span * LABEL_GAP
+    labels = [""] * len(a)
+    for _, lane_rows in a.groupby("lane", sort=False):
+        positions = [a.index.get_loc(i) for i in lane_rows.index]
+        times = list(pd.to_datetime(lane_rows["ts"], utc=True))
+        head = 0
+        for k in range(1, len(positions) + 1):
+            if k == len(positions) or times[k] - times[head] >= gap:
+                row = a.iloc[positions[head]]
+                more = k - head - 1
+                labels[positions[head]] = esc(f"{row['action']} by {row['actor']}" + (f" (+{more} more)" if more else ""))
+                head = k
+    return labels
+
+
+def _actions(fig: go.Figure, actions: pd.DataFrame | None, shown: list[str], span: pd.Timedelta) -> None:
+    """Operator actions from the audit log, on their consumer's lane, with who did them (labels
+    thinned so that they never overlap: action_labels)."""
     if actions is None or actions.empty:
         return
     a = actions.copy()
@@ -194,9 +242,10 @@ def _actions(fig: go.Figure, actions: pd.DataFrame | None, shown: list[str]) -> 
     a = a[a["lane"].isin(shown)]
     if a.empty:
         return
+    a = a.assign(ts=pd.to_datetime(a["ts"], utc=True)).sort_values("ts", kind="stable").reset_index(drop=True)
     fig.add_trace(go.Scatter(
-        x=pd.to_datetime(a["ts"], utc=True), y=a["lane"], mode="markers+text", name="operator action",
-        text=[esc(f"{act} by {who}") for act, who in zip(a["action"], a["actor"])], textposition="top center",
+        x=a["ts"], y=a["lane"], mode="markers+text", name="operator action",
+        text=action_labels(a, span), textposition="top center",
         textfont={"size": 9}, marker={"symbol": "star", "size": 13, "color": "#d62728", "line": {"width": 1, "color": "#222"}},
         customdata=[[esc(act), esc(who), esc(out)] for act, who, out in zip(a["action"], a["actor"], a["outcome"])],
         hovertemplate="%{customdata[0]} by %{customdata[1]}: %{customdata[2]}<br>%{x|%H:%M:%S}<extra>%{y}</extra>"))
@@ -214,6 +263,15 @@ def _buckets(sessions: pd.DataFrame, events: pd.DataFrame, shown: list[str]) -> 
     width = next((w for w in ("1min", "5min", "15min", "1h", "6h", "1D") if span / pd.Timedelta(w).total_seconds() <= 120), "1D")
     pins["bucket"] = ts.dt.floor(width)
     return pins.groupby(["lane", "bucket"]).size().rename("switches").reset_index(), width
+
+
+def _time_span(sessions: pd.DataFrame, events: pd.DataFrame, actions: pd.DataFrame | None) -> pd.Timedelta:
+    """How long the timeline's time axis is: from its first to its last bar, event or action."""
+    times = [pd.to_datetime(f[c], utc=True) for f, cols in ((sessions, ("start_ts", "end_ts")), (events, ("ts",)),
+                                                           (actions, ("ts",)))
+             if f is not None and not f.empty for c in cols if c in f]
+    every = pd.concat(times).dropna() if times else pd.Series(dtype="datetime64[ns, UTC]")
+    return (every.max() - every.min()) if len(every) > 1 else pd.Timedelta(minutes=1)
 
 
 def pin_timeline(sessions: pd.DataFrame, events: pd.DataFrame, title: str = "Pins",
@@ -264,7 +322,7 @@ def pin_timeline(sessions: pd.DataFrame, events: pd.DataFrame, title: str = "Pin
                         marker={"symbol": REASON_SYMBOL.get(str(why), "circle-open"), "size": 11, "color": "#222"},
                         # the reason comes from an advisory: data, never part of the template
                         hovertemplate="unpinned (%{customdata[0]})<br>%{x|%H:%M:%S}<extra>%{y}</extra>"))
-    _actions(fig, actions, shown)
+    _actions(fig, actions, shown, _time_span(sessions, events, actions))
     fig.add_annotation(text=esc(note), xref="paper", yref="paper", x=0, y=0, yshift=-62, xanchor="left",
                        yanchor="top", showarrow=False, font={"size": 10, "color": "#555"})  # below the time axis
     fig.update_layout(

@@ -250,12 +250,36 @@ def consumer_detail(store: Store, account: str, stream: str, consumer: str,
     frames = store.queries(calls)
     configs, advisories, pins, latest = frames[:4]
     samples, source = frames[-1], "raw samples"
-    if long and not frames[4].empty:
+    if long and not frames[4].empty and _rollups_reach_further(frames[4], samples):
         samples, source = frames[4], f"{'1-hour' if gran == '1h' else '1-minute'} rollups"
+    elif long and not samples.empty and not frames[4].empty:
+        source = "raw samples (every one there is: the rollups hold nothing older)"
     elif long:
         source = (f"raw samples of the last {RAW_RANGE_LIMIT.total_seconds() / 3600:g} h only: the pipeline "
                   "has not rolled up this range yet")
     return ConsumerDetail(samples, source, configs, advisories, pins.reset_index(drop=True), latest)
+
+
+def _rollups_reach_further(rollups: pd.DataFrame, raw: pd.DataFrame) -> bool:
+    """Whether the rollups hold data older than the raw samples read: on a young install they roll
+    up only what the raw samples show in full (one hourly point, drawn as nothing), so the page
+    reads the samples instead."""
+    if raw.empty:
+        return True
+    first_raw = pd.to_datetime(raw["ts"], utc=True).min()
+    first_rollup = pd.to_datetime(rollups["ts"], utc=True).min()
+    # A bucket is stamped with its start: the one holding the first raw sample starts before it.
+    bucket = pd.Timedelta(hours=1) if len(rollups) < 2 else pd.to_datetime(rollups["ts"], utc=True).diff().min()
+    return bool(first_rollup + bucket <= first_raw)
+
+
+def data_start(samples: pd.DataFrame, since: dt.datetime) -> dt.datetime:
+    """Where a range's charts start: `since`, or the first sample read when the data starts later
+    (a young install seen over 30 days), so the data is not a sliver at the right of an empty range."""
+    if samples.empty:
+        return since
+    first = pd.to_datetime(samples["ts"], utc=True).min()
+    return max(since, first.to_pydatetime())
 
 
 def rates(samples: pd.DataFrame, filtered: bool = False) -> pd.DataFrame:

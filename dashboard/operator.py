@@ -36,6 +36,11 @@ from jetwatch.store.database import Store, StoreError
 PENDING = "pending_action"
 RESULT = "action_result"  # the latest result (the Consumer page follows its new pin)
 RESULTS = "action_results"  # (cluster, stream, consumer) -> the latest result for that consumer: its banner
+# A result's banner (and a drain's progress box) stays this long after its action ended, then goes:
+# by then it is history, which the Audit page keeps.
+BANNER_KEPT = dt.timedelta(minutes=10)
+DRAIN_ENDED = ("done", "failed", "timed_out", "interrupted")
+SHOWN_AT = "shown_at"  # when a result without its own time (a refusal) was first shown
 FRESH = "action_requested"  # set by a button in a fragment: the page reruns whole to open the dialog
 PIN_MOVED = "action_pin_moved"  # why the pending unpin was not sent and is asked again
 
@@ -226,7 +231,7 @@ def execute(s: Settings, store: Store, pending: dict[str, Any]) -> ops.ActionRes
             plan = ops.DrainPlan(p["then"], float(p["timeout_s"]), p.get("stay_until"))
             drain_id = spawn_detached(s, store, target, plan, who, Path(s.data_dir) / "logs")
             return ops.ActionResult("drain", target, True,
-                                    f"drain {drain_id} started; it runs on if this page closes", None,
+                                    f"drain {short_id(drain_id)} started; it runs on if this page closes", None,
                                     {"drain_id": drain_id})
         action_id = begin(store, pending["action"], target, who, "dashboard", pending["params"])
     except AuditUnavailable as exc:
@@ -314,6 +319,32 @@ def result_for(target: ops.Target, cluster: str | None) -> ops.ActionResult | No
     return st.session_state.get(RESULTS, {}).get(key_of(target, cluster))
 
 
+def short_id(drain_id: object) -> str:
+    """A drain's id as a person reads it: its first 8 hex digits (the whole is on the Audit page)."""
+    return str(drain_id)[:8]
+
+
+def _drain_ended(store: Store | None, result: ops.ActionResult) -> dt.datetime | None:
+    """When a drain's process ended, from its row (None while it runs or when it cannot be read)."""
+    drain_id = result.details.get("drain_id")
+    if store is None or not drain_id:
+        return None
+    try:
+        drains = drains_for(store, result.target.stream, result.target.consumer)
+    except StoreError:
+        return None
+    mine = drains[(drains["drain_id"] == drain_id) & drains["state"].isin(DRAIN_ENDED)]
+    return None if mine.empty else pd.Timestamp(mine.iloc[0]["updated_at"]).to_pydatetime()
+
+
+def ended_at(store: Store | None, result: ops.ActionResult) -> dt.datetime | None:
+    """When the action a banner reports ended: a drain when its process did, another action when its
+    reply came (a refusal: when it was first shown)."""
+    if result.action == "drain" and result.details.get("drain_id"):
+        return _drain_ended(store, result)
+    return result.details.get("at") or result.details.setdefault(SHOWN_AT, ops.utcnow())
+
+
 def _drain_state(store: Store | None, result: ops.ActionResult) -> tuple[bool, str] | None:
     """A drain's state now (it runs in its own process after its banner appeared)."""
     drain_id = result.details.get("drain_id")
@@ -360,7 +391,12 @@ def show_result(by_cluster: Mapping[str | None, Store], target: ops.Target | Non
     shown, by cluster) holds several. A drain's banner follows the drain to its end in its cluster's
     store; each is dismissable."""
     results: dict[Key, ops.ActionResult] = st.session_state.get(RESULTS, {})
+    now = ops.utcnow()
     for key, result in list(results.items()):
+        ended = ended_at(by_cluster.get(key[0]), result)
+        if ended is not None and now - ended > BANNER_KEPT:
+            _dismiss(key)  # history now: the Audit page keeps it
+            continue
         if target is not None and key != key_of(target, cluster):
             continue
         named = key[0] if len(by_cluster) > 1 else None
@@ -398,10 +434,12 @@ def drain_progress(store: Store, account: str | None, stream: str, consumer: str
     if drains.empty:
         return
     d = drains.iloc[0]
+    if d["state"] in DRAIN_ENDED and ops.utcnow() - pd.Timestamp(d["updated_at"]).to_pydatetime() > BANNER_KEPT:
+        return  # ended a while ago: history, on the Audit page
     start = int(d["ack_pending_start"]) if pd.notna(d["ack_pending_start"]) else 0
     now = int(d["ack_pending_now"]) if pd.notna(d["ack_pending_now"]) else None
     done = 1.0 if not start else max(0.0, min(1.0, 1 - (now if now is not None else start) / start))
-    label = f"drain {md(d['drain_id'])} by {md(d['actor'])} (then {md(d['then_action'])}): {md(d['state'])}"
+    label = f"drain {md(short_id(d['drain_id']))} by {md(d['actor'])} (then {md(d['then_action'])}): {md(d['state'])}"
     if d["state"] == "draining":
         st.progress(done, text=f"{label}, {now if now is not None else '?'} of {start} in flight, {md(d['message'])}")
     else:

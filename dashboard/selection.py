@@ -73,6 +73,14 @@ def follow(state: MutableMapping[str, Any], widget: str, keys: list[Key]) -> boo
     return state.get(SELECTED) != before
 
 
+def default(keys: list[Key], chosen: Key | None) -> dict[str, Any] | None:
+    """The table's selection when it is first drawn: the chosen consumer's row, so a new table (a
+    refresh that reordered the rows, another filter) shows it ticked; None when it is not shown."""
+    if chosen is None or chosen not in keys:
+        return None
+    return {"selection": {"rows": [keys.index(chosen)], "columns": []}}
+
+
 def clear(state: MutableMapping[str, Any]) -> None:
     state[SELECTED] = None
 

@@ -3,7 +3,7 @@ cell is made from the page's frame, and how the grid shows it.
 
 A column is one entry in a list, so adding one (another issue's "oldest unacked", "ETA") is one
 line in `FLEET`, and every header, width and frozen identity column comes from here. Cells never
-read `None`/`nan` (empty instead), durations are humanised and pin ids show their distinguishing
+read `None`/`nan` (empty instead), durations are in words (core/durations.py) and pin ids show their distinguishing
 tail (dashboard/text.py). Streamlit only in `column_config`, so the cells are tested with plain
 pytest.
 """
@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 from urllib.parse import quote, urlencode
 
-import numpy as np
 import pandas as pd
 
 from jetwatch.dashboard.text import cell, duration, pin_tail, visible
@@ -134,17 +133,11 @@ def _backlog_free(f: pd.DataFrame) -> pd.Series:
     return work <= 0
 
 
-def _oldest_unacked(f: pd.DataFrame) -> pd.Series:
-    """Seconds, numeric so the column sorts: 0 where nothing waits, empty where not known yet."""
+def _oldest_unacked_words(f: pd.DataFrame) -> list[str]:
+    """Each row's oldest unacknowledged age in words: 'none' where nothing waits, empty where it is
+    not known yet."""
     age = pd.to_numeric(f["oldest_unacked_age_seconds"], errors="coerce").astype(float)
-    return age.mask(_backlog_free(f) & age.isna(), 0.0)
-
-
-def _eta_seconds(f: pd.DataFrame) -> pd.Series:
-    """Seconds to drain, numeric: 0 without a backlog, infinite where the backlog never drains."""
-    eta = pd.to_numeric(f["eta_seconds"], errors="coerce").astype(float)
-    never = f["eta_state"].isin([eta_rule.NOT_DRAINING, eta_rule.NO_PULLERS, eta_rule.PAUSED])
-    return eta.mask(never, np.inf).mask(_backlog_free(f) & eta.isna(), 0.0)
+    return ["none" if free and pd.isna(a) else duration(a) for a, free in zip(age, _backlog_free(f))]
 
 
 def eta_words(row: Any) -> str:
@@ -152,7 +145,19 @@ def eta_words(row: Any) -> str:
     'not draining', '' for none."""
     state = row.get("eta_state")
     return eta_rule.words(state if isinstance(state, str) else None, row.get("eta_seconds"),
-                          row.get("eta_low_seconds"), row.get("eta_high_seconds"), say=duration)
+                          row.get("eta_low_seconds"), row.get("eta_high_seconds"))
+
+
+def eta_tile(row: Any) -> tuple[str, str]:
+    """One consumer's ETA for a tile: ('~4 min 12 s', '3 min–6 min'), the range apart so the tile's
+    value stays short; ('not draining', '') and ('', '') as eta_words says them."""
+    state = row.get("eta_state")
+    state = state if isinstance(state, str) else None
+    value = eta_rule.words(state, row.get("eta_seconds"))
+    low = row.get("eta_low_seconds")
+    if not value.startswith("~") or low is None or pd.isna(low):
+        return value, ""
+    return value, f"{duration(low)}–{duration(row.get('eta_high_seconds')) or '∞'}"
 
 
 def _eta_words(f: pd.DataFrame) -> list[str]:
@@ -190,23 +195,23 @@ FLEET: list[Column] = [
     Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
     Column("Consumer", _link,
            kind="link", width=NAME_WIDTH, pinned=True, help="opens the consumer's page"),
-    Column("Since (UTC)", lambda f, now: [since_cell(t, now) for t in f["since"]], width=150,
-           help="when the consumer entered this verdict, and how long ago"),
+    # The impact in view at 1280 px beside the identity: what is owed, how old, when it drains.
+    Column("Pending (msgs)", lambda f, now: f["num_pending"], kind="number", number_format="%d", width=95,
+           help="messages not yet delivered"),
+    Column("In flight / max", lambda f, now: limit(f["num_ack_pending"], f["max_ack_pending"]), width=100,
+           help="messages delivered and not yet acknowledged, of max_ack_pending"),
+    Column("Oldest unacked", lambda f, now: _oldest_unacked_words(f), width=105,
+           help="age of the oldest unacknowledged message, read from the stream (none: nothing waits); the "
+                "table lists the oldest work first within each verdict"),
+    Column("Drain ETA", lambda f, now: _eta_words(f), width=140,
+           help="time until the backlog is gone at the health window's net drain rate, with its range; "
+                "otherwise why it will not drain (not draining, paused, no pullers); empty: nothing owed"),
     Column("Why", reasons, width="medium", help="the verdict's reason, with its numbers"),
     Column("Next step", next_steps, width="medium", help="what to do about it"),
-    Column("Pending (msgs)", lambda f, now: f["num_pending"], kind="number", number_format="%d", width="small",
-           help="messages not yet delivered"),
-    Column("Oldest unacked (s)", lambda f, now: _oldest_unacked(f), kind="number", number_format="%.0f", width="small",
-           help="age of the oldest unacknowledged message, read from the stream (0: nothing waits); sort it "
-                "to find the oldest work"),
+    Column("Since (UTC)", lambda f, now: [since_cell(t, now) for t in f["since"]], width=150,
+           help="when the consumer entered this verdict, and how long ago"),
     Column("Age is", lambda f, now: f["oldest_unacked_age_kind"], width="small",
            help="exact: the message's own timestamp; estimate: interpolated from the stream's history"),
-    Column("ETA (s)", lambda f, now: _eta_seconds(f), kind="number", number_format="%.0f", width="small",
-           help="time until the backlog is gone at the health window's net drain rate (0: no backlog; "
-                "∞: not draining, paused or nobody pulls)"),
-    Column("Drain", lambda f, now: _eta_words(f), width="small", help="the ETA in words, with its range"),
-    Column("In flight / max", lambda f, now: limit(f["num_ack_pending"], f["max_ack_pending"]), width="small",
-           help="messages delivered and not yet acknowledged, of max_ack_pending"),
     Column("Pulls waiting / max", lambda f, now: limit(f["num_waiting"], f["max_waiting"]), width="small",
            help="pull requests waiting at the server, of max_waiting"),
     Column("Acks/s", lambda f, now: f["acked_per_second"], kind="number", number_format="%.2f", width="small",

@@ -12,6 +12,8 @@ from typing import Any
 
 import pandas as pd
 
+from jetwatch.core.durations import duration  # noqa: F401 (the pages import words from here)
+
 # Embeddings and overrides (U+202A-U+202E), isolates (U+2066-U+2069), and the LRM/RLM marks.
 _BIDI = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -56,20 +58,6 @@ def pin_tail(pin_id: object) -> str:
         return ""
     text = visible(pin_id)
     return text if len(text) <= PIN_TAIL + 1 else "…" + text[-PIN_TAIL:]
-
-
-def duration(seconds: object) -> str:
-    """A duration as people say it: '42 s', '4 min 12 s', '3 h 5 min', '2 d 4 h'; '' when unknown."""
-    if seconds is None or pd.isna(seconds):
-        return ""
-    s = int(round(max(0.0, float(seconds))))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60} s" if s % 60 else f"{s // 60} min"
-    if s < 86400:
-        return f"{s // 3600} h {s % 3600 // 60} min" if s % 3600 // 60 else f"{s // 3600} h"
-    return f"{s // 86400} d {s % 86400 // 3600} h" if s % 86400 // 3600 else f"{s // 86400} d"
 
 
 def utc(ts: object) -> str:

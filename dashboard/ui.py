@@ -12,12 +12,13 @@ import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
-from jetwatch.dashboard import data, stores, tables
+from jetwatch.dashboard import data, stores, tables, url_state
 from jetwatch.dashboard.text import (duration, pin_tail, since, utc, visible, visible_frame,  # noqa: F401
                                      visible_value)  # the pages import words from here
 from jetwatch.health import advice
 from jetwatch.health import rules
 from jetwatch.health.rules import Thresholds
+from jetwatch.core import durations
 from jetwatch.core.settings import Settings, resolve
 from jetwatch.store.database import Store
 
@@ -143,7 +144,8 @@ def consumer_link(account: str | None, stream: str, consumer: str, cluster: str 
 
 
 def time_range(key: str, default: str = "1 hour") -> tuple[dt.datetime, dt.datetime]:
-    choice = st.selectbox("Time range", list(RANGES), index=list(RANGES).index(default), key=key)
+    """The range picked (kept in the URL as `range`), ending now."""
+    choice = url_state.selectbox(st, "Time range", list(RANGES), key=key, param="range", default=default)
     until = data.utcnow()
     return until - RANGES[choice], until
 
@@ -154,23 +156,24 @@ CLOCK_SLACK = 5.0
 
 
 def ago(ts: object, now: dt.datetime) -> str:
+    """'4 min 12 s ago' ('never' when unknown), in the words of every other duration."""
     if ts is None or pd.isna(ts):
         return "never"
     seconds = (pd.Timestamp(now) - pd.Timestamp(ts)).total_seconds()
     if -CLOCK_SLACK < seconds < 0:  # a time moved onto the server's clock is only as exact as the offset measured
         seconds = 0.0
-    if seconds < 90:
-        return f"{seconds:.0f}s ago"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f}m ago"
-    return f"{seconds / 3600:.1f}h ago"
+    return durations.ago(seconds)
 
 
 def findings(row: pd.Series, now: dt.datetime) -> None:
     """Each finding of a Fleet row with its reason (since when, for the verdicts about time) and
-    its next step."""
+    its next step, in full (the table's Why and Next step columns are cut to their width); a row
+    without findings (OK) says its verdict's reason and next step all the same."""
     context = tables.context(row)
-    for finding in row["findings"] if isinstance(row["findings"], list) else []:
+    listed = row["findings"] if isinstance(row["findings"], list) else []
+    if not listed and isinstance(row.get("reason"), str):
+        listed = [{"verdict": row["verdict"], "reason": row["reason"], "numbers": {}}]
+    for finding in listed:
         verdict, numbers = finding["verdict"], finding.get("numbers") or {}
         reason = advice.reason_since(verdict, finding["reason"], numbers, context, now)
         st.markdown(f"- **{md(verdict)}**: {md(reason)}  \n  **Next step:** {md(advice.next_step(verdict, numbers, context))}")
@@ -207,7 +210,7 @@ def collector_panel(collector: pd.DataFrame, now: dt.datetime, gaps: pd.DataFram
 
 def _collector(c: pd.Series, now: dt.datetime) -> None:
     """One collector's health, as the sidebar shows it (called inside the sidebar)."""
-    st.caption(f"last cycle {ago(c['last_cycle_at'], now)}, took {c['cycle_seconds'] or 0:.2f}s; "
+    st.caption(f"last cycle {ago(c['last_cycle_at'], now)}, took {c['cycle_seconds'] or 0:.2f} s; "
                f"{int(c['consumers'] or 0)} consumers in {int(c['streams'] or 0)} streams via {c['sample_mode']}")
     if c["capture_mode"] == "core":
         st.warning("Advisories are captured with a plain subscription: pin events while the collector "

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from jetwatch.core.durations import duration
 from jetwatch.health.columns import floats
 
 DRAINING, NOT_DRAINING, PAUSED, NO_PULLERS = "draining", "not draining", "paused", "no pullers"
@@ -94,8 +95,8 @@ def eta(backlog: float, slope: float | None, slope_se: float | None = None, *, p
 
 def words(state: str | None, seconds: float | None, low: float | None = None, high: float | None = None,
           say: Callable[[float], str] | None = None) -> str:
-    """The ETA as a person reads it: '~4m (3m-6m)', 'not draining', 'paused', '' for none;
-    `say` words each duration (the dashboard passes its own wording)."""
+    """The ETA as a person reads it: '~4 min (3 min–6 min)', 'not draining', 'paused', '' for none;
+    `say` words each duration (core/durations.py's words unless given)."""
     duration_ = say or duration
     if state is None or (isinstance(state, float) and np.isnan(state)):
         return ""
@@ -104,14 +105,3 @@ def words(state: str | None, seconds: float | None, low: float | None = None, hi
     lo = "" if low is None or pd.isna(low) else duration_(low)
     hi = "∞" if high is None or pd.isna(high) else duration_(high)
     return f"~{duration_(seconds)} ({lo}–{hi})" if lo else f"~{duration_(seconds)}"
-
-
-def duration(seconds: float) -> str:
-    s = max(0.0, float(seconds))
-    if s < 60:
-        return f"{s:.0f}s"
-    if s < 3600:
-        return f"{s / 60:.0f}m"
-    if s < 86400:
-        return f"{s / 3600:.1f}h"
-    return f"{s / 86400:.1f}d"

@@ -76,6 +76,86 @@ def test_consumer_page_refreshes_itself_at_1280(live_dashboard):
     wait_until(lambda: page.get_by_text("Data as of").inner_text() != first, timeout=30,
                message="the Consumer page refreshed without a click")
     page.get_by_text("Next step:").first.wait_for(timeout=30_000)
+    # Every tile's value fits its tile: none is cut with an ellipsis.
+    values = page.locator('[data-testid="stMetricValue"]')
+    wait_until(lambda: values.count() >= 8, timeout=30, message="the consumer's tiles")
+    cut = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
+        .flatMap(v => [v, ...v.querySelectorAll('*')]).filter(e => e.scrollWidth > e.clientWidth + 1)
+        .map(e => e.innerText)""")
+    assert not cut, cut
+    no_errors(page)
+    page.close()
+
+
+IMPACT = ("Pending (msgs)", "In flight / max", "Oldest unacked", "Drain ETA")
+
+
+def test_fleet_at_1280_shows_the_impact_numbers_of_every_row_without_scrolling(live_dashboard):
+    """Pending, in flight, the oldest unacked age and the ETA are drawn in view beside the identity
+    columns, so an OK row with a growing backlog does not look fine; a selected row's cause and
+    next step are said in full below the table, whatever its verdict."""
+    base, browser, _ = live_dashboard
+    page = laptop(browser, base + "/")
+    page.get_by_text("consumers shown").filter(visible=True).first.wait_for(timeout=30_000)
+    wait_until(lambda: drawn_grid(page)[1], timeout=30, message="the grid drew its rows")
+    headers, _ = drawn_grid(page)
+    assert all(h in headers for h in IDENTITY + IMPACT), headers
+    # The cause and the next step, cut to their columns' width in the grid, are said in full below it.
+    _select_the_consumer(page)
+    page.get_by_text("Next step:").filter(visible=True).first.wait_for(timeout=30_000)
+    no_errors(page)
+    page.close()
+
+
+def _select_the_consumer(page: Page) -> None:
+    """Search the workload's consumer and tick its row (the grid's selection box, under the header)."""
+    search = page.get_by_label("Search consumer or stream")
+    search.fill(CONSUMER)
+    search.press("Enter")
+    page.get_by_text("1 of 2 consumers shown").filter(visible=True).first.wait_for(timeout=30_000)
+    page.locator('[data-testid="stDataFrame"] table[role="grid"] tbody tr[role="row"]').first.wait_for(
+        state="attached", timeout=30_000)
+    box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
+
+
+def _panel(page: Page) -> str:
+    """The selected-row panel's text: its line naming the consumer, its findings and next steps."""
+    found = page.locator('[data-testid="stMarkdownContainer"]').filter(has_text=f"{STREAM} / {CONSUMER}")
+    return "\n".join(found.all_inner_texts())
+
+
+def test_fleet_selected_row_panel_refreshes_with_the_table_and_keeps_its_selection(live_dashboard):
+    """After a row is picked, the panel below refreshes with the table, no click needed (its "since
+    … (N ago)" moves on and its verdict is the row's), and the row stays ticked."""
+    import re
+
+    base, browser, _ = live_dashboard
+    page = laptop(browser, base + "/")
+    page.get_by_text("consumers shown").filter(visible=True).first.wait_for(timeout=30_000)
+    _select_the_consumer(page)
+    page.get_by_text("Clear selection").filter(visible=True).first.wait_for(timeout=30_000)
+
+    def panel_age() -> str | None:
+        found = re.search(r"since [^()]* \(([^()]*) ago\)", _panel(page))
+        return found.group(1) if found else None
+
+    first = wait_until(panel_age, timeout=30, message="the panel's since")
+    seen: list[object] = []
+
+    def moved_with_the_row() -> bool:
+        headers, body = drawn_grid(page)
+        age = panel_age()
+        seen[:] = [body[:1], _panel(page)]
+        return bool(body) and age is not None and age != first and \
+            f": {dict(zip(headers, body[0])).get('Verdict')} since" in _panel(page)
+
+    try:
+        wait_until(moved_with_the_row, timeout=20, message="the panel refreshed with the row")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the row and the panel last seen: {seen}") from None
+    ticked = page.locator('[data-testid="stDataFrame"] table[role="grid"] tbody tr[role="row"][aria-selected="true"]')
+    assert ticked.count() == 1, page.locator('[data-testid="stDataFrame"] table[role="grid"] tbody').inner_html()[:3000]
     no_errors(page)
     page.close()
 

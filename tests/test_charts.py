@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 
+import datetime as dt
+
 import pandas as pd
 import pytest
 
@@ -160,12 +162,12 @@ def test_consumer_gauges_draw_the_oldest_ages_beside_pending_with_estimates_mark
 
 def test_gauge_axes_start_at_zero_and_time_is_a_date_axis_also_for_rollups():
     fig = gauges([0, 0], max_ack=5)
-    assert all(fig.layout[f"yaxis{i if i > 1 else ''}"].rangemode == "nonnegative" for i in range(1, len(charts.PANELS) + 1))
+    assert all(fig.layout[f"yaxis{i if i > 1 else ''}"].rangemode == "tozero" for i in range(1, len(charts.PANELS) + 1))
     rollups = pd.DataFrame({"ts": [T0, T0 + pd.Timedelta(hours=1)], "num_pending": [1.0, 2.0],
                             "num_ack_pending": [0.5, 1.0], "num_waiting": [1.0, 1.0]})  # no redelivery gauge kept
     fig = charts.consumer_gauges(rollups, 1000, 512)
     assert all(fig.layout[f"xaxis{i if i > 1 else ''}"].type == "date" for i in range(1, len(charts.PANELS) + 1))
-    assert "not kept in rollups" in [a.text for a in fig.layout.annotations]
+    assert any(a.text.startswith("the pipeline's rollups do not keep this") for a in fig.layout.annotations)
 
 
 def test_verdict_labels_sit_inside_the_top_panel_not_on_its_title():
@@ -198,6 +200,24 @@ def test_pin_timeline_marks_unpins_by_reason_and_operator_actions_with_their_act
     assert markers == {"unpinned: timeout", "unpinned: admin", "operator action"}
     overlay = next(t for t in fig.data if t.name == "operator action")
     assert list(overlay.text) == ["unpin by ana"]
+
+
+def test_operator_action_labels_on_a_busy_lane_never_overlap():
+    """Ten unpins by two operators within twenty seconds on one lane, in an hour of pins: only
+    labels far enough apart to be read are written (the first of a cluster says how many more are
+    beside it); every action keeps its marker and its hover."""
+    events = pd.DataFrame([ev(0, "pinned", "a"), ev(3600, "unpinned", reason="timeout")])
+    until = (T0 + pd.Timedelta(hours=1)).to_pydatetime()
+    busy = [{**KEY, "ts": T0 + pd.Timedelta(seconds=1800 + 2 * i), "actor": "ana" if i % 2 else "bo",
+             "action": "unpin", "outcome": "ok"} for i in range(10)]
+    late = [{**KEY, "ts": T0 + pd.Timedelta(seconds=3300), "actor": "ana", "action": "pause", "outcome": "ok"}]
+    fig = charts.pin_timeline(sessions_from_events(events, until), events, actions=pd.DataFrame(busy + late))
+    overlay = next(t for t in fig.data if t.name == "operator action")
+    assert len(overlay.x) == 11 and len(overlay.customdata) == 11  # every action marked, with its hover
+    written = [(pd.Timestamp(x), t) for x, t in zip(overlay.x, overlay.text) if t]
+    assert [t for _, t in written] == ["unpin by bo (+9 more)", "pause by ana"]
+    span = pd.Timedelta(hours=1)
+    assert all(b[0] - a[0] >= span * charts.LABEL_GAP for a, b in zip(written, written[1:]))
 
 
 def test_a_long_range_aggregates_switches_per_bucket_on_the_busiest_lanes():
@@ -263,3 +283,38 @@ def test_time_with_work_and_nobody_pinned_is_weighted_by_the_age_of_the_oldest_m
     assert row["nopin_pending_seconds"] == pytest.approx(30.0)
     assert row["nopin_age_weighted_seconds"] == pytest.approx(expected_weighted) == pytest.approx(50.0)
     assert row["nopin_oldest_age_seconds"] == 7200.0
+
+
+# -- Long ranges on a young install ------------------------------------------------------------
+
+def test_a_long_range_on_a_young_install_starts_where_data_starts_at_full_resolution(tmp_path):
+    """Two minutes of samples and the one hourly rollup the pipeline made of them, seen over 30
+    days: the page reads the raw samples (every one, not one hourly point drawn as nothing), the
+    range starts at the first sample (not a sliver at the right of 30 days), every axis starts at
+    zero, and a panel without data says why."""
+    from jetwatch.dashboard import data
+    from jetwatch.store.database import Store
+    from tests.test_oncall_pages import working, write_store
+
+    db = str(tmp_path / "young.duckdb")
+    now = dt.datetime.now(dt.timezone.utc)
+    first = write_store(db, {("$G", "S", "c"): working}, cycles=13, step_s=10, end=now)
+    Store(db).write(lambda con: con.execute(
+        "INSERT INTO rollups (granularity, bucket, account, stream, consumer, samples, pending_mean, ack_pending_mean,"
+        " waiting_mean) VALUES ('1h', date_trunc('hour', ?::TIMESTAMPTZ), '$G', 'S', 'c', 13, 0, 0, 1)", [first]))
+    since = now - dt.timedelta(days=30)
+    detail = data.consumer_detail(Store(db), "$G", "S", "c", since, now)
+    assert detail.source.startswith("raw samples") and len(detail.samples) == 13, detail.source
+    start = data.data_start(detail.samples, since)
+    assert abs((pd.Timestamp(start) - pd.Timestamp(first)).total_seconds()) < 1
+
+    band = data.band_from_changes(pd.DataFrame({"ts": [since + dt.timedelta(days=1)], "from_verdict": [None],
+                                                "to_verdict": ["OK"], "reason": ["fine"]}), since, now)
+    fig = charts.consumer_gauges(detail.samples, 1000, 512, band=band, span=(start, now))
+    for axis in (fig.layout.xaxis, fig.layout.xaxis5):
+        assert [pd.Timestamp(x) for x in axis.range] == [pd.Timestamp(start), pd.Timestamp(now)]
+    assert all(fig.layout[a].rangemode == "tozero" for a in fig.layout if a.startswith("yaxis"))
+
+    empty = charts.consumer_gauges(pd.DataFrame(columns=["ts", "num_pending"]), None, None, span=(start, now))
+    said = [a.text for a in empty.layout.annotations]
+    assert any("no samples between" in t for t in said), said

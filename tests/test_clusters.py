@@ -211,24 +211,36 @@ def test_a_pause_on_cluster_bs_consumer_reaches_server_b_and_not_a(fleet, dash, 
 
 
 def test_a_result_banner_shows_on_its_own_clusters_consumer_only(fleet, dash, tmp_path):
-    """A real resume of cluster a's consumer `work`: its banner is on a's page of `work`, not on
-    b's consumer of the same name, and the Fleet names its cluster."""
+    """A real pause of cluster a's consumer `work`: its banner is on a's page of `work`, not on
+    b's consumer of the same name, and the Fleet names its cluster. (A pause: Resume is offered
+    only on a paused consumer.)"""
     dbs = _dashboard_on_copies(fleet, dash, tmp_path)
     at = run_app("views/consumer.py", cluster="a", stream=STREAM, consumer=SHARED)
     at.text_input(key="op_name").input("ana")
     at.text_input(key="op_secret").input(OPERATOR_PASSWORD)
     at.button(key="op_enable").click().run()
-    at.button(key="action_resume").click().run()
+    at.button(key="action_pause").click().run()
     at.button(key="action_confirm").click().run()
     assert not at.exception
     assert at.session_state["action_result"].ok, at.session_state["action_result"].message
-    assert rows(Store(dbs["a"]), "SELECT action, outcome FROM audit WHERE phase = 'outcome'") == [("resume", "ok")]
+    try:
+        _banner_follows_its_cluster(at, dbs)
+    finally:
+        async def resume() -> None:
+            nc = await nats.connect(fleet["servers"]["a"].url)
+            await JetStreamAPI(nc).pause(STREAM, SHARED, None)
+            await nc.close()
+        asyncio.run(resume())
+
+
+def _banner_follows_its_cluster(at, dbs) -> None:
+    assert rows(Store(dbs["a"]), "SELECT action, outcome FROM audit WHERE phase = 'outcome'") == [("pause", "ok")]
 
     def banners() -> list[str]:
         return [str(a.value).replace("\\", "") for a in list(at.success) + list(at.error)
-                if str(a.value).startswith("resume ")]
+                if str(a.value).startswith("pause ")]
 
-    assert [b.split(":")[0] for b in banners()] == [f"resume {STREAM} / {SHARED} (account $G)"]
+    assert [b.split(":")[0] for b in banners()] == [f"pause {STREAM} / {SHARED} (account $G)"]
     at.selectbox(key="consumer_cluster").set_value("b").run()
     assert not at.exception
     assert at.selectbox(key="consumer_pick").value[1:] == (STREAM, SHARED)  # b's consumer of the same name
@@ -236,7 +248,7 @@ def test_a_result_banner_shows_on_its_own_clusters_consumer_only(fleet, dash, tm
     at.selectbox(key="consumer_cluster").set_value("a").run()
     assert len(banners()) == 1
     at.switch_page("views/fleet.py").run()
-    assert [b.split(":")[0] for b in banners()] == [f"resume {STREAM} / {SHARED} (cluster a, account $G)"]
+    assert [b.split(":")[0] for b in banners()] == [f"pause {STREAM} / {SHARED} (cluster a, account $G)"]
 
 
 def test_server_for_overrides_where_a_clusters_actions_go():

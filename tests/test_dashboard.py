@@ -81,19 +81,50 @@ def test_fleet_lists_every_consumer_worst_first_with_verdict_and_reason(filled_d
     assert "NO_PULLERS" in texts(at)
 
 
-def test_fleet_shows_how_old_the_oldest_work_is_and_when_it_drains(filled_db, app_env):
+def test_fleet_says_how_old_the_oldest_work_is_and_when_it_drains_in_words(filled_db, app_env):
     """`idle` holds five messages nobody pulled: its oldest unacked age is the one the collector
-    stored (read from the stream), and its ETA is infinite, said in words as "no pullers"."""
+    stored (read from the stream), said as the Consumer page says it ("15 min 10 s", never a bare
+    "910"), and its ETA says in words why there is none ("no pullers", never "Infinity")."""
+    from jetwatch.dashboard.text import duration
+
     app_env(filled_db)
     at = run_app()
-    table = frame(at, "Oldest unacked (s)")
+    table = frame(at, "Oldest unacked")
     idle = table[consumers(table) == "idle"].iloc[0]
     stored = Store(filled_db).read(lambda con: con.execute(
         "SELECT oldest_unacked_age_seconds, oldest_unacked_age_kind FROM consumer_latest WHERE consumer = 'idle'"
     ).fetchone())
-    assert idle["Oldest unacked (s)"] == pytest.approx(stored[0]) and stored[0] > 0
+    assert stored[0] > 0 and idle["Oldest unacked"] == duration(stored[0])
     assert idle["Age is"] == stored[1] == "exact"
-    assert idle["ETA (s)"] == float("inf") and idle["Drain"] == "no pullers"
+    assert idle["Drain ETA"] == "no pullers"
+    assert not [h for h in table.columns if "(s)" in h]  # no column of bare seconds
+    assert not [v for v in table.to_numpy().ravel() if str(v).lower() in ("inf", "infinity")]
+
+
+def test_fleet_selection_is_ticked_in_every_new_table_and_its_panel_reads_the_same_row(filled_db, app_env):
+    """The table widget is new whenever its rows or their order change (a refresh that re-sorted
+    them): it is drawn with the chosen consumer's row ticked, and the panel below says the row's
+    verdict and reason from the same read."""
+    import json
+
+    from jetwatch.dashboard import selection
+
+    app_env(filled_db)
+    at = run_app()
+    from jetwatch.core.settings import Settings
+    from jetwatch.dashboard import stores
+
+    table = frame(at, "Verdict")
+    row = int((consumers(table) == "idle").to_numpy().nonzero()[0][0])
+    (cluster,) = [cs.cluster for cs in stores.identify(Settings({"db": filled_db, "dbs": ()}))]
+    at.session_state[selection.SELECTED] = ("$G", IDLE_STREAM, "idle", cluster)
+    at.run()
+    grid = next(d for d in at.dataframe if "Verdict" in getattr(d.value, "data", d.value).columns)
+    assert json.loads(grid.proto.selection_default or "{}").get("selection", {}).get("rows") == [row]
+    table = frame(at, "Verdict")
+    assert table[" "].tolist()[row] == "▶"
+    panel = "\n".join(m.value for m in at.markdown)
+    assert f"**{IDLE_STREAM.replace('_', chr(92) + '_')} / idle**" in panel and "Next step:" in panel
 
 
 def test_fleet_filters_by_verdict_and_search(filled_db, app_env):
@@ -267,3 +298,16 @@ def test_consumer_page_draws_its_verdict_history_as_a_band_over_the_charts(fille
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Drain ETA"] == "no pullers"
     assert metrics["Oldest unacked"] != "none" and metrics["Oldest unacked"] == metrics["Oldest undelivered"]
+
+
+def test_consumer_tiles_hold_a_short_value_and_say_the_rest_beside_it(filled_db, app_env):
+    """A tile's value is cut with an ellipsis when it does not fit ("5 min 56 s (esti…"): each
+    value is a number, a duration or a state in a few words, and qualifiers (estimate, range,
+    the whole pin id) go to the label, the caption or the help."""
+    app_env(filled_db)
+    for stream, consumer in ((IDLE_STREAM, "idle"), (STREAM, CONSUMER)):
+        at = run_app("views/consumer.py", stream=stream, consumer=consumer)
+        values = {m.label: m.value for m in at.metric}
+        assert values, "the consumer's tiles"
+        for label, value in values.items():
+            assert len(value) <= 12 and "(" not in value, (label, value)

@@ -123,6 +123,28 @@ def test_unpin_from_the_dashboard_is_confirmed_audited_and_the_new_pin_shows(liv
     assert any(c.value.startswith("new pin: ") for c in at.caption)
 
 
+def test_pause_is_confirmed_for_the_whole_consumer_at_a_plain_time_and_resume_only_offered_when_paused(live, monkeypatch):
+    """Pause acts on the consumer, not its priority group: the dialog names no group, and says its
+    time as the pages do (no microseconds, no ISO 'T'). Resume is offered only on a paused consumer."""
+    import re
+
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", live["operators"])
+    at = login(consumer_page(live))
+    assert at.button(key="action_resume").disabled  # not paused: nothing to resume
+    at.button(key="action_pause").click().run()
+    said = next(m.value for m in at.markdown if m.value.startswith("**Pause ")).replace("\\", "")
+    assert f"stream {live['stream']}, consumer {live['consumer']} until " in said and "group" not in said, said
+    assert re.search(r"until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(in 15 min\)\*\*$", said), said
+    at.button(key="action_confirm").click().run()
+    assert not at.exception
+    store = live["store"]
+    wait_until(lambda: rows(store, "SELECT paused FROM consumer_latest WHERE stream = ?", [live["stream"]]) == [(True,)],
+               timeout=30, message="the pause sampled")
+    st.cache_data.clear()
+    at.run()
+    assert not at.button(key="action_resume").disabled
+
+
 def test_a_dashboard_drain_survives_its_page_being_closed(live, monkeypatch):
     monkeypatch.setenv("JETWATCH_OPERATORS_FILE", live["operators"])
     loop, nc = live["loop"], live["nc"]

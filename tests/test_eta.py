@@ -35,9 +35,9 @@ def test_drain_eta(case, backlog, slope, se, flags, expected):
 
 
 @pytest.mark.parametrize("state, seconds, low, high, text", [
-    ("draining", 240.0, 180.0, 360.0, "~4m (3m–6m)"),
-    ("draining", 30.0, 20.0, None, "~30s (20s–∞)"),
-    ("draining", 7200.0, 7200.0, 7200.0, "~2.0h (2.0h–2.0h)"),
+    ("draining", 240.0, 180.0, 360.0, "~4 min (3 min–6 min)"),
+    ("draining", 30.0, 20.0, None, "~30 s (20 s–∞)"),
+    ("draining", 7200.0, 7200.0, 7200.0, "~2 h (2 h–2 h)"),
     ("not draining", None, None, None, "not draining"),
     (None, None, None, None, ""),
 ])

@@ -669,12 +669,12 @@ def _fleet_page(db: str, monkeypatch: pytest.MonkeyPatch, stale_after: str):
 
 
 def _last_cycle_seconds(at) -> float:
-    """The sidebar's "last cycle Ns ago", in seconds."""
+    """The sidebar's "last cycle 1 min 4 s ago", in seconds."""
     import re
 
     said = next(c.value for c in at.sidebar.caption if c.value.startswith("last cycle "))
-    number, unit = re.match(r"last cycle (-?[\d.]+)([smh]) ago", said).groups()
-    return float(number) * {"s": 1, "m": 60, "h": 3600}[unit]
+    words = re.match(r"last cycle ((?:-?[\d.]+ (?:d|h|min|s) ?)+) ago", said).group(1)
+    return sum(float(n) * {"s": 1, "min": 60, "h": 3600, "d": 86400}[u] for n, u in re.findall(r"(-?[\d.]+) (\w+)", words))
 
 
 @pytest.mark.skipif(not Path(LIBFAKETIME).exists(), reason="Debian's faketime is not installed (make system-deps)")

@@ -168,6 +168,21 @@ def test_check_exits_with_the_monitoring_plugin_status_of_the_worst_verdict(db_p
     assert capsys.readouterr().out.startswith("JETWATCH UNKNOWN - No store")
 
 
+def test_check_with_a_filter_that_matches_nothing_names_it_and_what_there_is(db_path, capsys):
+    """`check --stream TYPO` on a store full of verdicts: UNKNOWN, saying there is no stream TYPO
+    and which streams there are, not that the store has no verdicts yet."""
+    from jetwatch.cli import main
+
+    _two_consumers(Store(db_path), dt.datetime.now(dt.timezone.utc), idle_pending=5)
+    assert main(["check", "--db", db_path, "--stream", "TYPO"]) == 3
+    out = capsys.readouterr().out.strip()
+    assert out == "JETWATCH UNKNOWN - no stream TYPO: the store has stream S", out
+    assert main(["check", "--db", db_path, "--consumer", "X*"]) == 3
+    assert capsys.readouterr().out.strip() == "JETWATCH UNKNOWN - no consumer X*: the store has consumers C, D"
+    assert main(["check", "--db", db_path, "--consumer", "D", "--verdict", "NO_PULLERS"]) == 0  # there, and fine
+    assert capsys.readouterr().out.strip() == "JETWATCH OK - no consumer asked for is NO_PULLERS"
+
+
 def test_check_warns_on_a_warning_level_verdict(db_path, capsys):
     from jetwatch.cli import main
 

@@ -239,6 +239,40 @@ def test_a_result_banner_belongs_to_its_consumer_shows_the_drain_as_it_ended_and
     assert not [t for t in texts_of_alerts(at) if "drain" in t]
 
 
+def test_a_finished_drains_banner_and_progress_go_once_it_has_ended_a_while_ago(tmp_path, app_env):
+    """A drain that ended 30 minutes ago is history (the Audit page keeps it): its result banner
+    and its progress box are gone, on the Consumer page and the Fleet. One that ended a minute ago
+    still shows, naming its drain by a short id, not the 32-hex one."""
+    from jetwatch import sql
+    from jetwatch.actions.operations import ActionResult, Target
+    from jetwatch.core.settings import DEFAULT_CLUSTER
+
+    db = str(tmp_path / "stalled.duckdb")
+    _stalled_store(db)
+    now = dt.datetime.now(dt.timezone.utc)
+    old, recent = "0ld" + "0" * 29, "5e1f2a3b" + "c" * 24
+    for drain_id, consumer, ended in ((old, "fulfilment", now - dt.timedelta(minutes=30)),
+                                      (recent, "notify", now - dt.timedelta(minutes=1))):
+        stream = "ORDERS" if consumer == "fulfilment" else "EVENTS"
+        Store(db).write(lambda con, d=drain_id, c=consumer, e=ended, st_=stream: con.execute(sql.query("upsert_drain"), [
+            d, e - dt.timedelta(seconds=20), e, "ana", "A", st_, c, "resume", "done", 3, 0, "drained: 0 in flight"]))
+    results = {(DEFAULT_CLUSTER, "ORDERS", "fulfilment"): ActionResult(
+        "drain", Target("A", "ORDERS", "fulfilment"), True, f"drain {old} started; it runs on if this page closes",
+        None, {"drain_id": old})}
+    app_env(db, health_window="60s")
+
+    at = AppTest_with(results, stream="ORDERS", consumer="fulfilment")
+    said = texts_of_alerts(at) + [w.value.replace("\\", "") for w in at.warning]
+    assert not [t for t in said if "drain" in t], said
+    assert "action_results" not in at.session_state or not at.session_state["action_results"]
+    at.switch_page("views/fleet.py").run()
+    assert not [t for t in texts_of_alerts(at) if "drain" in t]
+
+    at = AppTest_with({}, stream="EVENTS", consumer="notify")
+    [box] = [t for t in texts_of_alerts(at) if t.startswith("drain ")]
+    assert box.startswith("drain 5e1f2a3b by ana") and recent not in box, box
+
+
 def AppTest_with(results: dict[Any, Any], **query: str):
     from streamlit.testing.v1 import AppTest
 

@@ -16,10 +16,23 @@ NOW = dt.datetime(2026, 11, 23, 7, 30, 0, tzinfo=dt.timezone.utc)
 @pytest.mark.parametrize("seconds, words", [
     (0, "0 s"), (42.4, "42 s"), (59.6, "1 min"), (60, "1 min"), (252, "4 min 12 s"), (3600, "1 h"),
     (3725, "1 h 2 min"), (86400, "1 d"), (2 * 86400 + 4 * 3600 + 59, "2 d 4 h"), (-3, "0 s"),
-    (None, ""), (float("nan"), ""),
+    (None, ""), (float("nan"), ""), (0.5, "0.5 s"), (float("inf"), "∞"),
 ])
 def test_a_duration_reads_as_people_say_it(seconds, words):
     assert duration(seconds) == words
+
+
+def test_every_page_and_command_words_a_duration_the_same_way():
+    """One formatting for durations, ages and ETAs: the Fleet's ETA, the sidebar's "last cycle …
+    ago" and `jetwatch status`'s ages say "4 min 12 s" as the Consumer page does, never "4m" or "252s"."""
+    from jetwatch import status
+    from jetwatch.dashboard import ui
+    from jetwatch.health import eta
+
+    assert eta.words("draining", 252.0, 180.0, None) == "~4 min 12 s (3 min–∞)"
+    assert ui.ago(NOW - dt.timedelta(seconds=252), NOW) == "4 min 12 s ago"
+    assert ui.ago(NOW - dt.timedelta(hours=3, minutes=5), NOW) == "3 h 5 min ago"
+    assert status._age(NOW - dt.timedelta(seconds=252), NOW) == "4min12s"  # a table split on whitespace
 
 
 @pytest.mark.parametrize("pin_id, shown", [

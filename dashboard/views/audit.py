@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from jetwatch.dashboard import data, stores, tables, ui
+from jetwatch.dashboard import data, stores, tables, ui, url_state
 from jetwatch.store.database import StoreError
 
 s = ui.settings()
@@ -24,10 +24,11 @@ if outside:
                "(they were put in by hand), so they are not listed below. `jetwatch audit verify` names them; "
                "they show in the raw rows with outside_chain true.", icon="⚠️")
 c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
-actors = c1.multiselect("Actor", sorted(actions["actor"].unique()), key="audit_actor")
-kinds = c2.multiselect("Action", sorted(actions["action"].unique()), key="audit_action")
-outcomes = c3.multiselect("Outcome", sorted(actions["outcome"].unique()), key="audit_outcome")
-search = c4.text_input("Consumer or stream", key="audit_search")
+actors = url_state.multiselect(c1, "Actor", sorted(actions["actor"].unique()), key="audit_actor", param="actors")
+kinds = url_state.multiselect(c2, "Action", sorted(actions["action"].unique()), key="audit_action", param="actions")
+outcomes = url_state.multiselect(c3, "Outcome", sorted(actions["outcome"].unique()), key="audit_outcome",
+                                 param="outcomes")
+search = url_state.text_input(c4, "Consumer or stream", key="audit_search", param="search")
 shown = actions
 if actors:
     shown = shown[shown["actor"].isin(actors)]

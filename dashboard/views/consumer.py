@@ -11,7 +11,7 @@ import streamlit as st
 import datetime as dt
 
 from jetwatch.actions.operations import THEN_CHOICES, Target
-from jetwatch.dashboard import charts, data, operator, stores, tables, ui
+from jetwatch.dashboard import charts, data, operator, stores, tables, ui, url_state
 from jetwatch.health import advice
 from jetwatch.store.database import StoreError, StoreMissing
 
@@ -61,7 +61,8 @@ st.query_params.update({"cluster": cluster, "account": account, "stream": stream
 here = stores.find(fleet_stores, cluster)
 store = here.store
 
-range_choice = st.selectbox("Time range", list(ui.RANGES), index=list(ui.RANGES).index("1 hour"), key="consumer_range")
+range_choice = url_state.selectbox(st, "Time range", list(ui.RANGES), key="consumer_range", param="range",
+                                   default="1 hour")
 operator.dialog(s, store)  # the pending action names its cluster: its server and store
 
 
@@ -84,7 +85,9 @@ def actions(row: pd.Series, verdict: pd.Series | None) -> None:
     minutes = a2.number_input("Pause for (minutes)", min_value=1, max_value=10080, value=15, key="pause_minutes")
     a2.button("Pause", key="action_pause", on_click=lambda: operator.request(
         "pause", target, cluster, until=data.utcnow() + dt.timedelta(minutes=minutes)))
-    a3.button("Resume", key="action_resume", on_click=operator.request, args=("resume", target, cluster))
+    paused = bool(row["paused"]) if not pd.isna(row["paused"]) else False
+    a3.button("Resume", key="action_resume", on_click=operator.request, args=("resume", target, cluster),
+              disabled=not paused, help=None if paused else "not paused: nothing to resume")
     choices = advice.drain_choices(THEN_CHOICES, context)
     then = a4.selectbox("Drain, then", choices, key="drain_then",
                         help=None if "handoff" in choices else "no hand-off: nobody is pinned in a priority group")
@@ -121,36 +124,44 @@ def live() -> None:
         max_ack = max_wait = None
     else:
         row = detail.latest.iloc[0]
-        st.caption(f"Data as of {ui.md(ui.since(row['ts'], now))} · refreshes every {s.refresh:g}s")
+        st.caption(f"Data as of {ui.md(ui.since(row['ts'], now))} · refreshes every {ui.duration(s.refresh)}")
         max_ack, max_wait = row["max_ack_pending"], row["max_waiting"]
         verdict = verdict_of(now)
         if verdict is not None:
             st.markdown(f"### {ui.badge(verdict['verdict'])} since {ui.md(ui.since(verdict['since'], now))}")
             ui.findings(row.combine_first(verdict), now)  # the pin as sampled with the numbers
-        cols = st.columns(5)
-        cols[0].metric("Pending (msgs)", f"{row['num_pending']:,}")
-        cols[1].metric("In flight (msgs)", f"{row['num_ack_pending']:,}")
-        cols[2].metric("Pulls waiting", f"{row['num_waiting']:,}")
-        cols[3].metric("To redeliver (msgs)", f"{row['num_redelivered']:,}")
+        counts = st.columns(4)
+        counts[0].metric("Pending (msgs)", f"{row['num_pending']:,}")
+        counts[1].metric("In flight (msgs)", f"{row['num_ack_pending']:,}")
+        counts[2].metric("Pulls waiting", f"{row['num_waiting']:,}")
+        counts[3].metric("To redeliver (msgs)", f"{row['num_redelivered']:,}")
+        # A tile cuts a value that does not fit: each holds a number, a duration or a state, and
+        # what qualifies it (estimate, range, the whole pin id) is said under it or in its help.
+        tiles = st.columns(4)
         pinned = row["pinned_id"] if isinstance(row["pinned_id"], str) and row["pinned_id"] else None
-        cols[4].metric("Pin (id tail)", ui.pin_tail(pinned) if pinned else "nobody",
-                       help=(f"pin id {ui.visible(pinned)} (names this pin, not a client), since "
-                             f"{ui.since(row['pinned_ts'], now)}") if pinned else None)
-        lag = st.columns(4)
-        for col, (label, age, kind) in zip(lag, (
+        tiles[0].metric("Pin (id tail)", ui.pin_tail(pinned) if pinned else "nobody",
+                        help=(f"pin id {ui.visible(pinned)} (names this pin, not a client), since "
+                              f"{ui.since(row['pinned_ts'], now)}") if pinned else None)
+        for col, (label, age, kind) in zip(tiles[1:], (
                 ("Oldest unacked", row["oldest_unacked_age_seconds"], row["oldest_unacked_age_kind"]),
                 ("Oldest undelivered", row["oldest_undelivered_age_seconds"], row["oldest_undelivered_age_kind"]))):
-            col.metric(label, "none" if pd.isna(age) else ui.duration(age) + (" (estimate)" if kind == "estimate" else ""),
+            col.metric(label, "none" if pd.isna(age) else ui.duration(age),
                        help="age of the oldest message still owed, read from the stream's timestamps (an estimate is "
                             "interpolated from its sequence/time history where the collector may not read messages)")
+            if kind == "estimate" and not pd.isna(age):
+                col.caption("estimated from the stream's history")
         if verdict is not None:
-            lag[2].metric("Drain ETA", tables.eta_words(verdict) or "none",
-                          help="backlog over the health window's net drain rate (acks minus arrivals), with its range")
+            value, spread = tables.eta_tile(verdict)
+            tiles[3].metric("Drain ETA", value or "none",
+                            help="backlog over the health window's net drain rate (acks minus arrivals), with its range")
+            if spread:
+                tiles[3].caption(f"range {spread}")
         loss = row.get("time_to_loss_seconds")
-        lag[3].metric("Time to loss", "none in sight" if loss is None or pd.isna(loss) else
-                      "losing now" if loss <= 0 else "~" + ui.duration(loss),
-                      help="when the stream's limits (max_age, max_msgs, max_bytes with discard old) remove messages "
-                           "this consumer has not processed, at the current arrival and acknowledgement rates")
+        st.columns(4)[0].metric(
+            "Time to loss", "none in sight" if loss is None or pd.isna(loss) else "losing now" if loss <= 0
+            else "~" + ui.duration(loss),
+            help="when the stream's limits (max_age, max_msgs, max_bytes with discard old) remove messages this "
+                 "consumer has not processed, at the current arrival and acknowledgement rates")
         if row["paused"]:
             st.info(f"Paused until {ui.md(ui.since(row['pause_until'], now))}")
         result = operator.result_for(Target(account, stream, consumer), cluster)
@@ -164,16 +175,19 @@ def live() -> None:
             if st.session_state.pop(operator.FRESH, False):
                 st.rerun(scope="app")  # the confirmation dialog lives outside this fragment
 
-    st.caption(f"Showing {detail.source}")
-    band = data.verdict_band(store, account, stream, consumer, since, until)
-    st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait, band=band), key="consumer_gauges")
+    start = data.data_start(detail.samples, since)  # a young install: the range starts where its data does
+    st.caption(f"Showing {detail.source}" + (f" from {ui.md(ui.since(start, now))}, where this consumer's data starts"
+                                             if start > since else ""))
+    band = data.verdict_band(store, account, stream, consumer, start, until)
+    st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait, band=band, span=(start, until)),
+                    key="consumer_gauges")
     if not band.empty:
         st.caption("Behind the charts: the verdicts the collector judged, " + " → ".join(
             f"{v} {ui.ago(t, now)}" for v, t in zip(band["verdict"].tail(4), band["start"].tail(4))))
     if detail.source.startswith("raw samples"):
         filtered = bool(not detail.latest.empty and detail.latest["filtered"].fillna(False).astype(bool).iloc[0])
-        st.plotly_chart(charts.consumer_rates(data.rates(detail.samples, filtered), "Rates from sequence deltas"),
-                        key="consumer_rates")
+        st.plotly_chart(charts.consumer_rates(data.rates(detail.samples, filtered), "Rates from sequence deltas",
+                                              span=(start, until)), key="consumer_rates")
     sessions = data.drawn_sessions(data.sessions_from_events(detail.pins, until))
     done = data.operator_actions(store, since, until)
     done = done[(done["stream"] == stream) & (done["consumer"] == consumer)]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pandas as pd
 import streamlit as st
 
 from jetwatch.actions.operations import Target
-from jetwatch.dashboard import data, fleet_filters, operator, selection, stores, tables, ui
+from jetwatch.dashboard import data, fleet_filters, operator, selection, stores, tables, ui, url_state
 from jetwatch.health.rules import VERDICT_NAMES
 from jetwatch.store.database import StoreError
 
@@ -32,7 +33,7 @@ def live() -> None:
     ui.collector_panel(view.collector, now, gaps)
     warning = data.staleness(view, now, s.stale_after)
     as_of = view.as_of.strftime("%Y-%m-%d %H:%M:%S UTC") if view.as_of else "no data yet"
-    st.caption(f"Data as of {as_of} · refreshes every {s.refresh:g}s · health window {s.health_window / 60:g} min")
+    st.caption(f"Data as of {as_of} · refreshes every {ui.duration(s.refresh)} · health window {ui.duration(s.health_window)}")
     if warning:
         st.warning(warning, icon="⏱️")
     frame = view.consumers
@@ -41,13 +42,18 @@ def live() -> None:
         return
 
     clusters = sorted(frame["cluster"].unique())
-    chosen_clusters = (st.multiselect("Cluster", clusters, key="fleet_cluster") if len(clusters) > 1 else [])
+    # Each filter is kept in the URL: a link shares the filtered Fleet, a reload keeps it.
+    chosen_clusters = (url_state.multiselect(st, "Cluster", clusters, key="fleet_cluster", param="clusters")
+                       if len(clusters) > 1 else [])
     c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
     wanted = fleet_filters.FleetFilter(
-        streams=tuple(c1.multiselect("Stream", sorted(frame["stream"].unique()), key="fleet_stream")),
-        verdicts=tuple(c2.multiselect("Verdict", list(VERDICT_NAMES), key="fleet_verdict")),
-        policies=tuple(c3.multiselect("Priority policy", fleet_filters.policies(frame), key="fleet_policy")),
-        search=c4.text_input("Search consumer or stream", key="fleet_search"),
+        streams=tuple(url_state.multiselect(c1, "Stream", sorted(frame["stream"].unique()), key="fleet_stream",
+                                            param="streams")),
+        verdicts=tuple(url_state.multiselect(c2, "Verdict", list(VERDICT_NAMES), key="fleet_verdict",
+                                             param="verdicts")),
+        policies=tuple(url_state.multiselect(c3, "Priority policy", fleet_filters.policies(frame), key="fleet_policy",
+                                             param="policies")),
+        search=url_state.text_input(c4, "Search consumer or stream", key="fleet_search", param="search"),
         clusters=tuple(chosen_clusters))
     shown = wanted.apply(frame)
 
@@ -62,6 +68,8 @@ def live() -> None:
         st.session_state["fleet_page"] = number  # fewer pages after a filter: the last one, not an error
     page = fleet_filters.page_of(shown, number, size)
     keys = selection.keys_of(page)
+    widget = selection.widget_key(keys)
+    selection.follow(st.session_state, widget, keys)  # before drawing: the marker and the panel follow a click
     chosen = st.session_state.get(selection.SELECTED)
     table = tables.fleet_table(page, now)
     table.insert(0, " ", ["▶" if k == chosen else "" for k in keys])
@@ -69,18 +77,46 @@ def live() -> None:
         f"{len(page):,} of {len(shown):,} matching consumers shown (page {number:,} of {pages:,}; "
         f"{len(frame):,} in all)")
     st.caption(f"{whole} · select a row for its findings and actions, or open a consumer by its name")
-    widget = selection.widget_key(keys)
     st.dataframe(
         ui.visible_frame(table).style.map(ui.verdict_cell_style, subset=["Verdict"]), key=widget, hide_index=True,
         width="stretch", on_select="rerun", selection_mode="single-row",
+        selection_default=selection.default(keys, chosen),
         column_config={" ": st.column_config.TextColumn(" ", width=28, help="the selected consumer", pinned=True),
                        **tables.column_config(tables.FLEET, table)})
     if pages > 1:
         p1, p2, _ = st.columns([2, 2, 5])
         p1.number_input(f"Page (of {pages:,})", min_value=1, max_value=pages, step=1, key="fleet_page")
         p2.selectbox("Rows per page", fleet_filters.PAGE_SIZES, key="fleet_page_size")
-    if selection.follow(st.session_state, widget, keys):
-        st.rerun(scope="app")  # the action bar below lives outside this fragment
+    selected(frame, chosen, now)
+
+
+def selected(frame: pd.DataFrame, chosen: selection.Key | None, now: dt.datetime) -> None:
+    """The selected consumer's findings, next steps and actions, from the same read as the table
+    above (so the same numbers as its row), refreshed with it."""
+    if not chosen or len(chosen) != 4:
+        return  # nothing chosen, or a selection kept from before clusters: chosen again
+    several = len(ui.fleet_stores(s)) > 1
+    current = selection.row_of(frame, chosen)
+    account, stream_name, consumer_name, cluster = chosen
+    if current is None:
+        st.markdown(f"**{ui.md(stream_name)} / {ui.md(consumer_name)}**: no longer in the latest sample")
+    else:
+        st.markdown(f"**{ui.md(stream_name)} / {ui.md(consumer_name)}**"
+                    f"{'' if account is None else ' (account ' + ui.md(account) + ')'}"
+                    f"{' in cluster ' + ui.md(cluster) if several else ''}: {ui.badge(current['verdict'])} "
+                    f"since {ui.md(ui.since(current['since'], now))}  "
+                    f"[details]({ui.consumer_link(account, stream_name, consumer_name, cluster)})")
+        ui.findings(current, now)
+    st.button("Clear selection", key="fleet_clear", on_click=selection.clear, args=(st.session_state,))
+    if current is not None and operator.operator(s) and current["priority_policy"] == "pinned_client":
+        pinned = current["pinned_id"] if isinstance(current["pinned_id"], str) else None
+        target = Target(account, stream_name, consumer_name,
+                        current["pin_group"] if isinstance(current["pin_group"], str) else None)
+        st.button("Unpin", key="fleet_unpin", on_click=operator.request, args=("unpin", target, cluster),
+                  kwargs={"expect_pin": pinned}, disabled=pinned is None,
+                  help=None if pinned else "nothing is pinned")
+    if st.session_state.pop(operator.FRESH, False):
+        st.rerun(scope="app")  # the confirmation dialog lives outside this fragment
 
 
 live()
@@ -105,28 +141,3 @@ def recent_changes() -> None:
 
 
 recent_changes()
-
-chosen = st.session_state.get(selection.SELECTED)
-if chosen and len(chosen) != 4:
-    chosen = None  # a selection kept from before clusters: chosen again
-if chosen:
-    several = len(ui.fleet_stores(s)) > 1
-    current = selection.row_of(ui.fleet_view(s, ui.thresholds(s)).consumers, chosen)
-    account, stream_name, consumer_name, cluster = chosen
-    if current is None:
-        st.markdown(f"**{ui.md(stream_name)} / {ui.md(consumer_name)}**: no longer in the latest sample")
-    else:
-        st.markdown(f"**{ui.md(stream_name)} / {ui.md(consumer_name)}**"
-                    f"{'' if account is None else ' (account ' + ui.md(account) + ')'}"
-                    f"{' in cluster ' + ui.md(cluster) if several else ''}: {ui.badge(current['verdict'])} "
-                    f"since {ui.md(ui.since(current['since'], data.utcnow()))}  "
-                    f"[details]({ui.consumer_link(account, stream_name, consumer_name, cluster)})")
-        ui.findings(current, data.utcnow())
-    st.button("Clear selection", key="fleet_clear", on_click=selection.clear, args=(st.session_state,))
-    if current is not None and operator.operator(s) and current["priority_policy"] == "pinned_client":
-        pinned = current["pinned_id"] if isinstance(current["pinned_id"], str) else None
-        target = Target(account, stream_name, consumer_name,
-                        current["pin_group"] if isinstance(current["pin_group"], str) else None)
-        st.button("Unpin", key="fleet_unpin", on_click=operator.request, args=("unpin", target, cluster),
-                  kwargs={"expect_pin": pinned}, disabled=pinned is None,
-                  help=None if pinned else "nothing is pinned")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from jetwatch.dashboard import charts, stores, tables, ui
+from jetwatch.dashboard import charts, stores, tables, ui, url_state
 from jetwatch.store.database import StoreError
 
 s = ui.settings()
@@ -14,8 +14,8 @@ st.title("Pins")
 c1, c2, c3 = st.columns([2, 3, 3])
 with c1:
     since, until = ui.time_range("pins_range")
-reasons = c2.multiselect("Unpin reason", ["timeout", "admin", "inferred"], key="pins_reason")
-search = c3.text_input("Consumer or stream", key="pins_search")
+reasons = url_state.multiselect(c2, "Unpin reason", ["timeout", "admin", "inferred"], key="pins_reason", param="reasons")
+search = url_state.text_input(c3, "Consumer or stream", key="pins_search", param="search")
 
 try:
     history = ui.fleet_pin_history(s, until - since, ui.thresholds(s))
