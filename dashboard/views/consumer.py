@@ -158,7 +158,7 @@ def live() -> None:
                 tiles[3].caption(f"range {spread}")
         loss = row.get("time_to_loss_seconds")
         st.columns(4)[0].metric(
-            "Time to loss", "none in sight" if loss is None or pd.isna(loss) else "losing now" if loss <= 0
+            "Time to loss", "none" if loss is None or pd.isna(loss) else "losing now" if loss <= 0
             else "~" + ui.duration(loss),
             help="when the stream's limits (max_age, max_msgs, max_bytes with discard old) remove messages this "
                  "consumer has not processed, at the current arrival and acknowledgement rates")
