@@ -71,7 +71,7 @@ METRICS: tuple[MetricDef, ...] = (
     _c("jetwatch_consumer_verdict_since_timestamp_seconds", "gauge", "Since when the current verdict has held (Unix time).", "verdict"),
     _c("jetwatch_consumer_pinned", "gauge", "pinned_client consumers: 1 while a client holds the pin."),
     _c("jetwatch_consumer_pin_age_seconds", "gauge", "How long the current pin has been held."),
-    _c("jetwatch_consumer_pin", "info", "The pin holder's id.", "pinned_id"),
+    _c("jetwatch_consumer_pin", "info", "The pin's id and its holder as the worker announced it (`holder`: the name, cut to 64 characters, or `unannounced`).", "pinned_id", "holder"),
     _c("jetwatch_consumer_pin_switches", "counter", "Pins captured by this collector since it started."),
     _c("jetwatch_consumer_unpins", "counter", "Unpins captured by this collector since it started, by reason (`admin`, `timeout`, or `other` for any other).", "reason"),
     MetricDef("jetwatch_consumers", "gauge", "Consumers in the live state per verdict (always exported).", ("verdict",)),
@@ -111,6 +111,16 @@ def parse_address(text: str) -> tuple[str, int]:
 # The reasons the server gives an unpin. The reason label takes these or "other": advisories come
 # from whoever may publish on their subjects, and each new label value would be a series for ever.
 UNPIN_REASONS = ("admin", "timeout")
+
+
+# The info metric's values, which are labels of the info series, not of the family.
+INFO_VALUES = ("pinned_id", "holder")
+HOLDER_LABEL_CHARS = 64
+
+
+def holder_label(holder: tuple[str, str] | None) -> str:
+    """The `holder` label of a pin: the announced name, cut so a long name cannot blow up a series."""
+    return holder[0][:HOLDER_LABEL_CHARS] if holder else "unannounced"
 
 
 def unpin_reason(reason: Any) -> str:
@@ -163,6 +173,7 @@ class Snapshot:
     rejects: int
     capture_gaps: int = 0
     last_capture_gap_at: dt.datetime | None = None
+    holders: dict[str, tuple[str, str]] = field(default_factory=dict)  # pin id -> (announced name, verification)
 
 
 class CycleHistogram:
@@ -202,7 +213,7 @@ class CycleCollector(Collector):
     def _family(self, name: str, **kw: Any) -> Metric:
         m = BY_NAME[name]
         kind = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily, "info": InfoMetricFamily}[m.type]
-        labels = [x for x in m.labels if not (m.type == "info" and x == "pinned_id")]
+        labels = [x for x in m.labels if not (m.type == "info" and x in INFO_VALUES)]
         return kind(m.name, m.help, labels=labels or None, **kw)
 
     def collect(self) -> Iterator[Metric]:
@@ -266,7 +277,7 @@ class CycleCollector(Collector):
         info = self._family("jetwatch_consumer_pin")
         for lab, pin in zip(labels, _label(f["pinned_id"])):
             if pin:
-                info.add_metric(lab, {"pinned_id": pin})
+                info.add_metric(lab, {"pinned_id": pin, "holder": holder_label(snap.holders.get(pin))})
         yield info
         clusters = {(a, s, c, g): cl for cl, a, s, c, g in labels}
         switches = self._family("jetwatch_consumer_pin_switches")

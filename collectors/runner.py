@@ -39,6 +39,7 @@ from jetwatch.collectors.judging import JudgedCycle, event_counts, judge, keep, 
 from jetwatch.collectors.live_state import LiveState
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
 from jetwatch.collectors.metrics import CycleHistogram, MetricsExporter, PinCounts, Snapshot
+from jetwatch.collectors.pin_holders import HttpConnz, PinHolderCapture, SystemConnz, remembered_holders
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.connection import connected_account
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
@@ -125,6 +126,7 @@ class Collector:
         self.fatal: StoreTooNew | None = None  # why the run stopped itself
         self._stop: asyncio.Event | None = None
         self._writing = asyncio.Lock()  # one write of cycles at a time (write_queued)
+        self.pin_holders: PinHolderCapture | None = None  # who holds each pin, as announced
 
     async def write(self, fn: Callable[[Any], T]) -> T:
         """fn in one transaction on the writer thread."""
@@ -182,6 +184,16 @@ class Collector:
         self.gaps = GapTracker(Cursor(stream, *row) if row else Cursor(stream, None, None, None))
         self.last_capture_gap_at = await self.write(writes.last_capture_gap)
         self.capture = await self._open_capture()
+        await self._open_pin_holders()
+
+    async def _open_pin_holders(self) -> None:
+        """Capture pin announcements, verified through whichever CONNZ this collector can ask."""
+        s = self.settings
+        connz = (SystemConnz(self.system_nc, s.request_timeout) if self.system_nc is not None
+                 else HttpConnz(s.monitor_url, s.request_timeout) if s.monitor_url else None)
+        self.pin_holders = PinHolderCapture(self.nc, connz, self.scope.account, self.write, self.clock)
+        since = self.clock() - dt.timedelta(seconds=s.event_retention)
+        await self.pin_holders.open(await self.write(lambda con: remembered_holders(con, since)))
 
     async def _open_capture(self) -> Capture:
         s = self.settings
@@ -430,6 +442,7 @@ class Collector:
     def snapshot(self, judged: JudgedCycle) -> Snapshot:
         """The cycle as the exporters see it (copies: rendering runs on another thread)."""
         return Snapshot(at=judged.at, consumers=self.labelled(judged.consumers),
+                        holders=dict(self.pin_holders.holders) if self.pin_holders else {},
                         pins=self.pin_counts.copy(),
                         cycle_buckets=list(self.durations.counts), cycle_sum=self.durations.total,
                         cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total,
@@ -741,7 +754,9 @@ class Collector:
         self._stop = stop
         try:
             await self.start()
-            await asyncio.gather(self._sample_loop(stop), self._event_loop(stop), self._retention_loop(stop))
+            assert self.pin_holders is not None
+            await asyncio.gather(self._sample_loop(stop), self._event_loop(stop), self._retention_loop(stop),
+                                 self.pin_holders.run(stop))
             if self.fatal is not None:  # what was not written is lost: the message says why
                 raise self.fatal
             # Last flush: whatever arrived before the stop is stored and acknowledged.
@@ -754,6 +769,8 @@ class Collector:
         finally:
             if self.capture is not None:
                 await self.capture.close()
+            if self.pin_holders is not None:
+                await self.pin_holders.close()
             self._writer.shutdown(wait=True)
             self._render.shutdown(wait=True)
             if self.alertmanager is not None:  # a post under way is cut: stopping never waits on Alertmanager

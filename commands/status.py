@@ -25,6 +25,7 @@ import pandas as pd
 
 from jetwatch.core.clock import utcnow
 from jetwatch.core.durations import duration
+from jetwatch.core.pin_announce import holder_words
 from jetwatch.core.settings import Settings
 from jetwatch.health.rules import SEVERITY
 from jetwatch.store import clusters
@@ -147,6 +148,20 @@ def _text(value: Any) -> str | None:
     return None if value is None or pd.isna(value) else str(value)
 
 
+def _pin(r: Any) -> dict[str, Any] | None:
+    """The consumer's pin and its holder as the worker announced it (None: nobody is pinned)."""
+    pin = _text(getattr(r, "pinned_id", None))
+    if not pin:
+        return None
+    name = _text(getattr(r, "holder_name", None))
+    verification = _text(getattr(r, "holder_verification", None))
+    pid = _num(getattr(r, "holder_pid", None))
+    return {"id": pin, "holder": holder_words(name, verification) or f"unannounced …{pin[-6:]}",
+            "name": name, "verification": verification or "unannounced",
+            "host": _text(getattr(r, "holder_host", None)), "pid": None if pid is None else int(pid),
+            "version": _text(getattr(r, "holder_version", None))}
+
+
 def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{"cluster": r.cluster, "account": r.account, "stream": r.stream, "consumer": r.consumer,
              "verdict": r.verdict, "level": r.level, "reason": r.reason, "since": _iso(r.since),
@@ -156,6 +171,7 @@ def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
              "oldest_undelivered": {"age_seconds": _num(r.oldest_undelivered_age_seconds),
                                     "kind": _text(r.oldest_undelivered_age_kind)},
              "time_to_loss_seconds": _num(r.time_to_loss_seconds),
+             "pin": _pin(r),
              "eta": {"state": _text(r.eta_state), "seconds": _num(r.eta_seconds), "low_seconds": _num(r.eta_low_seconds),
                      "high_seconds": _num(r.eta_high_seconds)}}
             for r in frame.itertuples()]

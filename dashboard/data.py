@@ -33,9 +33,9 @@ class Fleet:
 FLEET_COLUMNS = KEY + [
     "verdict", "reason", "num_pending", "num_ack_pending", "max_ack_pending", "num_waiting",
     "max_waiting", "redelivered_per_second", "delivered_per_second", "acked_per_second",
-    "priority_policy", "pin_group", "pinned_id", "pinned_ts", "paused", "findings", "ts", "since",
-    "oldest_unacked_age_seconds", "oldest_unacked_age_kind", "eta_state", "eta_seconds", "eta_low_seconds",
-    "eta_high_seconds",
+    "priority_policy", "pin_group", "pinned_id", "pinned_ts", "holder_name", "holder_verification", "paused",
+    "findings", "ts", "since", "oldest_unacked_age_seconds", "oldest_unacked_age_kind", "eta_state", "eta_seconds",
+    "eta_low_seconds", "eta_high_seconds",
     "last_pull", "last_ack", "first_seen", "unpins",
 ]
 QUIET = ("NO_PULLERS", "STALLED")  # verdicts about time: their reason says since when the consumer was quiet

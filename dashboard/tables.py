@@ -17,7 +17,7 @@ from urllib.parse import quote, urlencode
 
 import pandas as pd
 
-from jetwatch.dashboard.text import cell, duration, pin_tail, visible
+from jetwatch.dashboard.text import cell, duration, pin_holder, pin_tail, visible
 from jetwatch.health import advice
 from jetwatch.health import eta as eta_rule
 
@@ -218,11 +218,19 @@ FLEET: list[Column] = [
            help="acknowledgements per second over the health window"),
     Column("Redeliveries/s", lambda f, now: f["redelivered_per_second"], kind="number", number_format="%.2f",
            width="small", help="redeliveries per second over the health window"),
-    Column("Pin (id tail)", lambda f, now: [pin_tail(p) for p in f["pinned_id"]], width="small",
-           help="the end of the pinned client's pin id (a pin id names one pin, not a client); whole on the consumer's page"),
+    Column("Pin holder", lambda f, now: _holders(f), width="small",
+           help="the pinned worker as it announced itself (verified: CONNZ shows that connection under that name), "
+                "else \"unannounced\" and the end of the pin id; whole on the consumer's page"),
     Column("Pinned for", _pinned_for, width="small"),
     Column("Account", lambda f, now: f["account"], width="small", shown_if=_several_accounts),
 ]
+
+
+def _holders(f: pd.DataFrame) -> list[str]:
+    """The pin holder of each row, by its announced name where a worker announced the pin."""
+    none = [None] * len(f)
+    return [pin_holder(p, n, v) for p, n, v in zip(f["pinned_id"], f.get("holder_name", none),
+                                                    f.get("holder_verification", none))]
 
 
 # The Fleet's recent verdict changes, newest first.

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from jetwatch.core.durations import duration  # noqa: F401 (the pages import words from here)
+from jetwatch.core.pin_announce import holder_words
 
 # Embeddings and overrides (U+202A-U+202E), isolates (U+2066-U+2069), and the LRM/RLM marks.
 _BIDI = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -49,6 +50,15 @@ def visible_frame(frame: pd.DataFrame) -> pd.DataFrame:
 # -- Words for numbers and ids (one place, so every page says them the same way) --------------
 
 PIN_TAIL = 6  # pin ids from one server share a long prefix (a NUID): their tail tells them apart
+
+
+def pin_holder(pin_id: object, name: object, verification: object) -> str:
+    """Who holds a pin, as its worker announced it ("worker-a · verified"), or "unannounced" with the
+    pin id's tail when no worker did ('' for no pin)."""
+    tail = pin_tail(pin_id)
+    if not tail:
+        return ""
+    return holder_words(visible(name) if isinstance(name, str) else None, verification) or f"unannounced {tail}"
 
 
 def pin_tail(pin_id: object) -> str:

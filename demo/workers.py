@@ -46,10 +46,11 @@ class PullWorker:
     def __init__(self, nc: Client, stream: str, consumer: str, group: str | None = None,
                  name: str = "worker", batch: int = 10, expires_s: float = 1.0,
                  min_pending: int | None = None, priority: int | None = None,
-                 work_s: float = 0.0, between_s: float = 0.0):
+                 work_s: float = 0.0, between_s: float = 0.0, announcer: Any = None):
         self.nc, self.stream, self.consumer, self.group, self.name = nc, stream, consumer, group, name
         self.batch, self.expires_s, self.work_s, self.between_s = batch, expires_s, work_s, between_s
         self.min_pending, self.priority = min_pending, priority
+        self.announcer = announcer  # a core.pin_announce.PinAnnouncer: says who holds each new pin
         self.pin_id: str | None = None
         self.stalled = False
         self.acking = True
@@ -82,6 +83,8 @@ class PullWorker:
         if pin and pin != self.pin_id:
             self.pin_id = pin
             self.stats.pins.append(pin)
+        if self.announcer is not None:
+            await self.announcer.saw(msg)
         self.stats.received += 1
         delivered, stream_seq = ack_counts(msg.reply or "")
         if stream_seq is not None:

@@ -77,7 +77,7 @@ def test_fleet_headers_are_words_with_units(filled_db, app_env):
     app_env(filled_db)
     table = frame(run_app(), "Verdict")
     assert {"Verdict", "Stream", "Consumer", "Since (UTC)", "Why", "Pending (msgs)", "In flight / max",
-            "Pulls waiting / max", "Acks/s", "Pin (id tail)", "Pinned for"} <= set(table.columns)
+            "Pulls waiting / max", "Acks/s", "Pin holder", "Pinned for"} <= set(table.columns)
     assert not [c for c in table.columns if "_" in c]
 
 
@@ -181,7 +181,7 @@ def test_a_stalled_pinned_consumer_says_unpin_or_restart_and_shows_its_pin_tail(
     assert pinned["Next step"] == ("the pinned client holds 20 messages and acks none: unpin to hand the work to a "
                                    "waiting client (the messages are redelivered to it), then restart or inspect the "
                                    "stuck one")
-    assert pinned["Pin (id tail)"] == "…9n1AbC"
+    assert pinned["Pin holder"] == "unannounced …9n1AbC"  # no worker announced this pin
     plain = table[consumers(table) == "notify"].iloc[0]
     assert plain["Verdict"] == "STALLED" and plain["Next step"].startswith(
         "a client holds 20 messages and has done nothing with them past ack_wait")

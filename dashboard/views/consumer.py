@@ -66,6 +66,19 @@ range_choice = url_state.selectbox(st, "Time range", list(ui.RANGES), key="consu
 operator.dialog(s, store)  # the pending action names its cluster: its server and store
 
 
+def holder_help(row: pd.Series, pinned: str, now: dt.datetime) -> str:
+    """The pin id whole, and what the holder's worker said of itself and how that was checked."""
+    text = f"pin id {ui.visible(pinned)}, since {ui.since(row['pinned_ts'], now)}. "
+    name = row.get("holder_name")
+    if not isinstance(name, str):
+        return text + ("No worker announced this pin: a worker that uses jetwatch's pin announcement "
+                       "(README, \"Who holds the pin\") says its name, host and version when pinned.")
+    details = ", ".join(f"{label} {ui.visible(value)}" for label, value in (
+        ("host", row.get("holder_host")), ("process", row.get("holder_pid")), ("version", row.get("holder_version")))
+        if value is not None and not (isinstance(value, float) and pd.isna(value)))
+    return text + f"Announced by {ui.visible(name)} ({details}): {ui.visible(row.get('holder_note') or '')}."
+
+
 def verdict_of(now: dt.datetime) -> pd.Series | None:
     fleet = ui.cached_fleet(here.path, s.lock_timeout, ui.thresholds(s)).consumers
     mine = fleet[(fleet["account"] == account) & (fleet["stream"] == stream) & (fleet["consumer"] == consumer)]
@@ -139,9 +152,8 @@ def live() -> None:
         # what qualifies it (estimate, range, the whole pin id) is said under it or in its help.
         tiles = st.columns(4)
         pinned = row["pinned_id"] if isinstance(row["pinned_id"], str) and row["pinned_id"] else None
-        tiles[0].metric("Pin (id tail)", ui.pin_tail(pinned) if pinned else "nobody",
-                        help=(f"pin id {ui.visible(pinned)} (names this pin, not a client), since "
-                              f"{ui.since(row['pinned_ts'], now)}") if pinned else None)
+        tiles[0].metric("Pin holder", ui.pin_holder(pinned, row.get("holder_name"), row.get("holder_verification"))
+                        if pinned else "nobody", help=holder_help(row, pinned, now) if pinned else None)
         for col, (label, age, kind) in zip(tiles[1:], (
                 ("Oldest unacked", row["oldest_unacked_age_seconds"], row["oldest_unacked_age_kind"]),
                 ("Oldest undelivered", row["oldest_undelivered_age_seconds"], row["oldest_undelivered_age_kind"]))):

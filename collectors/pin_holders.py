@@ -1,0 +1,209 @@
+"""Pin holders: the announcements workers publish when pinned, checked against CONNZ and stored.
+
+A worker announces itself on `jetwatch.pin.announce.<stream>.<consumer>` (core/pin_announce.py).
+Pin ids are broadcast in advisories, so anyone could announce one: the announcement names the
+connection that sent it (server-assigned client id and server id), and this collector asks that
+server's CONNZ, while the connection is still there, whether it exists under the claimed name (and
+account, where CONNZ says). Only then is the holder `verified`; the store keeps a verified holder
+against any later unverified announcement of the same pin id.
+
+Announcements are read with a plain subscription: one published while the collector is down is
+not seen, and that pin shows "unannounced" until its worker is pinned again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime as dt
+import json
+import logging
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Protocol
+
+import nats.errors
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+from jetwatch import sql
+from jetwatch.core.clock import utcnow
+from jetwatch.core.pin_announce import (
+    NO_CONNZ, SUBJECTS, UNVERIFIED, VERIFIED, Announcement, BadAnnouncement, parse_announcement,
+)
+from jetwatch.core.text import storable
+from jetwatch.core.urls import split_userinfo
+
+log = logging.getLogger("jetwatch.pin_holders")
+
+# Holders kept in memory for /metrics: a bound, so announcements cannot grow the collector without end.
+MAX_REMEMBERED = 10_000
+NO_CONNZ_NOTE = ("the collector has no CONNZ access: give it --monitor-url or --system-context to verify "
+                 "announcements")
+
+
+class ConnzUnavailable(Exception):
+    """CONNZ could not be asked (the monitoring port or the system account did not answer)."""
+
+
+class Connz(Protocol):
+    async def connection(self, server_id: str, cid: int) -> dict[str, Any] | None: ...
+
+
+class HttpConnz:
+    """`/connz?cid=N` of the monitoring port whose server has the announced server id."""
+
+    def __init__(self, urls: tuple[str, ...], timeout: float = 5.0):
+        split = [split_userinfo(u) for u in urls]
+        self.urls = tuple(bare.rstrip("/") for bare, _, _ in split)
+        self._auth = {bare.rstrip("/"): ("Basic " + base64.b64encode(f"{user}:{password or ''}".encode()).decode()
+                                         if user is not None else None) for bare, user, password in split}
+        self.timeout = timeout
+
+    def _get(self, url: str, path: str) -> dict[str, Any]:
+        auth = self._auth.get(url)
+        request = urllib.request.Request(url + path, headers={"Authorization": auth} if auth else {})
+        with urllib.request.urlopen(request, timeout=self.timeout) as resp:  # noqa: S310 (operator-given URL)
+            return json.loads(resp.read())
+
+    async def connection(self, server_id: str, cid: int) -> dict[str, Any] | None:
+        answered = False
+        for url in self.urls:
+            try:
+                reply = await asyncio.to_thread(self._get, url, f"/connz?cid={int(cid)}&auth=true")
+            except (OSError, ValueError):
+                continue
+            answered = True
+            if reply.get("server_id") == server_id:
+                return next(iter(reply.get("connections") or []), None)
+        if not answered:
+            raise ConnzUnavailable(f"no monitoring port answered /connz ({', '.join(self.urls)})")
+        return None  # the announced server is none of the monitored ones
+
+
+class SystemConnz:
+    """`$SYS.REQ.SERVER.<id>.CONNZ` over a system-account connection: the announced server only."""
+
+    def __init__(self, nc: Client, timeout: float = 5.0):
+        self.nc, self.timeout = nc, timeout
+
+    async def connection(self, server_id: str, cid: int) -> dict[str, Any] | None:
+        try:
+            msg = await self.nc.request(f"$SYS.REQ.SERVER.{server_id}.CONNZ",
+                                        json.dumps({"cid": int(cid), "auth": True}).encode(), timeout=self.timeout)
+        except (nats.errors.NoRespondersError, nats.errors.TimeoutError, asyncio.TimeoutError):
+            return None  # no such server (any more): nothing there to verify against
+        try:
+            data = json.loads(msg.data).get("data") or {}
+        except (ValueError, AttributeError) as exc:
+            raise ConnzUnavailable(f"CONNZ reply not readable: {exc}") from None
+        return next(iter(data.get("connections") or []), None)
+
+
+@dataclass(frozen=True)
+class Checked:
+    verification: str  # VERIFIED, UNVERIFIED or NO_CONNZ
+    note: str
+
+
+async def check(connz: Connz | None, ann: Announcement, account: str | None) -> Checked:
+    """Whether the connection the announcement names exists under its claimed name and account."""
+    if connz is None:
+        return Checked(NO_CONNZ, NO_CONNZ_NOTE)
+    if ann.client_id is None or not ann.server_id:
+        return Checked(UNVERIFIED, "the announcement names no connection (client_id, server_id)")
+    try:
+        conn = await connz.connection(ann.server_id, ann.client_id)
+    except ConnzUnavailable as exc:
+        return Checked(NO_CONNZ, f"CONNZ did not answer: {exc}")
+    if conn is None:
+        return Checked(UNVERIFIED, f"CONNZ shows no connection {ann.client_id} on server {ann.server_id}")
+    name = conn.get("name") or ""
+    if name != ann.name:
+        return Checked(UNVERIFIED, f"connection {ann.client_id} is named {name!r:.80}, not {ann.name!r:.80}")
+    where = conn.get("account")
+    if where and account and where != account:
+        return Checked(UNVERIFIED, f"connection {ann.client_id} is in account {where!r:.80}, not {account!r:.80}")
+    return Checked(VERIFIED, f"CONNZ shows connection {ann.client_id} named {name!r:.80}"
+                             + (f" in account {where}" if where else ""))
+
+
+def holder_row(ann: Announcement, checked: Checked, account: str | None, received_at: dt.datetime) -> dict[str, Any]:
+    """The announcement as the store's `pin_holders` row."""
+    row = {"pin_id": ann.pin_id, "account": account, "stream": ann.stream, "consumer": ann.consumer,
+           "group_name": ann.group, "name": ann.name, "host": ann.host, "pid": ann.pid, "version": ann.version,
+           "client_id": ann.client_id, "server_id": ann.server_id, "verification": checked.verification,
+           "verification_note": checked.note, "received_at": received_at}
+    return {k: storable(v) if isinstance(v, str) else v for k, v in row.items()}
+
+
+def store_holder(con: Any, row: dict[str, Any]) -> None:
+    con.execute(sql.query("upsert_pin_holder"), row)
+
+
+def remembered_holders(con: Any, since: dt.datetime) -> dict[str, tuple[str, str]]:
+    return {pin: (name, verification)
+            for pin, name, verification in con.execute(sql.query("pin_holders_recent"), {"since": since}).fetchall()}
+
+
+Write = Callable[[Callable[[Any], Any]], Awaitable[Any]]
+
+
+class PinHolderCapture:
+    """Subscribes to the announcements, checks and stores each; `holders` (pin id -> (name,
+    verification)) is what /metrics labels the pin with."""
+
+    def __init__(self, nc: Client, connz: Connz | None, account: str | None, write: Write,
+                 clock: Callable[[], dt.datetime] = utcnow):
+        self.nc, self.connz, self.account, self.write, self.clock = nc, connz, account, write, clock
+        self.holders: dict[str, tuple[str, str]] = {}
+        self._queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(maxsize=1000)
+        self._sub: Any = None
+
+    async def open(self, known: dict[str, tuple[str, str]] | None = None) -> None:
+        self.holders.update(known or {})
+
+        async def arrived(msg: Msg) -> None:
+            try:
+                self._queue.put_nowait((msg.subject, msg.data))
+            except asyncio.QueueFull:
+                log.warning("pin announcements arrive faster than they are checked: one on %s dropped", msg.subject)
+
+        self._sub = await self.nc.subscribe(SUBJECTS, cb=arrived)
+
+    async def handle(self, subject: str, data: bytes) -> dict[str, Any] | None:
+        """Check and store one announcement; the stored row, or None if it was not one."""
+        try:
+            ann = parse_announcement(subject, data)
+        except BadAnnouncement as exc:
+            log.warning("a message on %.200s is not a pin announcement (%s); ignored", subject, exc)
+            return None
+        checked = await check(self.connz, ann, self.account)
+        row = holder_row(ann, checked, self.account, self.clock())
+        await self.write(lambda con: store_holder(con, row))
+        known = self.holders.get(ann.pin_id)
+        if known is None or known[1] != VERIFIED or checked.verification == VERIFIED:
+            self.holders[ann.pin_id] = (row["name"], checked.verification)
+            while len(self.holders) > MAX_REMEMBERED:
+                self.holders.pop(next(iter(self.holders)))
+        log.info("pin %s of %s/%s announced by %s: %s", ann.pin_id, ann.stream, ann.consumer, ann.name, checked.note)
+        return row
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                subject, data = await asyncio.wait_for(self._queue.get(), 0.5)
+            except asyncio.TimeoutError:
+                continue
+            try:
+                await self.handle(subject, data)
+            except Exception as exc:  # one announcement's failure never stops the others
+                log.warning("a pin announcement on %.200s was not stored: %s", subject, exc)
+
+    async def close(self) -> None:
+        if self._sub is not None:
+            try:
+                await self._sub.unsubscribe()
+            except Exception as exc:  # the connection may be gone: nothing to release
+                log.info("closing the pin announcement subscription: %s", exc)
+            self._sub = None
