@@ -61,6 +61,15 @@ def pin_holder(pin_id: object, name: object, verification: object) -> str:
     return holder_words(visible(name) if isinstance(name, str) else None, verification) or f"unannounced {tail}"
 
 
+TILE_CHARS = 12  # what a Streamlit metric tile shows at 1280 px without cutting it
+
+
+def short(text: str, most: int = TILE_CHARS) -> str:
+    """`text` as a tile holds it: cut with an ellipsis past `most` characters (the whole goes to
+    the tile's help)."""
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
 def pin_tail(pin_id: object) -> str:
     """The distinguishing part of a pin id: its last PIN_TAIL characters after an ellipsis ('' for
     no pin). Pin ids of one server share their first 12+ characters, so a prefix names nothing."""

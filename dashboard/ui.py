@@ -13,8 +13,8 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from jetwatch.dashboard import data, stores, tables, url_state
-from jetwatch.dashboard.text import (duration, pin_holder, pin_tail, since, utc, visible, visible_frame,  # noqa: F401
-                                     visible_value)  # the pages import words from here
+from jetwatch.dashboard.text import (duration, pin_holder, pin_tail, short, since, utc, visible,  # noqa: F401
+                                     visible_frame, visible_value)  # the pages import words from here
 from jetwatch.health import advice
 from jetwatch.health import rules
 from jetwatch.health.rules import Thresholds

@@ -152,8 +152,13 @@ def live() -> None:
         # what qualifies it (estimate, range, the whole pin id) is said under it or in its help.
         tiles = st.columns(4)
         pinned = row["pinned_id"] if isinstance(row["pinned_id"], str) and row["pinned_id"] else None
-        tiles[0].metric("Pin holder", ui.pin_holder(pinned, row.get("holder_name"), row.get("holder_verification"))
-                        if pinned else "nobody", help=holder_help(row, pinned, now) if pinned else None)
+        name = row.get("holder_name") if pinned else None
+        announced = isinstance(name, str) and bool(name)
+        tiles[0].metric("Pin holder", "nobody" if not pinned else ui.short(ui.visible(name)) if announced
+                        else ui.pin_tail(pinned), help=holder_help(row, pinned, now) if pinned else None)
+        if pinned:  # a tile holds a short value: whether the holder is verified goes under it
+            tiles[0].caption(ui.pin_holder(pinned, name, row.get("holder_verification")).split(" · ")[-1]
+                             if announced else "unannounced")
         for col, (label, age, kind) in zip(tiles[1:], (
                 ("Oldest unacked", row["oldest_unacked_age_seconds"], row["oldest_unacked_age_kind"]),
                 ("Oldest undelivered", row["oldest_undelivered_age_seconds"], row["oldest_undelivered_age_kind"]))):
