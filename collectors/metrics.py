@@ -74,9 +74,11 @@ METRICS: tuple[MetricDef, ...] = (
     _c("jetwatch_consumer_pin", "info", "The pin's id and its holder as the worker announced it (`holder`: the name, cut to 64 characters, or `unannounced`).", "pinned_id", "holder"),
     _c("jetwatch_consumer_pin_switches", "counter", "Pins captured by this collector since it started."),
     _c("jetwatch_consumer_unpins", "counter", "Unpins captured by this collector since it started, by reason (`admin`, `timeout`, or `other` for any other).", "reason"),
+    _c("jetwatch_consumer_dropped_messages", "counter", "Messages the consumer gave up on, captured by this collector since it started, by reason: `max_deliver` (delivered max_deliver times, never acknowledged) or `terminated` (a client sent +TERM). The Consumer page and `status --json` list them.", "reason"),
     MetricDef("jetwatch_consumers", "gauge", "Consumers in the live state per verdict (always exported).", ("verdict",)),
     MetricDef("jetwatch_pin_switches", "counter", "Pins captured by this collector since it started, all consumers."),
     MetricDef("jetwatch_unpins", "counter", "Unpins captured by this collector since it started, all consumers, by reason (`admin`, `timeout`, or `other` for any other).", ("reason",)),
+    MetricDef("jetwatch_dropped_messages", "counter", "Messages consumers gave up on, captured by this collector since it started, all consumers, by reason (`max_deliver` or `terminated`).", ("reason",)),
     MetricDef("jetwatch_collector_cycle_duration_seconds", "histogram", "Time a sampling cycle took, sampling to verdicts kept.", (), "collector"),
     MetricDef("jetwatch_collector_cycles", "counter", "Sampling cycles completed since start.", (), "collector"),
     MetricDef("jetwatch_collector_last_cycle_timestamp_seconds", "gauge", "When the last successful cycle ended (Unix time).", (), "collector"),
@@ -159,6 +161,33 @@ class PinCounts:
         return PinCounts(self.switches.copy(), self.unpins.copy(), self.fleet_switches, self.fleet_unpins.copy())
 
 
+# The reason label of a dropped message: which advisory dropped it (the kinds are the server's; a
+# termination's own reason is free text and stays out of the labels).
+DROP_REASONS = {"max_deliver": "max_deliver", "terminated": "terminated"}
+
+
+@dataclass
+class DropCounts:
+    """Dropped messages seen in the captured advisories, per consumer and reason and for the whole
+    fleet (counters since start; the fleet totals survive `keep_only`, as PinCounts' do)."""
+
+    by_consumer: Counter = field(default_factory=Counter)  # (account, stream, consumer, reason)
+    fleet: Counter = field(default_factory=Counter)  # by reason
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        for r in rows:
+            reason = DROP_REASONS.get(r["kind"])
+            if reason is not None and r.get("stream") and r.get("consumer"):
+                self.by_consumer[(r.get("account") or "", r["stream"], r["consumer"], reason)] += 1
+                self.fleet[reason] += 1
+
+    def keep_only(self, consumers: set[tuple[str, str, str]]) -> None:
+        self.by_consumer = Counter({k: n for k, n in self.by_consumer.items() if k[:3] in consumers})
+
+    def copy(self) -> "DropCounts":
+        return DropCounts(self.by_consumer.copy(), self.fleet.copy())
+
+
 @dataclass
 class Snapshot:
     """What one cycle exports: every consumer with state, limits and verdict; collector health."""
@@ -174,6 +203,7 @@ class Snapshot:
     capture_gaps: int = 0
     last_capture_gap_at: dt.datetime | None = None
     holders: dict[str, tuple[str, str]] = field(default_factory=dict)  # pin id -> (announced name, verification)
+    drops: DropCounts = field(default_factory=DropCounts)
 
 
 class CycleHistogram:
@@ -290,6 +320,12 @@ class CycleCollector(Collector):
             if key[:4] in clusters:
                 unpins.add_metric([clusters[key[:4]], *key], n)
         yield unpins
+        shown = {(a, s, c): (cl, a, s, c, g) for cl, a, s, c, g in labels}
+        dropped = self._family("jetwatch_consumer_dropped_messages")
+        for key, n in sorted(snap.drops.by_consumer.items()):
+            if key[:3] in shown:
+                dropped.add_metric([*shown[key[:3]], key[3]], n)
+        yield dropped
 
     def _fleet_families(self, snap: Snapshot) -> Iterator[Metric]:
         counts = snap.consumers["verdict"].value_counts() if not snap.consumers.empty else pd.Series(dtype=int)
@@ -302,6 +338,10 @@ class CycleCollector(Collector):
         for reason, n in sorted(snap.pins.fleet_unpins.items()):
             unpins.add_metric([reason], n)
         yield unpins
+        dropped = self._family("jetwatch_dropped_messages")
+        for reason, n in sorted(snap.drops.fleet.items()):
+            dropped.add_metric([reason], n)
+        yield dropped
 
     def _collector_families(self, snap: Snapshot) -> Iterator[Metric]:
         cumulative, running = [], 0

@@ -31,6 +31,7 @@ from jetwatch.collectors.advisories import (
 from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE, Cursor, GapTracker
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import SampleBatch, Scope
+from jetwatch.collectors.dropped import DroppedReader, drops_in
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.gc_policy import GcPolicy
 from jetwatch.collectors.lag import LagReader, LagStats
@@ -38,7 +39,7 @@ from jetwatch.collectors.rejects import RejectBudget
 from jetwatch.collectors.judging import JudgedCycle, event_counts, judge, keep, load_window
 from jetwatch.collectors.live_state import LiveState
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
-from jetwatch.collectors.metrics import CycleHistogram, MetricsExporter, PinCounts, Snapshot
+from jetwatch.collectors.metrics import CycleHistogram, DropCounts, MetricsExporter, PinCounts, Snapshot
 from jetwatch.collectors.pin_holders import HttpConnz, PinHolderCapture, SystemConnz, remembered_holders
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.connection import connected_account
@@ -105,6 +106,7 @@ class Collector:
         self.reject_budget = RejectBudget()
         self.cycle_hooks: list[Callable[[Collector, JudgedCycle, float], Any]] = []
         self.pin_counts = PinCounts()
+        self.drop_counts = DropCounts()
         self.durations = CycleHistogram()
         self.metrics: MetricsExporter | None = None
         self.metrics_bound: tuple[str, int] | None = None
@@ -127,6 +129,7 @@ class Collector:
         self._stop: asyncio.Event | None = None
         self._writing = asyncio.Lock()  # one write of cycles at a time (write_queued)
         self.pin_holders: PinHolderCapture | None = None  # who holds each pin, as announced
+        self.dropped: DroppedReader | None = None  # reads the messages consumers dropped
 
     async def write(self, fn: Callable[[Any], T]) -> T:
         """fn in one transaction on the writer thread."""
@@ -185,6 +188,8 @@ class Collector:
         self.last_capture_gap_at = await self.write(writes.last_capture_gap)
         self.capture = await self._open_capture()
         await self._open_pin_holders()
+        self.dropped = DroppedReader(self.nc, self.scope.account, self.write, self.clock,
+                                     timeout=min(2.0, s.request_timeout))
 
     async def _open_pin_holders(self) -> None:
         """Capture pin announcements, verified through whichever CONNZ this collector can ask."""
@@ -443,7 +448,7 @@ class Collector:
         """The cycle as the exporters see it (copies: rendering runs on another thread)."""
         return Snapshot(at=judged.at, consumers=self.labelled(judged.consumers),
                         holders=dict(self.pin_holders.holders) if self.pin_holders else {},
-                        pins=self.pin_counts.copy(),
+                        pins=self.pin_counts.copy(), drops=self.drop_counts.copy(),
                         cycle_buckets=list(self.durations.counts), cycle_sum=self.durations.total,
                         cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total,
                         capture_gaps=self.capture_gaps_total, last_capture_gap_at=self.last_capture_gap_at)
@@ -568,6 +573,9 @@ class Collector:
             self._error(f"{g['missed']} advisories lost from the capture stream (sequences {g['from_seq']}-"
                         f"{g['to_seq']}): {g['reason']}")
         self.pin_counts.add(rows)
+        self.drop_counts.add(rows)
+        if self.dropped is not None and drops_in(rows):
+            self.dropped.more = True
         self.rejects_total += len(rejects)
         self.last_event_at = now
         return len(fetched.messages)
@@ -706,6 +714,7 @@ class Collector:
             self.sampler.known_hashes = {k: v for k, v in self.sampler.known_hashes.items() if k in self.seen}
         if self.cycles:  # pin counters of consumers no longer sampled (or never: forged advisories' names)
             self.pin_counts.keep_only(self.seen)
+            self.drop_counts.keep_only(self.seen)
         self.retained = deleted
         if any(deleted.values()):
             log.info("retention: deleted %s", ", ".join(f"{n.removeprefix('retention_')} {c}"
@@ -724,10 +733,24 @@ class Collector:
             except asyncio.TimeoutError:
                 pass
 
+    async def read_dropped(self) -> None:
+        """Read the messages behind newly stored drops while the stream may still have them; a
+        failure here costs the subjects and times of this pass, never the advisories."""
+        if self.dropped is None or not self.dropped.more:
+            return
+        try:
+            await self.dropped.read_pending()
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the next drop (or restart) tries again
+            log.warning("reading dropped messages failed: %s: %s", type(exc).__name__, exc)
+            self.dropped.more = False
+
     async def _event_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
                 await self.events_once()
+                await self.read_dropped()
             except StoreError as exc:
                 self._error(f"storing advisories failed (they stay in the capture stream): {exc}")
             except Exception as exc:

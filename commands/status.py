@@ -65,6 +65,7 @@ class Read:
     cluster: str | None  # None: the store could not be read, so its cluster is not known either
     frame: pd.DataFrame | None
     error: StoreError | None = None
+    dropped: pd.DataFrame | None = None  # the newest messages each consumer dropped (dropped_latest)
 
     @property
     def name(self) -> str:
@@ -79,7 +80,9 @@ def read_stores(settings: Settings, args: argparse.Namespace) -> list[Read]:
         store = Store(path, lock_timeout=settings.lock_timeout)
         try:
             cluster = clusters.identity(store).cluster
-            found.append(Read(str(path), cluster, store.query("verdicts_status")))
+            verdicts_read, dropped = store.queries([("verdicts_status", {}),
+                                                    ("dropped_latest", {"per_consumer": DROPPED_SHOWN})])
+            found.append(Read(str(path), cluster, verdicts_read, dropped=dropped))
         except StoreError as exc:
             found.append(Read(str(path), None, None, exc))
     twice = clusters.duplicates([(r.cluster, r.path) for r in found if r.cluster is not None])
@@ -97,6 +100,35 @@ def filtered(read: Read, args: argparse.Namespace) -> pd.DataFrame:
         keep &= frame["verdict"].isin([v.upper() for v in args.verdict])
     out = frame[keep].copy()
     out.insert(0, "cluster", pd.Series([read.cluster] * len(out), index=out.index, dtype=object))
+    drops = dropped_by_consumer(read.dropped)
+    none = {"count": 0, "latest": []}
+    out["dropped"] = pd.Series([drops.get(k, none) for k in zip(out["account"], out["stream"], out["consumer"])],
+                               index=out.index, dtype=object)
+    return out
+
+
+DROPPED_SHOWN = 5  # the newest dropped messages `status --json` lists per consumer
+
+
+def _dropped_message(d: Any) -> dict[str, Any]:
+    """One dropped message as `status --json` says it: which advisory dropped it, and what a read of
+    the message found (`read`: found, gone, refused, or unread while the collector has not read it)."""
+    seq = int(d.stream_seq)
+    return {"stream_seq": seq, "dropped_by": d.dropped_by, "at": _iso(d.ts),
+            "deliveries": None if pd.isna(d.deliveries) else int(d.deliveries), "reason": _text(d.reason),
+            "subject": _text(d.message_subject), "stored_at": _iso(d.message_time),
+            "read": _text(d.read_state) or "unread", "read_note": _text(d.read_note),
+            "get": f"nats stream get {d.stream} {seq}"}
+
+
+def dropped_by_consumer(dropped: pd.DataFrame | None) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(account, stream, consumer) -> {"count", "latest"} from dropped_latest's rows."""
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    if dropped is None:
+        return out
+    for d in dropped.itertuples():
+        entry = out.setdefault((d.account, d.stream, d.consumer), {"count": int(d.dropped_count), "latest": []})
+        entry["latest"].append(_dropped_message(d))
     return out
 
 
@@ -172,6 +204,7 @@ def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
                                     "kind": _text(r.oldest_undelivered_age_kind)},
              "time_to_loss_seconds": _num(r.time_to_loss_seconds),
              "pin": _pin(r),
+             "dropped": getattr(r, "dropped", None) or {"count": 0, "latest": []},
              "eta": {"state": _text(r.eta_state), "seconds": _num(r.eta_seconds), "low_seconds": _num(r.eta_low_seconds),
                      "high_seconds": _num(r.eta_high_seconds)}}
             for r in frame.itertuples()]

@@ -59,3 +59,23 @@ LEFT JOIN (
     SELECT * FROM consumer_configs
     QUALIFY row_number() OVER (PARTITION BY account, stream, consumer ORDER BY ts DESC) = 1
 ) cfg USING (account, stream, consumer);
+
+-- Every message a consumer dropped (migration 13): from MAX_DELIVERIES (`dropped_by` max_deliver) and
+-- MSG_TERMINATED (`terminated`, with the client's `reason`) advisories, with what a read of the
+-- message found (`read_state` NULL: not read yet).
+CREATE OR REPLACE VIEW dropped_messages AS
+WITH d AS (
+    SELECT id, ts, account, stream, consumer,
+           CASE kind WHEN 'max_deliver' THEN 'max_deliver' ELSE 'terminated' END AS dropped_by,
+           TRY_CAST(json_extract_string(raw, '$.stream_seq') AS BIGINT) AS stream_seq,
+           TRY_CAST(json_extract_string(raw, '$.consumer_seq') AS BIGINT) AS consumer_seq,
+           TRY_CAST(json_extract_string(raw, '$.deliveries') AS BIGINT) AS deliveries,
+           CASE kind WHEN 'terminated' THEN reason END AS reason
+    FROM advisories
+    WHERE kind IN ('max_deliver', 'terminated') AND stream IS NOT NULL AND consumer IS NOT NULL
+)
+SELECT d.*, r.state AS read_state, r.subject AS message_subject, r.stored_at AS message_time,
+       r.note AS read_note, r.read_at
+FROM d LEFT JOIN dropped_message_reads r
+  ON r.account = d.account AND r.stream = d.stream AND r.stream_seq = d.stream_seq
+WHERE d.stream_seq IS NOT NULL;

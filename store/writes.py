@@ -144,6 +144,24 @@ def write_advisories(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]])
     con.unregister("advisory_batch")
 
 
+def dropped_unread(con: duckdb.DuckDBPyConnection, account: str, limit: int,
+                   retry_before: dt.datetime) -> list[tuple[str, int]]:
+    """(stream, stream sequence) of dropped messages of `account` still to read, newest first."""
+    found = con.execute(sql.query("dropped_unread"),
+                        {"account": account, "limit": limit, "retry_before": retry_before}).fetchall()
+    return [(stream, int(seq)) for stream, seq, _ in found]
+
+
+def write_dropped_reads(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+    """What reads of dropped messages found (collectors/dropped.py); texts made storable."""
+    if not rows:
+        return
+    rows = [{k: storable(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
+    con.register("dropped_read_batch", _rows_table(rows, {"stream_seq": pa.int64()}))
+    con.execute(sql.query("insert_dropped_reads"))
+    con.unregister("dropped_read_batch")
+
+
 def write_rejects(con: duckdb.DuckDBPyConnection, now: dt.datetime, origin: str,
                   rejects: Iterable[tuple[str, str, str]]) -> None:
     for subject, error, raw in rejects:

@@ -11,7 +11,7 @@ import streamlit as st
 import datetime as dt
 
 from jetwatch.actions.operations import THEN_CHOICES, Target
-from jetwatch.dashboard import charts, data, operator, stores, tables, ui, url_state
+from jetwatch.dashboard import charts, data, dropped, operator, stores, tables, ui, url_state
 from jetwatch.health import advice
 from jetwatch.store.database import StoreError, StoreMissing
 
@@ -118,6 +118,31 @@ def actions(row: pd.Series, verdict: pd.Series | None) -> None:
         stay_until=data.utcnow() + dt.timedelta(minutes=stay_minutes) if then == "stay-paused" else None))
 
 
+def poison(since: dt.datetime) -> None:
+    """Messages the consumer dropped, and naked ones about to be, each with the line that reads it."""
+    st.markdown("#### Dropped messages")
+    try:
+        gone = dropped.dropped(store, account, stream, consumer)
+        naks = dropped.naks_left(store, account, stream, consumer, since)
+    except StoreError as exc:
+        st.error(ui.md(exc))
+        return
+    if gone.empty:
+        st.caption("none retained: no message of this consumer reached max_deliver or was terminated")
+    else:
+        st.caption(f"{len(gone)} message{'s' if len(gone) != 1 else ''} this consumer gave up on (max_deliver "
+                   "reached, or terminated by a client), newest first. Read one with the line beside it, then "
+                   "fix the handler or move it to a dead-letter stream.")
+        st.dataframe(ui.visible_frame(dropped.table(gone, stream)), key="consumer_dropped", hide_index=True)
+        st.code("\n".join(dropped.get_line(stream, seq) for seq in gone["stream_seq"].head(dropped.LINES_SHOWN)),
+                language="bash")
+    if not naks.empty:
+        st.markdown("##### Naked, still owed")
+        st.caption("messages the workers refused in this range: how many deliveries each has left before "
+                   "max_deliver drops it")
+        st.dataframe(ui.visible_frame(dropped.naks_table(naks)), key="consumer_naks_left", hide_index=True)
+
+
 @st.fragment(run_every=s.refresh)
 def live() -> None:
     """Everything read from the store refreshes like the Fleet; the numbers and the pin id come
@@ -210,6 +235,8 @@ def live() -> None:
     done = done[(done["stream"] == stream) & (done["consumer"] == consumer)]
     st.plotly_chart(charts.pin_timeline(sessions, data.pin_switches(detail.pins), "Pin timeline", actions=done),
                     key="consumer_pins")
+
+    poison(since)
 
     st.markdown("#### Configuration")
     if detail.configs.empty:
