@@ -324,8 +324,8 @@ def short_id(drain_id: object) -> str:
     return str(drain_id)[:8]
 
 
-def _drain_ended(store: Store | None, result: ops.ActionResult) -> dt.datetime | None:
-    """When a drain's process ended, from its row (None while it runs or when it cannot be read)."""
+def _drain_row(store: Store | None, result: ops.ActionResult) -> pd.Series | None:
+    """The `drains` row of the drain a banner reports (None when there is none or it cannot be read)."""
     drain_id = result.details.get("drain_id")
     if store is None or not drain_id:
         return None
@@ -333,8 +333,14 @@ def _drain_ended(store: Store | None, result: ops.ActionResult) -> dt.datetime |
         drains = drains_for(store, result.target.stream, result.target.consumer)
     except StoreError:
         return None
-    mine = drains[(drains["drain_id"] == drain_id) & drains["state"].isin(DRAIN_ENDED)]
-    return None if mine.empty else pd.Timestamp(mine.iloc[0]["updated_at"]).to_pydatetime()
+    mine = drains[drains["drain_id"] == drain_id]
+    return None if mine.empty else mine.iloc[0]
+
+
+def _drain_ended(store: Store | None, result: ops.ActionResult) -> dt.datetime | None:
+    """When a drain's process ended, from its row (None while it runs or when it cannot be read)."""
+    row = _drain_row(store, result)
+    return None if row is None or row["state"] not in DRAIN_ENDED else pd.Timestamp(row["updated_at"]).to_pydatetime()
 
 
 def ended_at(store: Store | None, result: ops.ActionResult) -> dt.datetime | None:
@@ -347,17 +353,9 @@ def ended_at(store: Store | None, result: ops.ActionResult) -> dt.datetime | Non
 
 def _drain_state(store: Store | None, result: ops.ActionResult) -> tuple[bool, str] | None:
     """A drain's state now (it runs in its own process after its banner appeared)."""
-    drain_id = result.details.get("drain_id")
-    if store is None or not drain_id:
+    d = _drain_row(store, result)
+    if d is None:
         return None
-    try:
-        drains = drains_for(store, result.target.stream, result.target.consumer)
-    except StoreError:
-        return None
-    mine = drains[drains["drain_id"] == drain_id]
-    if mine.empty:
-        return None
-    d = mine.iloc[0]
     state = str(d["state"]).replace("_", " ")
     message = "" if d["message"] is None or pd.isna(d["message"]) else f": {d['message']}"
     return d["state"] not in ("failed", "timed_out", "interrupted"), f"now {state}{message}"
