@@ -9,17 +9,18 @@ kept verdicts in the store, so a restarted collector goes on where it stopped.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from jetwatch.health.rules import SEVERITY
 
 _UNRANKED = len(SEVERITY)
+_NAMES = sorted(SEVERITY, key=SEVERITY.__getitem__)
 
 
 def severity(verdicts: np.ndarray) -> np.ndarray:
     """Each verdict's place in the severity order (lower is worse); None or unknown ranks last."""
-    rank = SEVERITY.get
-    return np.fromiter((rank(v, _UNRANKED) if isinstance(v, str) else _UNRANKED for v in verdicts),
-                       dtype=np.int64, count=len(verdicts))
+    codes = pd.Categorical(np.asarray(verdicts, dtype=object), categories=_NAMES).codes.astype(np.int64)
+    return np.where(codes >= 0, codes, _UNRANKED)  # a category's code is its place in SEVERITY
 
 
 def ease(verdict: np.ndarray, kept: np.ndarray, calmer_since: np.ndarray, now: float,
