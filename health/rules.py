@@ -23,6 +23,7 @@ from jetwatch.health.columns import array as column_array
 from jetwatch.health.columns import floats
 from jetwatch.health.features import KEY, window_features
 from jetwatch.health.features import Frame as Samples
+from jetwatch.core import durations
 from jetwatch.health.onsets import ONSET_FEATURES
 
 _HEALTH = {s.name: s for s in SETTINGS if s.group == "health"}
@@ -117,8 +118,7 @@ def _ack_wait(x: Any) -> Any:
 
 
 def _seconds_text(seconds: float) -> str:
-    s = max(0, int(round(seconds)))
-    return f"{s} s" if s < 60 else f"{s // 60} min {s % 60} s" if s < 3600 else f"{s // 3600} h {s % 3600 // 60} min"
+    return durations.duration(seconds)
 
 
 def _stalled_at_limit(x: Any) -> Any:
@@ -173,10 +173,7 @@ def _age(c: Ctx) -> float:
 
 
 def _waited(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f}".rstrip("0").rstrip(".") + unit
-    return f"{seconds:.0f}s"
+    return durations.duration(seconds)
 
 
 def _stalled_says(c: Ctx, th: Thresholds) -> Finding:

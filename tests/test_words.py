@@ -163,3 +163,13 @@ def test_quiet_verdicts_say_since_when_and_others_keep_their_reason():
         "7 messages pending and no client has pulled since at least 07:17:56 UTC (12 min 4 s ago)"
     assert advice.reason_since("LAGGING", "as judged", {}, ctx, NOW) == "as judged"
     assert advice.reason_since("NO_PULLERS", "as judged", {}, advice.Context(), NOW) == "as judged"
+
+
+@pytest.mark.parametrize("held", ["42 s", "5 min", "4 min 12 s", "3 h", "3 h 5 min", "2 d 4 h", "0.5 s"])
+def test_a_verdict_with_an_onset_says_since_when_whatever_its_duration_reads(held):
+    """The rules word how long a condition held as core/durations.py words any duration; the page
+    replaces it with since when, for every form that takes."""
+    since = NOW - dt.timedelta(minutes=12, seconds=4)
+    said = advice.reason_since("NO_PULLERS", f"5 messages pending, nothing in flight and no client has pulled for {held}",
+                               {"pending": 5}, advice.Context(since=since), NOW)
+    assert said == "5 messages pending, nothing in flight and no client has pulled since 07:17:56 UTC (12 min 4 s ago)"
