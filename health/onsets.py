@@ -25,7 +25,7 @@ consumer; `s` marks the samples that count (in the window, since the latest rese
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable
 
 import numpy as np
@@ -44,6 +44,37 @@ ONSET_FEATURES = [
 ]
 
 
+class Lag:
+    """An array's value at each sample's previous valid one: the sample in the row before, or, for
+    the `irregular` consumers (a gap among their samples), the row `prev` names (one column of
+    `prev` per irregular consumer, in the order of `irregular`, which is sorted)."""
+
+    def __init__(self, irregular: np.ndarray, prev: np.ndarray) -> None:
+        self.irregular, self.prev = irregular, prev
+
+    def __call__(self, a: np.ndarray) -> np.ndarray:
+        out = np.empty(a.shape, a.dtype)
+        out[1:] = a[:-1]
+        out[:1] = a[:1]
+        if len(self.irregular):
+            out[:, self.irregular] = np.take_along_axis(a[:, self.irregular], self.prev, axis=0)
+        return out
+
+    def at(self, a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Each consumer's value at the sample before its row `rows` (self(a) read at those rows)."""
+        before = np.maximum(rows - 1, 0)
+        if len(self.irregular):
+            before[self.irregular] = self.prev[rows[self.irregular], np.arange(len(self.irregular))]
+        return a[before, np.arange(a.shape[1])]
+
+    def sub(self, cols: np.ndarray) -> Lag:
+        """The same for the consumers `cols` (sorted positions) alone, numbered by their place in `cols`."""
+        place = np.searchsorted(cols, self.irregular)
+        hit = place < len(cols)
+        hit[hit] = cols[place[hit]] == self.irregular[hit]
+        return Lag(place[hit], self.prev[:, hit])
+
+
 @dataclass
 class Samples:
     """One window's samples of many consumers, time-major (samples x consumers)."""
@@ -51,7 +82,7 @@ class Samples:
     t: np.ndarray  # epoch seconds (NaN: no sample)
     s: np.ndarray  # counted: in the window and after the latest reset
     has_prev: np.ndarray  # a counted sample precedes this one
-    lag: Callable[[np.ndarray], np.ndarray]  # an array's values at each sample's previous one
+    lag: Lag  # an array's values at each sample's previous one
     pending: np.ndarray
     in_flight: np.ndarray
     waiting: np.ndarray
@@ -64,6 +95,11 @@ class Samples:
     t_first: np.ndarray  # per consumer
     t_last: np.ndarray
     last: np.ndarray  # per consumer: the row of its latest counted sample
+
+    def sub(self, cols: np.ndarray) -> Samples:
+        """The samples of the consumers `cols` (sorted positions) alone."""
+        return Samples(**{f.name: (self.lag.sub(cols) if f.name == "lag" else
+                                   getattr(self, f.name)[..., cols]) for f in fields(self)})
 
 
 def _at(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -89,21 +125,71 @@ def _later(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(a), np.nan, np.fmax(a, b))
 
 
-@dataclass
-class _Grid:
-    """The sample times and masks of the consumers a rhythm is computed for (all, or a few)."""
-
-    t: np.ndarray
-    s: np.ndarray
-    has_prev: np.ndarray
-    t_first: np.ndarray
+Columns = np.ndarray | slice
 
 
-def _grid(x: Samples, cols: np.ndarray | slice) -> _Grid:
-    return _Grid(x.t[:, cols], x.s[:, cols], x.has_prev[:, cols], x.t_first[cols])
+def _only_many(x: Samples, holds: np.ndarray, compute: Callable[[Samples, Columns], dict[str, np.ndarray]],
+               fill: float | bool) -> dict[str, np.ndarray]:
+    """Per-consumer features that only the consumers where `holds` can have (`fill` for the
+    others): each pass over the whole window made only for them, on a gathered copy of their
+    samples when they are few, in place when they are many. `compute` gets the samples and where
+    they sit among all the consumers (to read other per-consumer arrays at the same places)."""
+    cols = np.flatnonzero(holds)
+    if len(cols) == 0:
+        return {}
+    many = 2 * len(cols) >= len(holds)
+    found = compute(x, slice(None)) if many else compute(x.sub(cols), cols)
+    out = {}
+    for name, values in found.items():
+        out[name] = np.full(len(holds), fill)
+        if many:
+            out[name][:] = values
+            out[name][~holds] = fill
+        else:
+            out[name][cols] = values
+    return out
 
 
-def _gap_max(g: _Grid, at: np.ndarray, prev_at: np.ndarray, busy: np.ndarray) -> np.ndarray:
+def _only(x: Samples, holds: np.ndarray, compute: Callable[[Samples, Columns], np.ndarray],
+          fill: float | bool) -> np.ndarray:
+    """One such feature (_only_many)."""
+    return _only_many(x, holds, lambda y, c: {"": compute(y, c)}, fill).get("", np.full(len(holds), fill))
+
+
+def _onset_where(x: Samples, holds_last: np.ndarray, cond: Callable[[Samples], np.ndarray]) -> np.ndarray:
+    """trailing_onset of `cond`, computed only where it holds in the latest sample (`holds_last`,
+    read from the latest values alone; NaN elsewhere, as trailing_onset gives)."""
+    return _only(x, holds_last, lambda y, _: trailing_onset(y, cond(y)), np.nan)
+
+
+# The conditions whose trailing runs the onsets follow, over any set of consumers' samples.
+def _busy(y: Samples) -> np.ndarray:
+    return y.in_flight > 0
+
+
+def _work(y: Samples) -> np.ndarray:
+    return y.pending > 0
+
+
+def _idle(y: Samples) -> np.ndarray:
+    return _work(y) & ~_busy(y) & (y.waiting == 0)
+
+
+def _pin_idle(y: Samples) -> np.ndarray:
+    return _work(y) & ~_busy(y) & (y.waiting > 0) & y.pinned & y.same_pin
+
+
+def _rising(y: Samples) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return y.s & y.has_prev & (y.age > y.lag(y.age))
+
+
+def _behind(y: Samples) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return y.s & _work(y) & (y.age > CAUGHT_UP_AGE)
+
+
+def _gap_max(g: Samples, at: np.ndarray, prev_at: np.ndarray, busy: np.ndarray) -> np.ndarray:
     """The longest wait for activity `at` (the server's time of it; `prev_at` its value at the
     sample before) while `busy` held: at each sample where `at` moved, the new time minus the
     latest of the activity before it, the last sample at which the consumer was not busy, and the
@@ -120,7 +206,7 @@ def _gap_max(g: _Grid, at: np.ndarray, prev_at: np.ndarray, busy: np.ndarray) ->
     return np.where(np.isneginf(out), np.nan, np.maximum(out, 0.0))
 
 
-def _run_gap_max(g: _Grid, cond: np.ndarray, prev_cond: np.ndarray) -> np.ndarray:
+def _run_gap_max(g: Samples, cond: np.ndarray, prev_cond: np.ndarray) -> np.ndarray:
     """The longest run of `cond` (`prev_cond`: its value at the sample before) that ended inside
     the window (from its first sample to the sample that broke it); NaN where none ended."""
     was = g.has_prev & prev_cond
@@ -137,31 +223,16 @@ def _run_gap_max(g: _Grid, cond: np.ndarray, prev_cond: np.ndarray) -> np.ndarra
 RHYTHMS = ("ack_gap_max", "pull_gap_max", "age_rise_gap_max", "behind_gap_max")
 
 
-def _rhythms(x: Samples, cols: np.ndarray | slice, busy: np.ndarray, work: np.ndarray, rising: np.ndarray,
-             behind: np.ndarray, prev_delivered: np.ndarray) -> dict[str, np.ndarray]:
-    """Each consumer's own rhythms (RHYTHMS), for the consumers `cols` (NaN for the others): the
-    costliest features, a pass over the whole window each, and only ever read where a condition
-    has already held for a rule's shortest duration."""
-    if isinstance(cols, np.ndarray) and len(cols) == 0:
-        return {name: np.full(x.t.shape[1], np.nan) for name in RHYTHMS}
-    g = _grid(x, cols)
-
-    def sub(a: np.ndarray) -> np.ndarray:
-        return a[:, cols]
-
-    found = {
-        "ack_gap_max": _gap_max(g, sub(x.acked_at), sub(x.lag(x.acked_at)), sub(busy)),
-        "pull_gap_max": _gap_max(g, sub(x.delivered_at), sub(prev_delivered), sub(work)),
-        "age_rise_gap_max": _run_gap_max(g, sub(rising), sub(x.lag(rising))),
-        "behind_gap_max": _run_gap_max(g, sub(behind), sub(x.lag(behind))),
+def _rhythms(y: Samples) -> dict[str, np.ndarray]:
+    """Each consumer's own rhythms (RHYTHMS): the costliest features, a pass over the whole
+    window each."""
+    rising, behind = _rising(y), _behind(y)
+    return {
+        "ack_gap_max": _gap_max(y, y.acked_at, y.lag(y.acked_at), _busy(y)),
+        "pull_gap_max": _gap_max(y, y.delivered_at, y.lag(y.delivered_at), _work(y)),
+        "age_rise_gap_max": _run_gap_max(y, rising, y.lag(rising)),
+        "behind_gap_max": _run_gap_max(y, behind, y.lag(behind)),
     }
-    if isinstance(cols, slice):
-        return found
-    out = {}
-    for name, values in found.items():
-        out[name] = np.full(x.t.shape[1], np.nan)
-        out[name][cols] = values
-    return out
 
 
 def _min_since(x: Samples, a: np.ndarray, since: np.ndarray) -> np.ndarray:
@@ -170,64 +241,75 @@ def _min_since(x: Samples, a: np.ndarray, since: np.ndarray) -> np.ndarray:
     return np.where(inside, a, np.inf).min(axis=0)
 
 
+def _backlog_rise(y: Samples, onset: np.ndarray) -> np.ndarray:
+    """How far the backlog's low point rose from the first half of a run to the second: a
+    backlog held at a constant depth (a steady delay) is not falling behind, one whose low
+    points keep rising is, whatever its sawtooth does."""
+    backlog = y.pending + y.in_flight
+    mid = (onset + y.t_last) / 2
+    with np.errstate(invalid="ignore"):
+        early = y.s & (y.t >= onset[None, :]) & (y.t < mid[None, :])
+        late = y.s & (y.t >= mid[None, :])
+    lows = [np.where(m, backlog, np.inf).min(axis=0) for m in (early, late)]
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(lows[0]) & np.isfinite(lows[1]), lows[1] - lows[0], np.nan)
+
+
 def onset_features(x: Samples, rhythm_after: float | None = None) -> dict[str, np.ndarray]:
     """The onset features of every consumer (ONSET_FEATURES). With `rhythm_after` (the shortest
     duration of any rule), the rhythms are computed only for consumers with a condition that
     has held that long (NaN for the others), which cannot change a verdict: a rhythm only ever
-    raises a rule's duration above one at least that long."""
-    busy = x.in_flight > 0
+    raises a rule's duration above one at least that long.
+
+    Each onset is looked for only where its condition holds in the latest sample (elsewhere it has
+    none), and what is measured from an onset only where there is one: in a healthy fleet most
+    consumers have none, and the passes over the window are made for the few that do."""
+    in_flight, pending, waiting = (_at(a, x.last) for a in (x.in_flight, x.pending, x.waiting))
     acked_last = _at(x.acked_at, x.last)
     delivered_last = _at(x.delivered_at, x.last)
+    age_last = _at(x.age, x.last)
+    busy, work = in_flight > 0, pending > 0
 
-    stall_onset = _later(trailing_onset(x, busy), acked_last)
-    grew = _at(x.in_flight, x.last) > _min_since(x, x.in_flight, stall_onset)
-    redelivered = _at(x.redelivered, x.last) > _min_since(x, x.redelivered, stall_onset)
+    stall_onset = _later(_onset_where(x, busy, _busy), acked_last)
+    stalled = ~np.isnan(stall_onset)
+    grew = _only(x, stalled, lambda y, c: _at(y.in_flight, y.last) > _min_since(y, y.in_flight, stall_onset[c]),
+                 False)
+    redelivered = _only(x, stalled, lambda y, c: _at(y.redelivered, y.last) > _min_since(y, y.redelivered,
+                                                                                          stall_onset[c]), False)
     quiet_since = np.fmax(acked_last, delivered_last)
 
-    work = x.pending > 0
-    idle = work & ~busy & (x.waiting == 0)
-    idle_onset = _later(trailing_onset(x, idle), delivered_last)
-    pin_idle = work & ~busy & (x.waiting > 0) & x.pinned & x.same_pin
-    pin_idle_onset = _later(trailing_onset(x, pin_idle), delivered_last)
-    with np.errstate(invalid="ignore"):
-        prev_delivered = x.lag(x.delivered_at)
-        delivered_moved = x.s & x.has_prev & (x.delivered_at > prev_delivered)
-    pullers_seen = (x.s & ((x.waiting > 0) | delivered_moved)).any(axis=0)
+    idle_onset = _later(_onset_where(x, work & ~busy & (waiting == 0), _idle), delivered_last)
+    pin_idle_onset = _later(_onset_where(x, work & ~busy & (waiting > 0) & _at(x.pinned, x.last)
+                                         & _at(x.same_pin, x.last), _pin_idle), delivered_last)
+
+    def seen(y: Samples, _: Columns) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            delivered_moved = y.s & y.has_prev & (y.delivered_at > y.lag(y.delivered_at))
+        return (y.s & ((y.waiting > 0) | delivered_moved)).any(axis=0)
+
+    # Read only by the rule on idle_onset: where it has none, unknown (False) changes nothing.
+    pullers_seen = _only(x, ~np.isnan(idle_onset), seen, False)
 
     with np.errstate(invalid="ignore"):
-        before = x.lag(x.age)
-        rising = x.s & x.has_prev & (x.age > before)
-        behind = x.s & work & (x.age > CAUGHT_UP_AGE)
-    age_last = _at(x.age, x.last)
-    age_rise_onset = trailing_onset(x, rising)
-    behind_onset = trailing_onset(x, behind)
+        counted = _at(x.s, x.last)
+        rising_last = counted & _at(x.has_prev, x.last) & (age_last > x.lag.at(x.age, x.last))
+        behind_last = counted & work & (age_last > CAUGHT_UP_AGE)
+    age_rise_onset = _onset_where(x, rising_last, _rising)
+    behind_onset = _onset_where(x, behind_last, _behind)
 
-    def age_at(onset: np.ndarray) -> np.ndarray:
-        """The age at the sample where a run began (its onset's sample), the run's lowest."""
-        with np.errstate(invalid="ignore"):
-            return np.where(x.s & (x.t >= onset[None, :]), x.age, np.inf).min(axis=0)
-
-    def backlog_rise(onset: np.ndarray) -> np.ndarray:
-        """How far the backlog's low point rose from the first half of a run to the second: a
-        backlog held at a constant depth (a steady delay) is not falling behind, one whose low
-        points keep rising is, whatever its sawtooth does."""
-        backlog = x.pending + x.in_flight
-        mid = (onset + x.t_last) / 2
-        with np.errstate(invalid="ignore"):
-            early = x.s & (x.t >= onset[None, :]) & (x.t < mid[None, :])
-            late = x.s & (x.t >= mid[None, :])
-        lows = [np.where(m, backlog, np.inf).min(axis=0) for m in (early, late)]
-        with np.errstate(invalid="ignore"):
-            return np.where(np.isfinite(lows[0]) & np.isfinite(lows[1]), lows[1] - lows[0], np.nan)
+    def rise_from(onset: np.ndarray) -> np.ndarray:
+        """The age now minus the age at the sample where a run began (its onset's), the run's lowest."""
+        return _only(x, ~np.isnan(onset), lambda y, c: age_last[c] - _min_since(y, y.age, onset[c]), np.nan)
 
     if rhythm_after is None:
-        cols: np.ndarray | slice = slice(None)
+        wanted = np.ones(len(x.last), dtype=bool)
     else:
         held = x.t_last - np.fmin.reduce([stall_onset, idle_onset, pin_idle_onset, age_rise_onset, behind_onset,
                                           np.fmax(acked_last, x.t_first)])
         with np.errstate(invalid="ignore"):
-            cols = np.flatnonzero(held >= rhythm_after)
-    rhythms = _rhythms(x, cols, busy, work, rising, behind, prev_delivered)
+            wanted = held >= rhythm_after
+    rhythms = _only_many(x, wanted, lambda y, _: _rhythms(y), np.nan)
+    rhythms = {name: rhythms.get(name, np.full(len(wanted), np.nan)) for name in RHYTHMS}
 
     return {
         "stall_onset": stall_onset, "ack_gap_max": rhythms["ack_gap_max"],
@@ -235,11 +317,11 @@ def onset_features(x: Samples, rhythm_after: float | None = None) -> dict[str, n
         "idle_onset": idle_onset, "pin_idle_onset": pin_idle_onset,
         "pull_gap_max": rhythms["pull_gap_max"], "pullers_seen": pullers_seen,
         "delivered_last_active": delivered_last, "acked_last_active": acked_last,
-        "age_rise_onset": age_rise_onset,
-        "age_rise": np.where(np.isnan(age_rise_onset), np.nan, age_last - age_at(age_rise_onset)),
+        "age_rise_onset": age_rise_onset, "age_rise": rise_from(age_rise_onset),
         "age_rise_gap_max": rhythms["age_rise_gap_max"],
-        "behind_onset": behind_onset,
-        "behind_rise": np.where(np.isnan(behind_onset), np.nan, age_last - age_at(behind_onset)),
-        "behind_gap_max": rhythms["behind_gap_max"], "behind_backlog_rise": backlog_rise(behind_onset),
+        "behind_onset": behind_onset, "behind_rise": rise_from(behind_onset),
+        "behind_gap_max": rhythms["behind_gap_max"],
+        "behind_backlog_rise": _only(x, ~np.isnan(behind_onset), lambda y, c: _backlog_rise(y, behind_onset[c]),
+                                     np.nan),
         "first_ts": x.t_first, "last_seconds": x.t_last,
     }

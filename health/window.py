@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from jetwatch.core.clock import parse_rfc3339, parse_rfc3339_column
-from jetwatch.health.onsets import ONSET_FEATURES, Samples, onset_features
+from jetwatch.health.onsets import ONSET_FEATURES, Lag, Samples, onset_features
 
 KEY = ("account", "stream", "consumer")
 NUMBERS = ("num_pending", "num_ack_pending", "num_waiting", "num_redelivered",
@@ -324,12 +324,7 @@ def previous_samples(valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
 def lagged(a: np.ndarray, irregular: np.ndarray, prev: np.ndarray) -> np.ndarray:
     """Each cell's value at the previous valid cell of its row (previous_samples): the column
     before, or the gathered one in the irregular rows."""
-    out = np.empty(a.shape, a.dtype)
-    out[1:] = a[:-1]
-    out[:1] = a[:1]
-    if len(irregular):
-        out[:, irregular] = np.take_along_axis(a[:, irregular], prev, axis=0)
-    return out
+    return Lag(irregular, prev)(a)
 
 
 def picked(rows: np.ndarray) -> np.ndarray | slice:
@@ -347,8 +342,7 @@ def _rows_of(a: np.ndarray, rows: np.ndarray | slice, lo: int, n: int) -> np.nda
 
 
 def _activity_times(state: WindowState, pick: np.ndarray | slice, lo: int, hi: int, t: np.ndarray,
-                    stepped: np.ndarray, p_dcs: np.ndarray, dcs: np.ndarray, p_afs: np.ndarray,
-                    afs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                    stepped: np.ndarray, lag: Lag, dcs: np.ndarray, afs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The server's last delivery and last acknowledgement times at each sample. A consumer whose
     samples carry neither (stored before they were read) gets them from its sequences instead:
     the latest sample at which the delivered sequence, or the ack floor, had moved."""
@@ -358,8 +352,9 @@ def _activity_times(state: WindowState, pick: np.ndarray | slice, lo: int, hi: i
     if len(bare) == 0:
         return delivered, acked
     delivered, acked = delivered.copy(), acked.copy()
-    for out, moved in ((delivered, dcs > p_dcs), (acked, afs > p_afs)):
-        at = np.where(stepped[:, bare] & moved[:, bare], t[:, bare], -np.inf)
+    bare_lag = lag.sub(bare)
+    for out, seq in ((delivered, dcs[:, bare]), (acked, afs[:, bare])):
+        at = np.where(stepped[:, bare] & (seq > bare_lag(seq)), t[:, bare], -np.inf)
         latest = np.maximum.accumulate(at, axis=0)
         out[:, bare] = np.where(np.isneginf(latest), np.nan, latest)
     return delivered, acked
@@ -404,8 +399,7 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     # Mostly the previous sample is in the column before (every consumer read every cycle): one
     # shift by a column for all rows, the general per-row gather only for the rows where it is not.
 
-    def _take(a: np.ndarray) -> np.ndarray:
-        return lagged(a, irregular, p)
+    _take = Lag(irregular, p)
 
     p_dcs, p_created = _take(dcs), _take(created)
 
@@ -487,7 +481,7 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     afs_first, afs_last = first_last(afs)
     red_first, red_last = first_last(redelivered)
 
-    delivered_at, acked_at = _activity_times(state, pick, lo, lo + n, t, stepped, _take(dcs), dcs, _take(afs), afs)
+    delivered_at, acked_at = _activity_times(state, pick, lo, lo + n, t, stepped, _take, dcs, afs)
     onsets = onset_features(Samples(
         t=t, s=s, has_prev=stepped, lag=_take, pending=pending, in_flight=ack, waiting=waiting,
         redelivered=redelivered, age=val["oldest_unacked_age_seconds"],

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 from jetwatch.collectors import live_state
 from jetwatch.collectors.live_state import LiveState
-from jetwatch.health.window import FEATURES, NUMBERS, WindowState, _seconds
+from jetwatch.health import onsets
+from jetwatch.health.onsets import ONSET_FEATURES, Lag
+from jetwatch.health.window import FEATURES, NUMBERS, WindowState, _seconds, feature_columns, previous_samples
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.health.features import SAMPLE_FIELDS, window_features_sql
 from tests.helpers import EDGES, server_time
@@ -102,6 +104,32 @@ def test_window_features_kept_in_memory_equal_the_sql_definition(history):
     for cycle in _by_cycle(frame):
         state.add(cycle)
     _same(state.features(since), _reference(frame, since))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(), st.sampled_from([None, 0.0, 5.0]))
+def test_onsets_looked_for_only_where_a_condition_holds_now_equal_onsets_looked_for_everywhere(history, rhythm_after):
+    """Onsets are looked for only where a condition holds in the latest sample (read from the
+    latest values alone), and what is measured from an onset only where there is one, on a
+    gathered copy of those consumers' samples when they are few. The same features with every
+    pass made over every consumer's samples in place agree."""
+    frame, since = history
+    state = WindowState(window=300, columns=4)
+    for cycle in _by_cycle(frame):
+        state.add(cycle)
+    at, rows = since.timestamp(), np.arange(len(state.keys))
+    chosen = feature_columns(state, rows, at, rhythm_after=rhythm_after)
+
+    def in_place(x, holds, compute, fill):
+        return {name: np.where(holds, values, fill) for name, values in compute(x, slice(None)).items()}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(onsets, "_onset_where", lambda x, holds_last, cond: onsets.trailing_onset(x, cond(x)))
+        patch.setattr(onsets, "_only_many", in_place)
+        everywhere = feature_columns(state, rows, at, rhythm_after=rhythm_after)
+    for name in ONSET_FEATURES if chosen else []:
+        assert np.allclose(chosen[name].astype(float), everywhere[name].astype(float), equal_nan=True), \
+            (name, chosen[name], everywhere[name])
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -262,3 +290,20 @@ def test_the_windows_times_are_parse_rfc3339s_readings_in_epoch_seconds(times, i
     expected = [np.nan if t is None else (parse_rfc3339(t) - EPOCH) // dt.timedelta(microseconds=1) / 1e6
                 for t in times]
     np.testing.assert_array_equal(_seconds(list(times)), np.array(expected, dtype=np.float64))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 9), st.integers(0, 2**32 - 1))
+def test_a_lag_read_at_one_sample_or_for_some_consumers_equals_the_whole_lag_read_there(samples, consumers, seed):
+    """Lag.at and Lag.sub, which onsets use to read a few consumers or one sample each, against
+    the lag of every sample of every consumer, over windows with gaps (missed readings)."""
+    rng = np.random.default_rng(seed)
+    valid = rng.random((samples, consumers)) < 0.7
+    values = np.where(valid, rng.random((samples, consumers)), np.nan)
+    _, irregular, prev = previous_samples(valid)
+    lag = Lag(irregular, prev)
+    whole = lag(values)
+    rows = rng.integers(0, samples, consumers)
+    assert np.array_equal(lag.at(values, rows), whole[rows, np.arange(consumers)], equal_nan=True)
+    cols = np.flatnonzero(rng.random(consumers) < 0.5)
+    assert np.array_equal(lag.sub(cols)(values[:, cols]), whole[:, cols], equal_nan=True)
