@@ -1,8 +1,8 @@
 """One settings object for every jetwatch process.
 
 Each setting is declared once, as (name, default, help). The same declaration gives the
-command-line flag, the `JETWATCH_<NAME>` environment variable and the README's reference table,
-so a setting cannot exist in one place and be missing from another. Precedence, lowest first:
+command-line flag, the `JETWATCH_<NAME>` environment variable and the reference table in
+docs/configuration.md, so a setting cannot exist in one place and be missing from another. Precedence, lowest first:
 default, NATS context (connection settings only), environment, flag.
 """
 
@@ -432,7 +432,7 @@ def _shown(setting: Setting) -> str:
 
 
 def reference_markdown() -> str:
-    """The README's configuration table, generated from SETTINGS."""
+    """docs/configuration.md's table, generated from SETTINGS (`jetwatch settings`)."""
     lines = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
     for s in SETTINGS:
         default = _shown(s)
