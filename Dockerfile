@@ -3,7 +3,7 @@
 # The dashboard listens on every interface and is read-only (and says so) until operators exist:
 #   docker exec -it <container> jetwatch operator add NAME
 # It answers only to localhost and the container's own names: set JETWATCH_ALLOWED_HOSTS to the
-# names users type, and put a TLS reverse proxy in front (README, Security).
+# names users type, and put a TLS reverse proxy in front (docs/security.md).
 FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

@@ -40,7 +40,7 @@ test: $(STAMP) system-deps
 test-heavy: $(STAMP) system-deps
 	$(PY) -m pytest -m heavy
 
-# The README's screenshots, rewritten in docs/screenshots/ from the live pages.
+# The docs' screenshots (README.md, docs/pages.md), rewritten in docs/screenshots/ from the live pages.
 screenshots: $(STAMP) system-deps
 	$(PY) -m pytest -n auto --dist loadgroup -m screenshots --screenshots
 
@@ -49,6 +49,7 @@ screenshots: $(STAMP) system-deps
 fuzz: $(STAMP) system-deps
 	$(PY) -m pytest -n auto --dist loadgroup -m "hypothesis and not heavy" --hypothesis-profile=explore
 
+# Every bench in turn, at its defaults; docs/benchmarks.md is then replaced with what they printed.
 bench: $(STAMP)
 	$(PY) -m bench.run_all
 

@@ -1,7 +1,7 @@
 """Consumer page: data.consumer_detail (the page's own function: one consumer's live state and pin
 history read with queries filtered on that consumer), p50/p95, on the same store in the same run:
-first with every sample as the collector appends them (by time), against the page's reads before
-issue 14 (the same calls, but every consumer's latest row and every pin event, filtered in pandas);
+first with every sample as the collector appends them (by time), against the page's former reads
+(the same calls, but every consumer's latest row and every pin event, filtered in pandas);
 then after the samples are sealed span by span as the collector seals them (store/sealing.py),
 against the same function on the unsealed store. All give the same rows (checked)."""
 
@@ -36,8 +36,9 @@ FROM range(0, $consumers, 5) t(n), range(4) r(k)
 
 
 def before(store: Store, account: str, stream: str, consumer: str, since: dt.datetime, until: dt.datetime):
-    """data.consumer_detail as it was before issue 14 for a range of raw samples: the same calls,
-    but the pin events and latest rows of the whole fleet, then filtered in pandas."""
+    """data.consumer_detail as it was before its queries filtered on the consumer, for a range of
+    raw samples: the same calls, but the pin events and latest rows of the whole fleet, then
+    filtered in pandas."""
     ident = {"account": account, "stream": stream, "consumer": consumer}
     rng = {**ident, "since": since, "until": until}
     _configs, _advisories, pins, latest, samples = store.queries([
@@ -103,7 +104,7 @@ def main(rows: int, consumers: int, runs: int, seal_every: float) -> None:
               f"p95 {p95(new) * 1000:.0f} ms ({runs} runs); the same rows as unsealed")
         print(f"ratio: {statistics.median(unsealed) / statistics.median(new):.1f}x (p50), "
               f"{p95(unsealed) / p95(new):.1f}x (p95) against the unsealed store; "
-              f"{statistics.median(base) / statistics.median(new):.1f}x against the reads before issue 14")
+              f"{statistics.median(base) / statistics.median(new):.1f}x against the reads filtered in pandas")
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()

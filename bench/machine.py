@@ -1,4 +1,4 @@
-"""What a bench ran on: every bench prints this first, so each figure the README quotes comes
+"""What a bench ran on: every bench prints this first, so each figure docs/benchmarks.md shows comes
 with its machine and the versions that produced it."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """CONSUMER.LIST pages read straight into Arrow: the collector's way of reading a cycle.
 
 Decoding the pages into Python objects (json.loads), pulling the sample fields out of them
-(state_columns) and converting those values back into Arrow for the store cost ~1.2 s of CPU per
-100,000 consumers here, one value at a time. Here pyarrow's JSON reader (C++, on every core) reads
+(state_columns) and converting those values back into Arrow for the store handles every value in
+the interpreter, one at a time. Here pyarrow's JSON reader (C++, on every core) reads
 the sample fields into typed columns, and msgspec cuts out each consumer's config as the bytes the
 server sent: a config is decoded only when its bytes change. The store appends the columns as they
 are; the Python lists the health window and the lag reader take are made from them.

@@ -263,11 +263,10 @@ class LiveState:
         `row` one (the window's own features, held equal to the SQL by tests/test_window_state.py).
 
         A large state goes in chunks of at most CHUNK_CELLS cells a pass, so that the passes'
-        temporaries stay small however large the fleet (at 100,000 consumers and a full window,
-        one pass over every row at once held ~0.5 GB more at its peak). On the calling thread
-        alone: handing every other chunk to a second thread made judging slower and less steady
-        inside the cycle's transaction (bench.verdicts' harness: judge median 69 against 62 ms,
-        90th percentile 84 against 65 ms), the store's own threads being awake beside it."""
+        temporaries stay small however large the fleet (one pass over every row at once would
+        hold temporaries the size of the whole window). On the calling thread alone: handing
+        every other chunk to a second thread made judging slower and less steady inside the
+        cycle's transaction, the store's own threads being awake beside it (bench.verdicts)."""
         since = now.timestamp() - self.window.window
         self.window.horizon = since
         lo = first_column(self.window, since)

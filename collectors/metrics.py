@@ -1,6 +1,6 @@
 """Prometheus exposition of the collector's current cycle.
 
-Every metric is declared once in `METRICS` (name, type, help, labels); the README's metrics
+Every metric is declared once in `METRICS` (name, type, help, labels); docs/metrics.md's
 table is generated from it (`jetwatch metrics`) and the custom collector below emits exactly
 these families. Nothing registers at import time: the exporter owns its CollectorRegistry, the
 custom collector reads the snapshot of the latest cycle, and the text is rendered once per cycle
@@ -91,7 +91,7 @@ BY_NAME: dict[str, MetricDef] = {m.name: m for m in METRICS}
 
 
 def reference_markdown() -> str:
-    """The README's metrics table, generated from METRICS."""
+    """docs/metrics.md's table, generated from METRICS (`jetwatch metrics`)."""
     lines = ["| metric | type | labels | meaning |", "|---|---|---|---|"]
     for m in METRICS:
         labels = ", ".join(f"`{x}`" for x in m.labels)

@@ -70,7 +70,7 @@ _OPTIONAL_TEXT = ("group", "version", "server_id")
 
 
 def parse_announcement(subject: str, data: bytes) -> Announcement:
-    """An announcement as published by `PinAnnouncer` (or a Go/JS client following the README);
+    """An announcement as published by `PinAnnouncer` (or a Go/JS client following docs/deployment.md);
     raises BadAnnouncement saying why for anything else, including one whose stream and consumer
     differ from its subject's."""
     if len(data) > MAX_ANNOUNCEMENT_BYTES:

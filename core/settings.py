@@ -1,8 +1,8 @@
 """One settings object for every jetwatch process.
 
 Each setting is declared once, as (name, default, help). The same declaration gives the
-command-line flag, the `JETWATCH_<NAME>` environment variable and the README's reference table,
-so a setting cannot exist in one place and be missing from another. Precedence, lowest first:
+command-line flag, the `JETWATCH_<NAME>` environment variable and the reference table in
+docs/configuration.md, so a setting cannot exist in one place and be missing from another. Precedence, lowest first:
 default, NATS context (connection settings only), environment, flag.
 """
 
@@ -178,19 +178,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tls_key", None, "Client key file (mutual TLS).", str, "connection"),
     Setting("connect_timeout", 5.0, "Seconds to wait for a connection before giving up on it.", parse_duration, "connection", minimum=0.1, maximum=3600.0),
     Setting("request_timeout", 5.0, "Seconds to wait for a JetStream API reply.", parse_duration, "connection", minimum=0.1, maximum=3600.0),
-    # connection: actions on other accounts' consumers (issue 11)
+    # connection: actions on other accounts' consumers
     Setting("account_contexts", (), "The credentials actions on each account's consumers connect with, comma separated `ACCOUNT=CONTEXT` (a `nats` CLI context name) or `ACCOUNT=/path/user.creds`, on the server the action names (--server, or its cluster's; a context's own URL only when there is none). An action on an account neither mapped nor the connection's own is refused before anything is sent.", parse_account_map, "connection"),
-    # connection: several clusters (issue 14)
+    # connection: several clusters
     Setting("server_for", (), "Where actions on each cluster's consumers connect, comma separated `CLUSTER=URL` (the connection's credentials are used). Without an entry, an action goes to the server that cluster's collector last reported (its `collector_status.server_url`).", parse_server_map, "connection"),
     # store
     Setting("db", "jetwatch-data/jetwatch.duckdb", "Path of the DuckDB store file.", str, "store"),
-    # store: several clusters, one store each (issue 14)
+    # store: several clusters, one store each
     Setting("cluster", DEFAULT_CLUSTER, "Name of the cluster (or account) the collector watches. A store belongs to the cluster that first wrote it, and a collector of another cluster refuses to write into it: one store per cluster. Every row that leaves a store (pages, exports, /metrics, alerts) carries it.", parse_cluster, "store"),
     Setting("dbs", (), "The stores of a fleet, comma separated: store files, or directories whose `*.duckdb` files are all read. The dashboard, the pipeline, `status`, `check` and `audit verify` read all of them (instead of --db); each is its own cluster.", parse_list, "store"),
     Setting("lock_timeout", 15.0, "Longest wait for the store file when another process holds it.", parse_duration, "store", minimum=0.1, maximum=86400.0),
     Setting("raw_retention", 7 * 86400.0, "How long raw samples are kept; older history lives on as rollups.", parse_duration, "store", minimum=3600.0),
     Setting("event_retention", 90 * 86400.0, "How long advisories and rejects are kept.", parse_duration, "store", minimum=3600.0),
-    # store: writers first, retention in the collector (issue 10, store half)
+    # store: writers first, retention in the collector
     Setting("write_backlog", 200_000, "Most samples the collector keeps in memory while the store file is held by another process; they are written with the next cycle that gets the file (beyond this the oldest cycles are given up, and counted).", int, "store", minimum=1000),
     Setting("seal_every", 120.0, "Span of raw samples the collector seals at a time, by its own clock of the cycles: once its unsealed samples span this, it stores the oldest span again ordered by consumer, so that one consumer's history is read without the rest of the fleet's. Shorter: smaller, more frequent moves.", parse_duration, "store", minimum=1.0, maximum=86400.0),
     Setting("retention_every", 600.0, "How often the collector deletes what is past --raw-retention and --event-retention (raw samples only where hourly rollups cover them) and reclaims the space.", parse_duration, "store", minimum=1.0, maximum=86400.0),
@@ -236,9 +236,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("address", "127.0.0.1", "Address the dashboard listens on.", str, "dashboard"),
     Setting("port", 8501, "Port the dashboard listens on.", int, "dashboard", minimum=1, maximum=65535),
     Setting("refresh", 2.0, "Seconds between refreshes of the live views.", parse_duration, "dashboard", minimum=0.1, maximum=3600.0),
-    Setting("operator_secret", None, "Secret that enables operator actions in the dashboard (environment only: no flag, so it never shows in `ps`).", str, "dashboard", secret=True, has_flag=False),
-    Setting("operator_secret_file", None, "File holding the operator secret.", str, "dashboard"),
-    # dashboard security (issue 11b): operators, sessions, hosts
+    Setting("operator_secret", None, "Former shared secret for operator actions: it no longer enables them (the dashboard says so; use --operators-file). Environment only: no flag, so it never shows in `ps`.", str, "dashboard", secret=True, has_flag=False),
+    Setting("operator_secret_file", None, "File holding the former operator secret (no longer enables actions).", str, "dashboard"),
+    # dashboard security: operators, sessions, hosts
     Setting("operators_file", None, "File of operator identities (name and salted scrypt hash a line; `jetwatch operator add NAME` writes it). Without it (or --trusted-user-header) the dashboard is read-only.", str, "dashboard"),
     Setting("trusted_user_header", None, "HTTP header a trusted reverse proxy (oauth2-proxy style) sets to the signed-in operator's name. Only behind a proxy that strips it from clients.", str, "dashboard"),
     Setting("session_ttl", 8 * 3600.0, "How long an operator stays signed in (across reloads and new tabs) before signing in again.", parse_duration, "dashboard", minimum=1.0, maximum=30 * 86400.0),
@@ -432,7 +432,7 @@ def _shown(setting: Setting) -> str:
 
 
 def reference_markdown() -> str:
-    """The README's configuration table, generated from SETTINGS."""
+    """docs/configuration.md's table, generated from SETTINGS (`jetwatch settings`)."""
     lines = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
     for s in SETTINGS:
         default = _shown(s)

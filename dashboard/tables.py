@@ -1,7 +1,7 @@
 """The pages' tables, declared once as lists of columns: a header in words with its unit, how a
 cell is made from the page's frame, and how the grid shows it.
 
-A column is one entry in a list, so adding one (another issue's "oldest unacked", "ETA") is one
+A column is one entry in a list, so adding one (such as "oldest unacked" or "ETA") is one
 line in `FLEET`, and every header, width and frozen identity column comes from here. Cells never
 read `None`/`nan` (empty instead), durations are in words (core/durations.py) and pin ids show their distinguishing
 tail (dashboard/text.py). Streamlit only in `column_config`, so the cells are tested with plain

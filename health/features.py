@@ -7,8 +7,8 @@ health/window.py, over arrays: the collector keeps its window there between cycl
 sequences), so the pipeline and the collector judge from the same computation.
 
 `sql/queries/window_features.sql` computes the sample-reduction features a second, independent
-way (DuckDB's window functions over the same samples); tests/test_window_state.py holds the two
-equal, and the Fleet bench runs it inside the store.
+way (DuckDB's window functions over the same samples); nothing judges with it:
+tests/test_window_state.py holds health/window.py equal to it.
 """
 
 from __future__ import annotations

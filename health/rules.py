@@ -4,9 +4,10 @@ Each rule looks at a consumer's window features (health/features.py) and its lim
 stays silent or returns a finding: the reason in words and the numbers behind it. The verdict is
 the most severe finding; every finding is listed. Each verdict is declared once, here, with its
 severity (its place in the table), colour and meaning; the pages, the counts and the pipeline read
-it from `VERDICTS`. The Spark pipeline calls `evaluate` (features computed in pandas); the dashboard
-calls `evaluate_features` on the same features computed inside the store by window_features.sql; a
-property test holds the two feature paths together.
+it from `VERDICTS`. The Spark pipeline calls `evaluate` (the window's features computed by
+health/window.py from its samples); the collector judges the same features, kept in memory between
+cycles, through `verdict_columns` (collectors/judging.py). The pages only read the verdicts the
+collector kept.
 """
 
 from __future__ import annotations
@@ -647,8 +648,8 @@ def evaluate(samples: Samples, limits: pd.DataFrame | None, thresholds: Threshol
 
 def evaluate_features(feats: pd.DataFrame, limits: pd.DataFrame | None, thresholds: Thresholds,
                       counts: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Verdicts from window features already computed (the dashboard runs window_features.sql
-    inside the store, next to the samples); `evaluate` is this after window_features."""
+    """Verdicts from window features already computed (health/window.py's columns);
+    `evaluate` is this after window_features."""
     if feats.empty:
         return pd.DataFrame(columns=VERDICT_COLUMNS)
     if limits is not None and not limits.empty:
@@ -671,7 +672,7 @@ NUMBERS = ("samples", "span_seconds", "pending_first", "pending_last", "pending_
            "pending_rising_share", "ack_pending_min", "ack_pending_last", "ack_pending_recent_min", "waiting_max",
            "waiting_last", "waiting_recent_min", "deliveries", "stream_delivered", "acked", "redelivered_first",
            "redelivered_last", "nopin_seconds", "sample_pin_switches")
-# Features computed before onsets were (a frame from window_features.sql): unknown, so no onset rule fires.
+# Features without onsets (a frame with only window_features.sql's columns): unknown, so no onset rule fires.
 DEFAULTS = {"unacked_age_last": 0.0, "max_ack_pending": np.nan, "max_waiting": np.nan, "ack_wait_ns": np.nan,
             "priority_timeout_ns": np.nan, "time_to_loss_seconds": np.nan, **{c: 0.0 for c in COUNT_COLUMNS},
             **{c: np.nan for c in ONSET_FEATURES if c not in FLAGS}}

@@ -1,8 +1,8 @@
 """The health window's samples, kept in the collector's memory between cycles.
 
-Judging after every cycle used to run window_features.sql over the store file: each cycle
-re-read and re-sorted every live consumer's whole window (about 60 samples each at the default
-interval) to add one new sample per consumer. Here the window lives in dense arrays, one column
+Judging after every cycle does not read the store: re-reading and re-sorting every live
+consumer's whole window (about 60 samples each at the default interval) to add one new sample per
+consumer would repeat nearly all the work of the cycle before. Here the window lives in dense arrays, one column
 per consumer and one row per sample in time order (time-major: a cycle's samples are one
 contiguous row, and a pass over a consumer's samples reduces over the first axis, which numpy does
 a whole row of consumers at a time), so a cycle appends one row and the features are a few
@@ -11,9 +11,10 @@ along the second axis is still called its row, a sample's place along the first 
 
 The features are window_features.sql's, column for column and with the same null rules (numbers
 coalesced to zero, a reset when the delivered sequence falls or `created` changes, deltas only
-after the latest reset, the trailing run with work and no pin after the last break). The SQL stays
-the one definition that the pipeline and the tests run; tests/test_window_state.py holds this
-path to it over generated histories that cross window boundaries and reset.
+after the latest reset, the trailing run with work and no pin after the last break). The collector
+and the pipeline both compute them here; the SQL is kept as an independent second definition, and
+tests/test_window_state.py holds this path to it over generated histories that cross window
+boundaries and reset.
 """
 
 from __future__ import annotations
@@ -124,8 +125,8 @@ class WindowState:
 
     def _resize(self, rows: int, columns: int, keep: slice) -> None:
         """New arrays of the given shape holding the columns `keep` of the old ones, first.
-        One array at a time, each old one let go before the next new one is made: at 100,000
-        consumers all of them at once would hold old and new together, ~0.9 GB at the peak."""
+        One array at a time, each old one let go before the next new one is made: all of them at
+        once would hold old and new together, doubling the window's memory at the peak."""
         width = len(range(*keep.indices(self.t.shape[0])))
         n = min(self.t.shape[1], rows)
 

@@ -200,8 +200,8 @@ class _WritingHost:
 
     A writer attaches the file (ATTACH is where a row group size is given) and detaches it when
     done, which checkpoints and closes it and releases its lock, as closing a connection to it
-    does. Making a DuckDB for each write cost ~25 ms here (its catalog of built-in functions),
-    more than the rest of a small write; kept, a write's open and close take ~5 ms. Each write runs
+    does. Making a DuckDB for each write (its catalog of built-in functions) cost more than the
+    rest of a small write; kept, a write pays only for attaching and detaching. Each write runs
     on a connection of its own, so what it registers, its temp views, variables and session
     settings end with it (settings of the whole instance, SET GLOBAL, threads, memory_limit, would
     outlive it: no write makes one). If detaching fails the instance is dropped; a write stopped

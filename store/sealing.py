@@ -21,8 +21,8 @@ from jetwatch.store.database import SEALED_ROW_GROUP_ROWS, Store, StoreError
 
 
 # Most samples sorted at once: a pass sorts its span in parts of its consumers' numbers, since
-# DuckDB holds what it sorts in memory (~200 bytes a sample: a whole 3-million-sample span took
-# 610 MiB beside the collector, a part of 750,000 about half of that, for 18% more time).
+# DuckDB holds what it sorts in memory: a whole large span sorted at once would take hundreds of
+# MiB beside the collector; parts bound that for a little more time.
 SORT_ROWS = 750_000
 NUMBERS_END = 2**32  # past every consumer number (UINTEGER)
 

@@ -1,5 +1,5 @@
 """What the Chromium tests share: how Chromium is launched, a live dashboard over a real collector
-and workload (started once per test session by conftest.py), and the README's screenshots.
+and workload (started once per test session by conftest.py), and the screenshots in docs/.
 
 Playwright's sync API marks its event loop as running between calls, so while a browser is open
 no `asyncio.run()` can start in the same thread: a browser is opened per module (or per test) by
@@ -154,7 +154,7 @@ def no_errors(page: Page) -> None:
 
 
 def shoot(page: Page, name: str, full_page: bool = True) -> None:
-    """Write the README's screenshot `name` when the run was asked for them (`make screenshots`,
+    """Write the docs' screenshot `name` when the run was asked for them (`make screenshots`,
     i.e. `pytest --screenshots`); a plain test run leaves docs/screenshots/ as it is."""
     if os.environ.get("JW_SCREENSHOTS") != "1":
         return

@@ -40,7 +40,7 @@ LEFTOVER_GRACE = 15.0
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--screenshots", action="store_true",
-                     help="write the README's screenshots to docs/screenshots/ (`make screenshots`)")
+                     help="write the docs' screenshots to docs/screenshots/ (`make screenshots`)")
 
 
 def pytest_configure(config: pytest.Config) -> None:

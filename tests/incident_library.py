@@ -5,7 +5,7 @@ nats-server, judged by the real collector on its default settings.
 Each scenario runs healthy first, so jetwatch sees its rhythm; then its incident starts (a
 look-alike just goes on). tests/test_incidents.py holds each incident to its deadline and the
 look-alikes to silence; `python -m bench.incidents` runs the same library with the look-alikes
-going on for 30 minutes and prints the table the README quotes.
+going on for 30 minutes and prints the table docs/verdicts.md quotes.
 """
 
 from __future__ import annotations

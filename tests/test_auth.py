@@ -143,8 +143,8 @@ def test_a_creds_file_against_a_server_in_operator_mode(tmp_path):
         server.stop()
 
 
-def test_the_readme_least_privilege_permissions_are_enough_to_collect(tmp_path):
-    """The collector's permissions as the README lists them (after an admin ran `jetwatch setup`):
+def test_the_documented_least_privilege_permissions_are_enough_to_collect(tmp_path):
+    """The collector's permissions as docs/security.md lists them (after an admin ran `jetwatch setup`):
     a full cycle, durable capture and a stored advisory, with nothing more allowed."""
     import asyncio
 
@@ -153,8 +153,8 @@ def test_the_readme_least_privilege_permissions_are_enough_to_collect(tmp_path):
     from jetwatch.core.jsapi import JetStreamAPI
     from tests.helpers import make_consumer, make_stream
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = readme.split("Collector (read-only apart from its own durable on the capture stream):", 1)[1]
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "security.md").read_text()
+    block = doc.split("Collector (read-only apart from its own durable on the capture stream):", 1)[1]
     block = block.split("```", 2)[1]
     publish = block.split("publish:", 1)[1].split("subscribe:", 1)[0]
     allowed = [p.strip() for p in publish.replace("\n", " ").split(",") if p.strip()]

@@ -1,5 +1,5 @@
 """Every benchmark runs end to end at a small size, so none of them rots between the runs that
-produce the README's figures: each prints its machine header and compares its own path with a
+write docs/benchmarks.md: each prints its machine header and compares its own path with a
 baseline that did the same work (and says whether the outputs agree where it checks them).
 
 Smoke runs of the benches, not tests of jetwatch: `make test-heavy` runs them, `make test` does

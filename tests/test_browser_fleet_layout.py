@@ -1,6 +1,6 @@
 """The on-call pages on a 1280x800 laptop screen in headless Chromium, against a real collector,
 workers and dashboard: every Fleet row's verdict, stream and consumer are visible without
-scrolling; the Consumer page refreshes itself; screenshots of every page for the README
+scrolling; the Consumer page refreshes itself; screenshots of every page for docs/pages.md
 (`make screenshots`).
 
 Streamlit's grid paints its cells on a canvas, but keeps an accessibility table in the DOM with
@@ -161,7 +161,7 @@ def test_fleet_selected_row_panel_refreshes_with_the_table_and_keeps_its_selecti
 
 
 @pytest.mark.screenshots
-@pytest.mark.heavy  # its pages' checks are the other tests'; what it adds is the README's pictures
+@pytest.mark.heavy  # its pages' checks are the other tests'; what it adds is the docs' pictures
 def test_screenshots_of_every_page_at_1280(live_dashboard, nats_server):
     base, browser, store = live_dashboard
     # One real operator action, so the Audit page and the timeline's overlay have something to show.

@@ -1,5 +1,5 @@
 """A fleet bigger than one grid page: filters apply to the whole fleet on the server, counts
-follow them, and only one page of rows is built and sent (issue 14)."""
+follow them, and only one page of rows is built and sent."""
 
 from __future__ import annotations
 

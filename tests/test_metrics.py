@@ -125,11 +125,6 @@ def test_full_cardinality_exports_every_consumer(nats_server, db_path, uid, run)
     run(scenario())
 
 
-def test_metrics_reference_in_the_readme_is_generated_from_the_declaration():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert metrics.reference_markdown() in readme, "run `.venv/bin/jetwatch metrics` and paste the table"
-
-
 @contextlib.contextmanager
 def prometheus(tmp_path: Path, target: str, rule_files: list[str] = ()) -> Iterator[str]:
     """A real Prometheus scraping `target` every second; yields its base URL."""

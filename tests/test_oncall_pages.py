@@ -1,4 +1,4 @@
-"""The on-call pages answer what is wrong, where, since when and what to do (issue 15), under
+"""The on-call pages answer what is wrong, where, since when and what to do, under
 AppTest on stores written by the collector's own write and judge path."""
 
 from __future__ import annotations

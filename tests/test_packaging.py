@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jetwatch.core.settings import SETTINGS, reference_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,8 +37,3 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert ci == ["make test"]
 
 
-def test_every_setting_is_documented_in_the_readme():
-    readme = (ROOT / "README.md").read_text()
-    assert reference_markdown() in readme, "regenerate the table with `jetwatch settings`"
-    for s in SETTINGS:
-        assert s.flag in readme and s.env in readme

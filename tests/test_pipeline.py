@@ -440,8 +440,8 @@ def test_collectors_live_verdicts_equal_the_pipelines_verdict_history_across_win
         judge_stored_cycle(store, now, LIVE_TH, held)  # what the collector runs after each cycle
         if t % window == 0:
             kept = store.query("verdicts_status")
-            # Where too few fresh samples remain the collector holds its last known verdict (issue
-            # 10: nothing turns grey for lack of data); the pipeline's window says COLLECTING.
+            # Where too few fresh samples remain the collector holds its last known verdict
+            # (nothing turns grey for lack of data); the pipeline's window says COLLECTING.
             live.update({(t // window - 1, c): "COLLECTING" if r.startswith(LAST_KNOWN) else v
                          for c, v, r in zip(kept["consumer"], kept["verdict"], kept["reason"])})
 

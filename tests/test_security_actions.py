@@ -789,9 +789,9 @@ def test_the_operator_secret_has_no_command_line_form(tmp_path):
 
 # 5. Pin history says what it can vouch for ----------------------------------------------------
 
-def _readme_deny_block() -> str:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = readme.split("Ordinary users of an account watched by jetwatch:", 1)[1]
+def _documented_deny_block() -> str:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "security.md").read_text()
+    block = doc.split("Ordinary users of an account watched by jetwatch:", 1)[1]
     return block.split("```", 2)[1].split("\n", 1)[1]  # the fenced block, without its language tag
 
 
@@ -804,7 +804,7 @@ def test_a_forged_pinned_advisory_is_stored_as_unconfirmed_and_the_readme_permis
     from tests.helpers import collecting, collector_settings, eventually, publish
     from tests.test_dashboard import APP, frame
 
-    permission = " ".join(_readme_deny_block().split())
+    permission = " ".join(_documented_deny_block().split())
     conf = tmp_path / "forge.conf"
     conf.write_text("accounts {\n  APP { jetstream: enabled, users: [\n"
                     "    {user: app, password: app-pw}\n    {user: plain, password: plain-pw}\n"

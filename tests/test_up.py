@@ -112,7 +112,7 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
 
 
 @pytest.mark.screenshots
-@pytest.mark.heavy  # a second demo, for the README's pictures of the pages with pipeline results
+@pytest.mark.heavy  # a second demo, for the docs' pictures of the pages with pipeline results
 def test_up_demo_screenshots_once_the_scheduled_pipeline_loaded_its_results(tmp_path):
     with demo(tmp_path, "--pipeline-every", "30s") as (base, store, _):
         # The scheduled pipeline (first run 30 s in) loads sessions and verdicts for the pages.

@@ -1,4 +1,4 @@
-"""Filters, searches and time ranges live in the page's URL (issue 33, finding 7): a link to a
+"""Filters, searches and time ranges live in the page's URL: a link to a
 filtered page opens it filtered, and what the viewer picks is written back, so a reload keeps it."""
 
 from __future__ import annotations

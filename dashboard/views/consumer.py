@@ -72,7 +72,7 @@ def holder_help(row: pd.Series, pinned: str, now: dt.datetime) -> str:
     name = row.get("holder_name")
     if not isinstance(name, str):
         return text + ("No worker announced this pin: a worker that uses jetwatch's pin announcement "
-                       "(README, \"Who holds the pin\") says its name, host and version when pinned.")
+                       "(docs/deployment.md, \"Who holds the pin\") says its name, host and version when pinned.")
     details = ", ".join(f"{label} {ui.visible(value)}" for label, value in (
         ("host", row.get("holder_host")), ("process", row.get("holder_pid")), ("version", row.get("holder_version")))
         if value is not None and not (isinstance(value, float) and pd.isna(value)))

@@ -90,7 +90,7 @@ with st.expander(f"Pin events ({len(events)})"):
             st.caption(f"{unconfirmed} pin(s) marked **unconfirmed**: their advisory's pin id never showed up in "
                        "sampled state within the grace period. Either the pin was shorter than a sampling "
                        "interval, or the advisory was forged by a user allowed to publish on $JS.EVENT.> "
-                       "(see the README's Security section). They are still counted.")
+                       "(see docs/security.md, 'Pin history says what it can vouch for'). They are still counted.")
         table = tables.build(tables.PIN_EVENTS, events.sort_values("ts", ascending=False), now)
         st.dataframe(ui.visible_frame(table), key="pins_events", hide_index=True,
                      column_config=tables.column_config(tables.PIN_EVENTS, table))

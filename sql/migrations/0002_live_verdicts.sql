@@ -1,4 +1,4 @@
--- Migration (issue 12): verdicts judged by the collector after every cycle.
+-- Migration 2: verdicts judged by the collector after every cycle.
 
 -- One row per consumer in the live state: its verdict, every finding with its numbers, and since
 -- when the verdict has held. Kept when the collector stops (last known, never dropped for lack of

@@ -1,4 +1,4 @@
--- Migration (issue 10, collector half): gaps in the advisory record, where the collector reads
+-- Migration 3: gaps in the advisory record, where the collector reads
 -- the capture stream from, and the collector's clock offset and capture warning.
 
 -- A range of capture-stream messages the store never got: the stream's size or age limit dropped

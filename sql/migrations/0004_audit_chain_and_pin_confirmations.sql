@@ -1,4 +1,4 @@
--- Audit rows become an append-only, hash-chained log (issue 11): every action writes an intent
+-- Audit rows become an append-only, hash-chained log: every action writes an intent
 -- row before it sends anything and an outcome row after, both under one action_id; each row
 -- carries the hash of the row before it, so an edited, inserted or removed row breaks the chain
 -- (`jetwatch audit verify`). Rows written before this step keep NULL here and stay outside it.

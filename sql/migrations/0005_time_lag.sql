@@ -1,4 +1,4 @@
--- Migration (issue 13): time lag and drain ETA.
+-- Migration 5: time lag and drain ETA.
 -- The age of each consumer's oldest unacknowledged message (the first one after the ack floor that
 -- its filter matches) and of its oldest undelivered one (after the delivered sequence), in seconds
 -- at the sample's time; `_kind` says how it was found: 'exact' (the message's timestamp read from

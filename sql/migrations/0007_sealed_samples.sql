@@ -1,4 +1,4 @@
--- Migration (issue 14): raw samples in two tables, so that one consumer's history is stored together.
+-- Migration 7: raw samples in two tables, so that one consumer's history is stored together.
 -- The collector appends each cycle to `samples_recent` (by time: every consumer in each row group).
 -- Every --seal-every it moves the oldest span of it to `samples_sealed`, sorted by consumer and time,
 -- where each consumer's rows are a few row groups whose zone maps (on `cid`, a number: string

@@ -1,4 +1,4 @@
--- Migration (issue 14): sealing judged on the collector's clock, and samples_sealed as strict as
+-- Migration 8: sealing judged on the collector's clock, and samples_sealed as strict as
 -- samples_recent.
 -- `sampled_at` is the collector's time of the cycle that read a row: a sealing pass takes the
 -- rows of the oldest --seal-every of cycles, whatever the servers' clocks say. (Judged on the

@@ -1,6 +1,6 @@
--- Migration (issue 14): the live state is the latest cycle's rows in samples_recent, not a copy.
--- consumer_current was a table written whole every cycle (at 100,000 consumers, 100,000 rows
--- deleted and as many inserted beside the samples: ~40% of the collector's write). Now each
+-- Migration 9: the live state is the latest cycle's rows in samples_recent, not a copy.
+-- consumer_current was a table written whole every cycle (every consumer's row deleted and
+-- inserted again beside the samples: a large part of the collector's write). Now each
 -- cycle's rows carry the cycle's number, `current_cycle` holds the latest, and the view
 -- `consumer_current` (sql/views.sql) is those rows plus `current_held`: the last known rows of
 -- what the latest cycle did not read (a stream whose listing failed, a rejected entry, an account

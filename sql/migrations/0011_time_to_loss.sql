@@ -1,4 +1,4 @@
--- Migration: time to data loss. Seconds until the stream's limits (max_age, max_msgs, max_bytes with
+-- Migration 11: time to data loss. Seconds until the stream's limits (max_age, max_msgs, max_bytes with
 -- discard old) remove the consumer's oldest unacknowledged message, at the stream's arrival rate and
 -- the rate its ack floor moves (health/loss.py); 0: they already have; NULL: no loss in sight, no
 -- limits, or not projected yet.

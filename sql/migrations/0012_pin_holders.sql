@@ -1,4 +1,4 @@
--- Migration: who holds each pin, as its worker announced it (core/pin_announce.py). One row per pin id:
+-- Migration 12: who holds each pin, as its worker announced it (core/pin_announce.py). One row per pin id:
 -- the latest announcement, except that an unverified one never replaces a verified one (pin ids are
 -- broadcast in advisories, so anyone could announce one). `verification` is `verified` (CONNZ shows the
 -- announcing connection under the claimed name and account), `unverified`, or `no_connz` (the collector

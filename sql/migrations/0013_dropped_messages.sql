@@ -1,4 +1,4 @@
--- Migration: what the stream said of each message a consumer dropped (MAX_DELIVERIES and
+-- Migration 13: what the stream said of each message a consumer dropped (MAX_DELIVERIES and
 -- MSG_TERMINATED advisories carry only its stream sequence). One row per message, read once while
 -- the stream still has it: `state` is `found` (subject and stored time read), `gone` (the stream no
 -- longer has it, or the stream itself is gone), or `refused` (the read was refused or unanswered;
