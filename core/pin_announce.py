@@ -100,11 +100,16 @@ def parse_announcement(subject: str, data: bytes) -> Announcement:
     return Announcement(**{k: doc.get(k) for k in Announcement.__dataclass_fields__})
 
 
+def verification_words(verification: Any) -> str:
+    """How an announcement was checked, in words ("verified"); unverified when not known."""
+    return VERIFICATION_WORDS.get(verification, UNVERIFIED) if isinstance(verification, str) else UNVERIFIED
+
+
 def holder_words(name: Any, verification: Any) -> str | None:
     """The holder as a person reads it ("worker-a · verified"); None when nobody announced the pin."""
     if not isinstance(name, str) or not name:
         return None
-    return f"{name} · {VERIFICATION_WORDS.get(verification, UNVERIFIED)}"
+    return f"{name} · {verification_words(verification)}"
 
 
 class PinAnnouncer:

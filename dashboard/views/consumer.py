@@ -11,6 +11,7 @@ import streamlit as st
 import datetime as dt
 
 from jetwatch.actions.operations import THEN_CHOICES, Target
+from jetwatch.core.pin_announce import verification_words
 from jetwatch.dashboard import charts, data, dropped, operator, stores, tables, ui, url_state
 from jetwatch.health import advice
 from jetwatch.store.database import StoreError, StoreMissing
@@ -182,8 +183,7 @@ def live() -> None:
         tiles[0].metric("Pin holder", "nobody" if not pinned else ui.short(ui.visible(name)) if announced
                         else ui.pin_tail(pinned), help=holder_help(row, pinned, now) if pinned else None)
         if pinned:  # a tile holds a short value: whether the holder is verified goes under it
-            tiles[0].caption(ui.pin_holder(pinned, name, row.get("holder_verification")).split(" · ")[-1]
-                             if announced else "unannounced")
+            tiles[0].caption(verification_words(row.get("holder_verification")) if announced else "unannounced")
         for col, (label, age, kind) in zip(tiles[1:], (
                 ("Oldest unacked", row["oldest_unacked_age_seconds"], row["oldest_unacked_age_kind"]),
                 ("Oldest undelivered", row["oldest_undelivered_age_seconds"], row["oldest_undelivered_age_kind"]))):
