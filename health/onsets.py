@@ -25,7 +25,7 @@ consumer; `s` marks the samples that count (in the window, since the latest rese
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Callable
 
 import numpy as np
@@ -95,11 +95,17 @@ class Samples:
     t_first: np.ndarray  # per consumer
     t_last: np.ndarray
     last: np.ndarray  # per consumer: the row of its latest counted sample
+    _subs: dict[bytes, Samples] = field(default_factory=dict, init=False, repr=False)
 
     def sub(self, cols: np.ndarray) -> Samples:
-        """The samples of the consumers `cols` (sorted positions) alone."""
-        return Samples(**{f.name: (self.lag.sub(cols) if f.name == "lag" else
-                                   getattr(self, f.name)[..., cols]) for f in fields(self)})
+        """The samples of the consumers `cols` (sorted positions) alone: gathered once for a
+        set of consumers, however many features are computed for them."""
+        key = cols.tobytes()
+        if key not in self._subs:
+            self._subs.clear()
+            self._subs[key] = Samples(**{f.name: (self.lag.sub(cols) if f.name == "lag" else getattr(self, f.name)[..., cols])
+                                         for f in fields(self) if f.init})
+        return self._subs[key]
 
 
 def _at(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
