@@ -8,6 +8,7 @@ session, so Ctrl-C reaches only this supervisor, which stops them in order).
 from __future__ import annotations
 
 import argparse
+import secrets
 import shutil
 import signal
 import socket
@@ -21,7 +22,8 @@ from typing import IO
 from urllib.parse import urlparse
 
 from jetwatch.demo.server import NatsServer, ServerStartError, free_port
-from jetwatch.dashboard.gate import read_only_reason
+from jetwatch.dashboard import identities
+from jetwatch.dashboard.gate import is_loopback, read_only_reason
 from jetwatch.subcommands import PortInUse, check_port_free, dashboard_command
 from jetwatch.core.children import DASHBOARD_SECRETS, NATS_SECRETS, child_env
 from jetwatch.core.processes import TREE_ENV, new_tree_token, stop_tree
@@ -135,6 +137,24 @@ class Supervisor:
                 child.log.close()
 
 
+DEMO_OPERATOR = "demo"
+
+
+def demo_operator(settings: Settings, data_dir: Path) -> Settings:
+    """The embedded demo's own operator, so that its user can try the unpin and drain it shows:
+    a fresh password each start, said once here and kept only hashed. Only on a dashboard that
+    listens on loopback, and never where operators are configured already."""
+    if settings.operators_file or settings.trusted_user_header or not is_loopback(settings.address):
+        return settings
+    path = data_dir / "demo-operators"
+    path.unlink(missing_ok=True)
+    password = secrets.token_urlsafe(12)
+    identities.add(path, DEMO_OPERATOR, password)
+    say(f"demo operator: sign in on the dashboard as {DEMO_OPERATOR!r} with password {password} "
+        "(this run's only; --operators-file for your own)")
+    return settings.replace(operators_file=str(path))
+
+
 def up(settings: Settings, demo: bool, pipeline: bool, nats_port: int) -> int:
     data_dir = Path(settings.data_dir)
     log_dir = data_dir / "logs"
@@ -157,10 +177,13 @@ def up(settings: Settings, demo: bool, pipeline: bool, nats_port: int) -> int:
         settings = settings.replace(server=server.url)
         demo = True
         say(f"embedded nats-server on {server.url} (data in {data_dir / 'nats'})")
+        settings = demo_operator(settings, data_dir)
     elif not reachable(settings.server):
         say(f"cannot reach NATS at {shown_servers(settings.server)}: check the URL and that the server runs; "
             "the dashboard still starts and the collector keeps trying")
 
+    if demo:
+        settings = settings.replace(demo=True)  # the Fleet says what the demo scripts
     sup = Supervisor(settings, log_dir)
     try:
         sup.spawn("collector", [sys.executable, "-m", "jetwatch.cli", "collect"], NATS_SECRETS)

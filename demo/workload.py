@@ -4,7 +4,8 @@ Runs against any server (`python -m jetwatch.demo.workload --server URL`), but i
 one: it creates its streams and consumers, publishes at a steady rate, and on a loop makes the
 things jetwatch is for happen: a pinned worker that stalls (a `timeout` unpin), an admin unpin,
 a worker that dies and comes back, a backlog that builds and drains, a worker that never acks,
-and a consumer nobody pulls from.
+and a consumer nobody pulls from (demo/script.py says which consumer gets what, and what
+jetwatch should say about it: the Fleet shows it beside the demo).
 """
 
 from __future__ import annotations

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -19,7 +21,9 @@ from jetwatch.actions.drains import spawn_detached
 from jetwatch.actions.operations import DrainPlan, Target
 from jetwatch.core.processes import marked, new_tree_token
 from jetwatch.core.settings import Settings
+from jetwatch.demo.script import SCRIPT
 from jetwatch.demo.server import free_port
+from jetwatch.demo.workload import CONSUMERS
 from jetwatch.store.database import Store
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, http_ok, shoot
 from tests.helpers import clean_env, rows, wait_until
@@ -51,16 +55,19 @@ def _alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def demo(tmp_path: Path, *flags: str) -> Iterator[tuple[str, Store, list[int]]]:
+def demo(tmp_path: Path, *flags: str, said: list[str] | None = None) -> Iterator[tuple[str, Store, list[int]]]:
     """`jetwatch up` with no server: the embedded demo, once its dashboard answers and the demo's
     timeout unpin and admin unpin are stored. Stopped with Ctrl-C afterwards: it must exit 0,
-    say so, and leave none of its children alive."""
+    say so, and leave none of its children alive. `said` gets its output's lines as they come."""
     port = free_port()
     data = tmp_path / "data"
     proc = subprocess.Popen(
         [sys.executable, "-m", "jetwatch.cli", "up", "--data-dir", str(data), "--port", str(port),
          "--health-min-span", "5s", *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=clean_env())
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=clean_env(), text=True)
+    lines = said if said is not None else []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
     children: list[int] = []
     try:
         base = f"http://127.0.0.1:{port}"
@@ -74,8 +81,9 @@ def demo(tmp_path: Path, *flags: str) -> Iterator[tuple[str, Store, list[int]]]:
         yield base, store, children
     finally:
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    text = out.decode()
+        proc.wait(timeout=60)
+        reader.join(timeout=10)
+    text = "".join(lines)
     assert proc.returncode == 0, text
     assert "stopped" in text
     assert [pid for pid in children if _alive(pid)] == [], text
@@ -85,7 +93,13 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
     """Without the pipeline: its first run would come a minute in, a Spark run that the tests of
     the pipeline already make; its runs under `up` are the Ctrl-C test's below, and the screenshot
     run (`make screenshots`) waits for one."""
-    with demo(tmp_path, "--no-pipeline") as (base, store, _):
+    said: list[str] = []
+    with demo(tmp_path, "--no-pipeline", said=said) as (base, store, _):
+        told = [m for line in said if (m := re.search(r"demo operator: sign in on the dashboard as 'demo' "
+                                                        r"with password (\S+) ", line))]
+        assert len(told) == 1, said  # said once, and only the hash is kept
+        password = told[0].group(1)
+        assert password not in (tmp_path / "data" / "demo-operators").read_text()
         monkeypatch.setenv("JETWATCH_DB", str(store.path))
         monkeypatch.setenv("JETWATCH_HEALTH_MIN_SPAN", "5s")
         st.cache_data.clear()
@@ -104,11 +118,25 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
             page.goto(base + "/")
             page.get_by_text("Data as of").filter(visible=True).first.wait_for(timeout=30_000)
             page.get_by_text("capture: durable stream").filter(visible=True).first.wait_for(timeout=30_000)
+            # The demo says what it scripts, and its own operator can act on it.
+            page.get_by_text("What this demo scripts").filter(visible=True).first.wait_for(timeout=30_000)
+            page.get_by_label("Operator name").fill("demo")
+            page.get_by_label("Password", exact=True).fill(password)
+            page.get_by_role("button", name="Sign in").click()
+            page.get_by_text("signed in as demo").filter(visible=True).first.wait_for(timeout=30_000)
             page.goto(base + "/pins")
             page.get_by_text("ORDERS / fulfilment [jobs]").filter(visible=True).first.wait_for(timeout=30_000)
             page.goto(base + "/consumer?stream=ORDERS&consumer=fulfilment")
             page.get_by_text("pending (not yet delivered)").filter(visible=True).first.wait_for(timeout=30_000)
             browser.close()
+
+
+def test_the_demo_says_what_it_scripts_on_each_of_its_consumers():
+    """Every consumer the demo makes has its script (what it does, what jetwatch should say), and
+    nothing is scripted on a consumer the demo does not make."""
+    made = {(stream, config["durable_name"]) for stream, config in CONSUMERS}
+    assert {(d.stream, d.consumer) for d in SCRIPT} == made
+    assert {c for _, c in made} == DEMO_CONSUMERS
 
 
 @pytest.mark.screenshots

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from jetwatch.actions.operations import Target
+from jetwatch.demo.script import SCRIPT
 from jetwatch.dashboard import data, fleet_filters, operator, selection, stores, tables, ui, url_state
 from jetwatch.health.rules import VERDICT_NAMES
 from jetwatch.store.database import StoreError
@@ -18,6 +19,11 @@ store = ui.store(s)
 st.title("Fleet")
 operator.sidebar(s)
 operator.dialog(s, store)
+if s.demo:  # beside `jetwatch up`'s demo: what it does to each consumer, to tell whether a verdict is right
+    with st.expander("What this demo scripts", expanded=False):
+        st.dataframe(pd.DataFrame([{"Consumer": f"{d.stream} / {d.consumer}", "What the demo does": d.trouble,
+                                    "What jetwatch should say": d.expect} for d in SCRIPT]),
+                     hide_index=True, width="stretch")
 
 
 @st.fragment(run_every=s.refresh)
