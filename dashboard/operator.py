@@ -49,6 +49,7 @@ SESSION = "operator_session"  # identities.Session of the signed-in operator
 HANDOFF = "operator_handoff"  # one-time code the browser trades for the session cookie
 SIGNED_OUT = "operator_signed_out"  # set by Sign out: the browser clears its cookie
 ENDED = "operator_ended"  # why the last session ended, shown once
+SHOWN = "operator_shown"  # who the sidebar last showed signed in (None: nobody)
 
 
 def _session_from_cookie(s: Settings) -> identities.Session | None:
@@ -155,31 +156,46 @@ def sidebar(s: Settings) -> None:
         if reason:
             st.caption(reason)  # our own words and the configured address and path
             return
-        who = operator(s)
-        if st.session_state.get(SIGNED_OUT) is True:  # once: the browser drops its cookie
-            _browser_call(gate.LOGOUT_PATH)
-            st.session_state[SIGNED_OUT] = "cookie cleared"
-        if who:
-            session = st.session_state.get(SESSION)
-            if session is None:
-                st.caption(f"signed in by your proxy as {md(who)}")
-                return
-            if st.session_state.get(HANDOFF):
-                _browser_call(gate.SESSION_PATH, st.session_state.pop(HANDOFF))
-            until = dt.datetime.fromtimestamp(session.expires, dt.timezone.utc).strftime("%H:%M UTC")
-            st.caption(f"signed in as {md(who)} until {until}")
-            st.button("Sign out", key="op_lock", on_click=_logout, args=(s,))
+
+        # Re-read every refresh: a session ended elsewhere (Sign out in another tab, expiry, the
+        # name removed from the file) shows here without a click, and the page's actions follow.
+        @st.fragment(run_every=s.refresh)
+        def status() -> None:
+            who = operator(s)
+            if st.session_state.get(SHOWN, who) != who:
+                st.session_state[SHOWN] = who
+                st.rerun()  # the whole page: its action buttons follow who is signed in
+            st.session_state[SHOWN] = who
+            _status(s, who)
+
+        status()
+
+
+def _status(s: Settings, who: str | None) -> None:
+    if st.session_state.get(SIGNED_OUT) is True:  # once: the browser drops its cookie
+        _browser_call(gate.LOGOUT_PATH)
+        st.session_state[SIGNED_OUT] = "cookie cleared"
+    if who:
+        session = st.session_state.get(SESSION)
+        if session is None:
+            st.caption(f"signed in by your proxy as {md(who)}")
             return
-        if st.session_state.get(ENDED):
-            st.info(st.session_state.pop(ENDED))  # our own words
-        if not s.operators_file:
-            st.caption("Sign in through the proxy in front of this dashboard to enable actions.")
-            return
-        st.text_input("Operator name", key="op_name")
-        st.text_input("Password", key="op_secret", type="password")
-        st.button("Sign in", key="op_enable", on_click=_login, args=(s,))
-        if st.session_state.get("op_error"):
-            st.error(st.session_state["op_error"])  # our own words
+        if st.session_state.get(HANDOFF):
+            _browser_call(gate.SESSION_PATH, st.session_state.pop(HANDOFF))
+        until = dt.datetime.fromtimestamp(session.expires, dt.timezone.utc).strftime("%H:%M UTC")
+        st.caption(f"signed in as {md(who)} until {until}")
+        st.button("Sign out", key="op_lock", on_click=_logout, args=(s,))
+        return
+    if st.session_state.get(ENDED):
+        st.info(st.session_state.pop(ENDED))  # our own words
+    if not s.operators_file:
+        st.caption("Sign in through the proxy in front of this dashboard to enable actions.")
+        return
+    st.text_input("Operator name", key="op_name")
+    st.text_input("Password", key="op_secret", type="password")
+    st.button("Sign in", key="op_enable", on_click=_login, args=(s,))
+    if st.session_state.get("op_error"):
+        st.error(st.session_state["op_error"])  # our own words
 
 
 def request(action: str, target: ops.Target, cluster: str | None = None, **params: Any) -> None:

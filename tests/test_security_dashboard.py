@@ -542,6 +542,9 @@ def test_a_session_survives_a_reload_and_a_deep_link_in_a_new_tab_and_ends_on_si
             tab.get_by_role("button", name="Sign out").click()
             tab.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
             wait_until(lambda: session_cookie() is None, timeout=20, message="the cookie cleared")
+            # The first tab, untouched, says so by itself within a refresh: no "signed in" left showing.
+            page.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
+            assert page.get_by_text("signed in as ana").count() == 0
             page.reload()
             page.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
             assert page.get_by_text("signed in as ana").count() == 0
