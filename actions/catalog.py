@@ -42,7 +42,7 @@ ACTIONS: tuple[Action, ...] = (
            "Resume {target}", (), True),
     Action("drain", ("$JS.API.CONSUMER.PAUSE", "$JS.API.CONSUMER.INFO", "$JS.API.CONSUMER.UNPIN"),
            "Pause a consumer, wait for in-flight work to finish, then hand over, resume or stay paused.",
-           "Drain {target}, then {then} (timeout {timeout_s:g}s)", ("then", "timeout_s", "stay_until"), True,
+           "Drain {target}, then {then} (timeout {timeout_s})", ("then", "timeout_s", "stay_until"), True,
            ("pinned_before", "still_in_flight"), per_group=True),
 )
 BY_NAME: dict[str, Action] = {a.name: a for a in ACTIONS}
@@ -63,9 +63,11 @@ def _shown(value: Any) -> Any:
     return rfc3339(value) if isinstance(value, dt.datetime) else value
 
 
-def _said(value: Any, now: dt.datetime) -> Any:
+def _said(name: str, value: Any, now: dt.datetime) -> Any:
     """A parameter as a person reads it: a time as '2026-11-23 07:27:03 UTC (in 15 min)', to the
-    second, never an ISO string with microseconds."""
+    second, never an ISO string with microseconds; seconds (a `_s` parameter) as a duration."""
+    if name.endswith("_s") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return duration(value)
     if not isinstance(value, dt.datetime):
         return value
     t = value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
@@ -78,7 +80,7 @@ def confirmation(name: str, target: ops.Target, params: Mapping[str, Any]) -> st
     """The confirmation question, naming the exact target (its group only for an action on the
     group), the same on a terminal and a page."""
     now = utcnow()
-    shown = {k: _said(v, now) for k, v in params.items()}
+    shown = {k: _said(k, v, now) for k, v in params.items()}
     chosen = action(name)
     return chosen.confirm.format(target=target.describe(with_group=chosen.per_group), **shown)
 

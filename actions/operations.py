@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal
 
 from jetwatch.core.clock import rfc3339, utcnow
+from jetwatch.core.durations import duration
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.store import audit
 from jetwatch.store.database import Store
@@ -240,7 +241,7 @@ async def drain(api: JetStreamAPI, target: Target, plan: DrainPlan, progress: Pr
             details["still_in_flight"] = in_flight
             await tell("timed_out", in_flight, time.monotonic() - began)
             return ActionResult("drain", target, False,
-                                f"timed out after {plan.timeout_s:g}s with {in_flight} messages still in flight; "
+                                f"timed out after {duration(plan.timeout_s)} with {in_flight} messages still in flight; "
                                 "the consumer was resumed", replies, details)
         if plan.then == "handoff":
             if target.group:

@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from jetwatch.core.durations import duration
 from jetwatch.core.errors import JetwatchError
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
@@ -243,11 +244,11 @@ class Throttle:
             self._trim(mine, now)
             self._trim(self._all, now)
             if len(mine) >= self.per_session:
-                return (f"too many failed sign-ins in this session: wait {mine[0] + self.window_s - now:.0f}s "
+                return (f"too many failed sign-ins in this session: wait {duration(mine[0] + self.window_s - now)} "
                         "before trying again")
             if len(self._all) >= self.overall:
                 return (f"too many failed sign-ins on this dashboard: every sign-in waits "
-                        f"{self._all[0] + self.window_s - now:.0f}s")
+                        f"{duration(self._all[0] + self.window_s - now)}")
         return None
 
     def failed(self, session_id: str, now: float | None = None) -> None:

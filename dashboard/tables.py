@@ -312,11 +312,20 @@ PIN_EVENTS: list[Column] = [
 ]
 
 
+_PIN_PARAMS = ("expect_pin", "unpinned_id", "pinned_before")
+
+
+def _param_word(name: str, value: object) -> object:
+    if name in _PIN_PARAMS:
+        return pin_tail(value)
+    return duration(value) if name.endswith("_s") else value
+
+
 def _params_words(f: pd.DataFrame, now: dt.datetime) -> list[str]:
     names = {"expect_pin": "pin confirmed", "unpinned_id": "pin dropped", "pinned_before": "pin before",
-             "still_in_flight": "still in flight", "timeout_s": "timeout (s)", "stay_until": "stay paused until"}
-    return ["; ".join(f"{names.get(k, k)} {pin_tail(v) if k in ('expect_pin', 'unpinned_id', 'pinned_before') else v}"
-                      for k, v in p.items()) if isinstance(p, dict) else "" for p in f["parameters"]]
+             "still_in_flight": "still in flight", "timeout_s": "timeout", "stay_until": "stay paused until"}
+    return ["; ".join(f"{names.get(k, k)} {_param_word(k, v)}" for k, v in p.items()) if isinstance(p, dict) else ""
+            for p in f["parameters"]]
 
 
 # The Audit page: one row per action.

@@ -225,7 +225,7 @@ def _collector(c: pd.Series, now: dt.datetime) -> None:
         st.warning(md(warning), icon="⚠️")
     offset = c.get("clock_offset_seconds")
     if offset is not None and not pd.isna(offset) and abs(offset) > 1:
-        st.warning(f"The server's clock is {abs(offset):.1f}s {'ahead of' if offset > 0 else 'behind'} the "
+        st.warning(f"The server's clock is {durations.duration(abs(offset))} {'ahead of' if offset > 0 else 'behind'} the "
                    "collector's. Windows and pin inference follow the server's clock; fix the host's time "
                    "sync (NTP) all the same.", icon="🕒")
     if int(c["rejects_total"] or 0):

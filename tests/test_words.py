@@ -173,3 +173,11 @@ def test_a_verdict_with_an_onset_says_since_when_whatever_its_duration_reads(hel
     said = advice.reason_since("NO_PULLERS", f"5 messages pending, nothing in flight and no client has pulled for {held}",
                                {"pending": 5}, advice.Context(since=since), NOW)
     assert said == "5 messages pending, nothing in flight and no client has pulled since 07:17:56 UTC (12 min 4 s ago)"
+
+
+@pytest.mark.parametrize("parameters, words", [
+    ({"then": "resume", "timeout_s": 90.0}, "then resume; timeout 1 min 30 s"),
+    ({"group": "jobs", "expect_pin": "NUIDPREFIXabcdef"}, "group jobs; pin confirmed …abcdef"),
+])
+def test_the_audit_pages_parameters_say_seconds_as_a_duration_and_pins_by_their_tail(parameters, words):
+    assert tables._params_words(pd.DataFrame({"parameters": [parameters]}), NOW) == [words]
