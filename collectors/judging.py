@@ -40,6 +40,8 @@ LIMITS = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_pol
 RATES = ("delivered_per_second", "acked_per_second", "redelivered_per_second")
 CHANGE_COLUMNS = ["ts", *KEY, "from_verdict", "to_verdict", "reason", "from_since"]
 LEVELS = {name: v.level for name, v in BY_NAME.items()}
+_NO_CHANGES = pd.DataFrame({c: pd.Series(dtype="datetime64[ns, UTC]" if c in ("ts", "from_since") else object)
+                            for c in CHANGE_COLUMNS})
 
 
 class JudgedCycle:
@@ -249,7 +251,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
 
     moved = np.flatnonzero(~same)
     moved_keys = [state.keys[r] for r in live[moved]]
-    changes = pd.DataFrame({
+    changes = _NO_CHANGES.copy() if not len(moved) else pd.DataFrame({
         "ts": [now_ts] * len(moved), "account": [k[0] for k in moved_keys], "stream": [k[1] for k in moved_keys],
         "consumer": [k[2] for k in moved_keys], "from_verdict": kept[moved], "to_verdict": verdict[moved],
         "reason": reason[moved].astype(str),
