@@ -1,7 +1,9 @@
 """The verdicts as a detector on a real server: the incident library (tests/incident_library.py)
 with its healthy look-alikes going on for `--minutes` (30 by default) beside the incidents, on
-one nats-server, judged by the real collector on its default settings. Prints, per incident, what
-it was named and how long after its start; per look-alike, the cycles judged and every false alarm.
+one nats-server, judged by the real collector on its default settings; then the leader-change
+scenarios on a three-node loopback cluster (R3 streams and consumers, a few minutes). Prints, per
+incident, what it was named and how long after its start; per look-alike, the cycles judged and
+every false alarm.
 
     python -m bench.incidents [--minutes 30]
 
@@ -18,10 +20,10 @@ import time
 from pathlib import Path
 
 from bench.machine import print_header
-from jetwatch.demo.server import NatsServer
+from jetwatch.demo.server import NatsServer, cluster
 from jetwatch.store.database import Store
 from tests.helpers import rows
-from tests.incident_library import INTERVAL, judged, library, run_library
+from tests.incident_library import INTERVAL, cluster_ready, judged, leader_changes, library, run_library
 
 
 def main() -> None:
@@ -38,19 +40,33 @@ def main() -> None:
             cycles = rows(Store(db), "SELECT cycle FROM current_cycle", [])[0][0]
         finally:
             server.stop()
-    table = judged(outcome)
+        nodes = cluster(Path(tmp) / "cluster")
+        try:
+            for node in nodes:
+                node.start()
+            urls = ",".join(n.url for n in nodes)
+            asyncio.run(cluster_ready(urls, "BENCH_READY"))
+            on_cluster = asyncio.run(run_library(urls, str(Path(tmp) / "cluster.duckdb"), "benchc", leader_changes(),
+                                                 replicas=3))
+        finally:
+            for node in nodes:
+                node.stop()
+    tables = [(outcome, judged(outcome), ""), (on_cluster, judged(on_cluster), " (3-node cluster)")]
     print("\n| incident | expected | named | after | deadline | right | later in the run |\n|---|---|---|---|---|---|---|")
-    for j in table:
-        if j.expected != "-":
-            s = outcome.scenarios[j.key]
-            after = "-" if j.taken is None else f"{j.taken:.1f} s"
-            print(f"| {s.name} | {j.expected} | {j.expected if j.taken is not None else '-'} | {after} | "
-                  f"{s.deadline:.0f} s | {'yes' if j.ok else 'NO'} | {' → '.join(j.later) or '-'} |")
-    print(f"\n| look-alike ({args.minutes:g} minutes, {cycles} cycles at {INTERVAL:g} s) | false alarms | verdicts "
-          "raised |\n|---|---|---|")
-    for j in table:
-        if j.expected == "-":
-            print(f"| {outcome.scenarios[j.key].name} | {len(j.alarms)} | {', '.join(sorted(set(j.alarms))) or '-'} |")
+    for run, table, where in tables:
+        for j in table:
+            if j.expected != "-":
+                s = run.scenarios[j.key]
+                after = "-" if j.taken is None else f"{j.taken:.1f} s"
+                print(f"| {s.name}{where} | {j.expected} | {j.expected if j.taken is not None else '-'} | {after} | "
+                      f"{s.deadline:.0f} s | {'yes' if j.ok else 'NO'} | {' → '.join(j.later) or '-'} |")
+    print(f"\n| look-alike ({args.minutes:g} minutes, {cycles} cycles at {INTERVAL:g} s; on the cluster, its "
+          "scenario's run) | false alarms | verdicts raised |\n|---|---|---|")
+    for run, table, where in tables:
+        for j in table:
+            if j.expected == "-":
+                print(f"| {run.scenarios[j.key].name}{where} | {len(j.alarms)} | "
+                      f"{', '.join(sorted(set(j.alarms))) or '-'} |")
     print(f"\n({time.perf_counter() - began:.0f} s)")
 
 

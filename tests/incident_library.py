@@ -5,7 +5,9 @@ nats-server, judged by the real collector on its default settings.
 Each scenario runs healthy first, so jetwatch sees its rhythm; then its incident starts (a
 look-alike just goes on). tests/test_incidents.py holds each incident to its deadline and the
 look-alikes to silence; `python -m bench.incidents` runs the same library with the look-alikes
-going on for 30 minutes and prints the table docs/verdicts.md quotes.
+going on for 30 minutes and prints the table docs/verdicts.md quotes. The scenarios of a consumer
+leader change (`leader_changes`) need a three-node cluster: tests/test_cluster.py runs them on
+R3 streams and consumers with the same clients, collector and judging, and so does the bench.
 """
 
 from __future__ import annotations
@@ -85,6 +87,19 @@ class Running:
     config: dict[str, Any]
     clients: list[Client]
     tasks: list["asyncio.Task[Any]"]
+    collector: Any = None  # the running collector, once it runs
+    notes: dict[str, Any] = field(default_factory=dict)  # what an incident saw as it acted
+
+    def judged(self) -> tuple[str, float] | None:
+        """The collector's latest verdict of this scenario's consumer and its since (epoch seconds),
+        from its memory (no read of the store, which would hold its cycles up); None before the
+        first judged cycle."""
+        judged = None if self.collector is None else self.collector.judged
+        if judged is None:
+            return None
+        c = judged.consumers
+        row = c[(c["stream"] == self.stream) & (c["consumer"] == "work")]
+        return None if row.empty else (str(row["verdict"].iloc[0]), row["since"].iloc[0].timestamp())
 
 
 Incident = Callable[[Running], Awaitable[None]]
@@ -152,6 +167,80 @@ async def _pause(r: Running) -> None:
 async def _recreate(r: Running) -> None:
     await r.api.delete_consumer(r.stream, "work")
     await r.api.add_consumer(r.stream, r.config)
+
+
+
+async def _leader(r: Running) -> str:
+    try:
+        return (await r.api.consumer_info(r.stream, "work")).get("cluster", {}).get("leader", "")
+    except Exception:  # no leader during an election: no reply, or an error reply
+        return ""
+
+
+async def _step_down(r: Running) -> None:
+    """The consumer's leader steps down (`$JS.API.CONSUMER.LEADER.STEPDOWN`): another replica leads,
+    and the pin, kept in the leader's memory only, is gone with no advisory. Returns once a new
+    leader leads, a client holds a new pin, and the collector has judged four cycles since."""
+    old = await eventually(lambda: _leader(r), timeout=30, message=f"{r.stream}: a consumer leader")
+    pins = {w.pin_id for w in r.clients}
+    reply = json.loads((await r.nc.request(f"$JS.API.CONSUMER.LEADER.STEPDOWN.{r.stream}.work", b"",
+                                           timeout=10)).data)
+    assert "error" not in reply, reply
+    r.notes["stepped_down"] = time.time()
+    new = await eventually(lambda: _leader(r), timeout=30, message=f"{r.stream}: a new consumer leader")
+    assert new != old, (old, new)
+    await eventually(lambda: any(w.pin_id and w.pin_id not in pins for w in r.clients), timeout=30,
+                     message=f"{r.stream}: a new pin after the leader change")
+    cycles = r.collector.cycles
+    await eventually(lambda: r.collector.cycles >= cycles + 4, timeout=60, message=f"{r.stream}: four cycles more")
+
+
+async def _stuck_then_step_down(r: Running) -> None:
+    await _stop_acking(r)
+
+    def stalled() -> tuple[str, float] | None:
+        judged = r.judged()
+        return judged if judged is not None and judged[0] == "STALLED" else None
+
+    r.notes["since"] = (await eventually(stalled, timeout=60, message=f"{r.stream}: STALLED before the leader change"))[1]
+    await _step_down(r)
+
+
+async def cluster_ready(server_urls: str, stream: str) -> None:
+    """Wait until a freshly started cluster has a meta leader: it accepts an R3 stream."""
+    nc = await nats.connect(server_urls.split(","))
+    api = JetStreamAPI(nc, timeout=10)
+
+    async def created() -> bool:
+        for attempt in (api.add_stream, lambda c: api.stream_info(c["name"])):  # a lost reply: made already
+            try:
+                await attempt({"name": stream, "subjects": [f"{stream}.>"], "storage": "memory", "num_replicas": 3})
+                return True
+            except Exception:  # no meta leader yet: an error reply or none
+                continue
+        return False
+
+    try:
+        await eventually(created, timeout=60, message="the cluster accepts an R3 stream")
+    finally:
+        await nc.close()
+
+
+def leader_changes() -> dict[str, Scenario]:
+    """The scenarios of a consumer leader change, for a three-node cluster (R3 streams and
+    consumers: run_library(..., replicas=3)). The pin lives in the consumer leader's memory, so a
+    leader change clears it with no advisory and the next pull is pinned afresh (jetwatch infers the
+    unpin). That is one re-pin, not a flapping pin, and not a pin holder gone idle: a healthy
+    pinned consumer raises nothing. An incident under way stays named through it, never back to
+    OK, its since unchanged: a stuck pinned client (the only client, so it takes the new pin too
+    and goes on holding work unacknowledged) is STALLED before and after."""
+    pinned = {"policy": "pinned_client", "consumer": {"priority_timeout": 120_000_000_000}}
+    return {
+        "leader": Scenario("a consumer leader change (stepdown) under a pinned client with a standby; both work",
+                           None, **pinned, clients=[{}, {}], incident=_step_down),
+        "stuckleader": Scenario("a stuck pinned client (no standby), then a consumer leader change", "STALLED",
+                                **pinned, clients=[{}], incident=_stuck_then_step_down, says="none acknowledged"),
+    }
 
 
 def library() -> dict[str, Scenario]:
@@ -243,24 +332,29 @@ class Outcome:
     changes: dict[str, list[tuple[float, str]]]  # (epoch seconds, verdict) per scenario
     final: dict[str, tuple[str, str]]  # stream -> (verdict, reason)
     etas: dict[str, str]
+    sinces: dict[str, float] = field(default_factory=dict)  # stream -> the final verdict's since (epoch seconds)
+    notes: dict[str, dict[str, Any]] = field(default_factory=dict)  # scenario -> what its incident saw
 
 
 async def run_library(server_url: str, db_path: str, uid: str, scenarios: dict[str, Scenario],
-                      look_alikes_for: float = 0.0) -> Outcome:
+                      look_alikes_for: float = 0.0, replicas: int = 1) -> Outcome:
     """Start every scenario, let them run healthy, start the incidents, and watch the verdicts
-    until each incident is named or its deadline (and `look_alikes_for` seconds) passes."""
+    until each incident is named or its deadline (and `look_alikes_for` seconds) passes.
+    `server_url` may list a cluster's servers (comma-separated); `replicas` is then the streams'
+    and consumers' replica count."""
     store = Store(db_path)
     streams = {key: f"{uid}_{key.upper()}" for key in scenarios}
-    nc = await nats.connect(server_url)
-    api = JetStreamAPI(nc)
+    nc = await nats.connect(server_url.split(","))
+    api = JetStreamAPI(nc, timeout=10)
+    cluster = {"num_replicas": replicas} if replicas > 1 else {}
     stop = asyncio.Event()
     feeds: list[asyncio.Task[None]] = []
     running: dict[str, Running] = {}
     try:
         for key, s in scenarios.items():
             stream, subject = streams[key], f"{uid}.{key}"
-            await make_stream(api, stream, [subject])
-            config = (await make_consumer(api, stream, "work", s.policy, **s.consumer))["config"]
+            await make_stream(api, stream, [subject], **cluster)
+            config = (await make_consumer(api, stream, "work", s.policy, **s.consumer, **cluster))["config"]
             r = running[key] = Running(nc, api, stream, subject, config, [], [])
             for k, options in enumerate(s.clients):
                 r.clients.append(_client(nc, stream, s, k, options))
@@ -269,8 +363,11 @@ async def run_library(server_url: str, db_path: str, uid: str, scenarios: dict[s
                     await eventually(lambda w=r.clients[0]: w.pin_id, timeout=30, message=f"{key}: pinned")
             if s.rate:
                 feeds.append(asyncio.create_task(_feed(nc, subject, s.rate, stop, s.burst)))
-        settings = collector_settings(server_url, db_path, tuple(streams.values()), interval=INTERVAL)
-        async with collecting(settings):
+        settings = collector_settings(server_url, db_path, tuple(streams.values()), interval=INTERVAL,
+                                      **({"request_timeout": 10.0} if replicas > 1 else {}))
+        async with collecting(settings) as collector:
+            for r in running.values():
+                r.collector = collector
             # The verdicts are read from the store once the collector has stopped: a read while it
             # runs in this event loop would hold its cycles up, and the time each verdict was named
             # is the collector's own (verdict_changes.ts).
@@ -305,7 +402,8 @@ async def run_library(server_url: str, db_path: str, uid: str, scenarios: dict[s
     final = {stream: (verdict, reason) for stream, verdict, reason in
              rows(store, "SELECT stream, verdict, reason FROM verdicts_current", [])}
     etas = dict(rows(store, "SELECT stream, eta_state FROM verdicts_current", []))
-    return Outcome(scenarios, streams, changes, final, etas)
+    sinces = dict(rows(store, "SELECT stream, epoch(since) FROM verdicts_current", []))
+    return Outcome(scenarios, streams, changes, final, etas, sinces, {key: r.notes for key, r in running.items()})
 
 
 async def _feed_one(nc: NATS, subject: str) -> None:

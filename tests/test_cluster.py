@@ -12,6 +12,7 @@ from jetwatch.demo.workers import PullWorker
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.store.database import Store
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, publish, rows
+from tests.incident_library import cluster_ready, judged, leader_changes, run_library
 
 # Serial: three routed servers keep their leaders by Raft timeouts, and on a machine starved by
 # other tests a node misses heartbeats and the group elects again, adding events to the exact
@@ -139,3 +140,27 @@ async def _try(api: JetStreamAPI, config: dict) -> bool:
         except (JetStreamAPIError, NoReply):
             continue
     return False
+
+
+@pytest.mark.incidents
+def test_a_consumer_leader_change_raises_nothing_and_an_incident_stays_named_through_it(three_nodes, tmp_path, uid,
+                                                                                         run):
+    """The incident library's leader-change scenarios (tests/incident_library.py `leader_changes`)
+    on R3 streams and consumers: a stepdown under a working pinned client with a standby raises
+    nothing (no FLAPPING, no PIN_IDLE from the one re-pin); a stuck pinned client named STALLED
+    before the stepdown stays STALLED after it, never back to OK, its since unchanged."""
+    urls = ",".join(n.url for n in three_nodes)
+    run(cluster_ready(urls, f"{uid}_READY"))
+    outcome = run(run_library(urls, str(tmp_path / "jw.duckdb"), uid, leader_changes(), replicas=3))
+    table = judged(outcome)
+    report = "\n".join(f"{j.key}: expected {j.expected}, final {j.final}, "
+                       f"{'named after ' + format(j.taken, '.1f') + ' s' if j.taken is not None else 'not named'}, "
+                       f"raised {j.alarms}, later {j.later}{'' if j.ok else '  <-- WRONG: ' + j.reason}" for j in table)
+    print("\nLEADER CHANGES\n" + report)
+    assert all(j.ok and not j.later for j in table), report
+    stuck = outcome.streams["stuckleader"]
+    assert outcome.final[stuck][0] == "STALLED", report
+    assert outcome.changes["stuckleader"][-1][0] < outcome.notes["stuckleader"]["stepped_down"], \
+        "no verdict change after the leader change"
+    assert abs(outcome.sinces[stuck] - outcome.notes["stuckleader"]["since"]) < 1e-3, \
+        "the incident's since is its start, before and after the leader change"
