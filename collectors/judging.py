@@ -148,13 +148,13 @@ def _rules(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], a
 
 
 def _hold_last_known(state: LiveState, live: np.ndarray, verdict: np.ndarray, reason: np.ndarray,
-                     findings: list[Any], judged_at: np.ndarray) -> None:
+                     findings: list[Any], judged_at: np.ndarray, recreated: np.ndarray) -> None:
     """Hold the last known verdict of a consumer that is COLLECTING only for lack of fresh samples
     (the collector was stopped longer than the health window, or a server did not answer): a
     STALLED consumer never turns grey because the collector died with it. Its reason says when
     it was last judged; a consumer never judged before stays COLLECTING."""
     kept = state.kept_text["verdict"][live]
-    hold = (verdict == "COLLECTING") & pd.notna(kept) & (kept != "COLLECTING")
+    hold = (verdict == "COLLECTING") & pd.notna(kept) & (kept != "COLLECTING") & ~recreated
     for i in np.flatnonzero(hold):
         text = str(state.kept_text["reason"][live[i]])
         if not text.startswith(LAST_KNOWN):
@@ -163,6 +163,15 @@ def _hold_last_known(state: LiveState, live: np.ndarray, verdict: np.ndarray, re
                     f"the collector or the server was away): {text}")
         verdict[i], reason[i], findings[i] = kept[i], text, state.kept_text["findings"][live[i]]
         judged_at[i] = state.kept_judged_at[live[i]]
+
+
+def _say_recreated(verdict: np.ndarray, reason: np.ndarray, findings: list[Any], recreated_at: np.ndarray) -> None:
+    """A consumer recreated within the window and still collecting its own samples says so
+    (rather than that samples are missing)."""
+    for i in np.flatnonzero((verdict == "COLLECTING") & ~np.isnan(recreated_at)):
+        when = pd.Timestamp(recreated_at[i] * 1e6, unit="us", tz="UTC")
+        reason[i] = f"recreated (seen {when:%H:%M:%S} UTC): judged on its own samples from then; {reason[i]}"
+        findings[i] = [{**findings[i][0], "reason": reason[i]}, *findings[i][1:]]
 
 
 def _eta(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], at_row: np.ndarray, pos: np.ndarray,
@@ -199,24 +208,32 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     position = np.full(n, -1, dtype=np.int64)
     position[live] = np.arange(m)
     pos = position[at_row]
+    recreated_at = np.full(m, np.nan)
+    recreated_at[pos] = columns.pop("recreated_ts", np.full(len(at_row), np.nan))
+    # Deleted and recreated under its name since its verdict was kept: a new consumer, judged on
+    # its own samples only (the kept verdict is the old one's: neither held nor eased into).
+    with np.errstate(invalid="ignore"):
+        recreated = recreated_at > state.kept_judged_at[live]
 
     # The rules over the consumers with samples in the window, limits and event counts beside.
     verdict, reason, findings, samples, onset, rates = _rules(state, live, columns, at_row, pos, counts, thresholds)
 
     eta = _eta(state, live, columns, at_row, pos, verdict)
+    _say_recreated(verdict, reason, findings, recreated_at)
 
     kept = state.kept_text["verdict"][live]
     kept_findings = state.kept_text["findings"][live]
     judged_at = np.full(m, now_s)
-    _hold_last_known(state, live, verdict, reason, findings, judged_at)
+    _hold_last_known(state, live, verdict, reason, findings, judged_at, recreated)
     # No false comfort: the kept verdict stands until the calmer one has held for clear_after.
-    held_back, calmer_since = easing.ease(verdict, kept, state.calmer_since[live], now_s, thresholds.clear_after)
+    held_back, calmer_since = easing.ease(verdict, np.where(recreated, None, kept), state.calmer_since[live], now_s,
+                                          thresholds.clear_after)
     for i in np.flatnonzero(held_back):
         verdict[i], reason[i], findings[i] = kept[i], state.kept_text["reason"][live[i]], kept_findings[i]
         onset[i] = np.nan
     findings_json = _findings_json(findings)
     same = kept == verdict
-    since = easing.since(onset, same, state.kept_since[live], now_s)
+    since = easing.since(onset, same & ~recreated, state.kept_since[live], now_s)
     level = np.array([LEVELS[v] for v in verdict.tolist()], dtype=object)
 
     # What changed against the row kept: only those rows are written.

@@ -25,7 +25,7 @@ consumer; `s` marks the samples that count (in the window, since the latest rese
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable
 
 import numpy as np
@@ -95,6 +95,12 @@ class Samples:
     t_first: np.ndarray  # per consumer
     t_last: np.ndarray
     last: np.ndarray  # per consumer: the row of its latest counted sample
+    # The clients' view: the samples in the window whatever the consumer's incarnation (`s`,
+    # `has_prev` and `t_first` unless it was deleted and recreated in the window: a consumer
+    # recreated under its name is pulled by the same clients, at their own rhythm).
+    seen: np.ndarray
+    seen_prev: np.ndarray
+    t_first_seen: np.ndarray
     _subs: dict[bytes, Samples] = field(default_factory=dict, init=False, repr=False)
 
     def sub(self, cols: np.ndarray) -> Samples:
@@ -106,6 +112,12 @@ class Samples:
             self._subs[key] = Samples(**{f.name: (self.lag.sub(cols) if f.name == "lag" else getattr(self, f.name)[..., cols])
                                          for f in fields(self) if f.init})
         return self._subs[key]
+
+
+def _clients(y: Samples) -> Samples:
+    """The samples as the clients' view (Samples.seen): what the pull rhythm and whether pullers
+    were seen are read over."""
+    return replace(y, s=y.seen, has_prev=y.seen_prev, t_first=y.t_first_seen)
 
 
 def _at(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -235,7 +247,7 @@ def _rhythms(y: Samples) -> dict[str, np.ndarray]:
     rising, behind = _rising(y), _behind(y)
     return {
         "ack_gap_max": _gap_max(y, y.acked_at, y.lag(y.acked_at), _busy(y)),
-        "pull_gap_max": _gap_max(y, y.delivered_at, y.lag(y.delivered_at), _work(y)),
+        "pull_gap_max": _gap_max(_clients(y), y.delivered_at, y.lag(y.delivered_at), _work(y)),
         "age_rise_gap_max": _run_gap_max(y, rising, y.lag(rising)),
         "behind_gap_max": _run_gap_max(y, behind, y.lag(behind)),
     }
@@ -290,8 +302,8 @@ def onset_features(x: Samples, rhythm_after: float | None = None) -> dict[str, n
 
     def seen(y: Samples, _: Columns) -> np.ndarray:
         with np.errstate(invalid="ignore"):
-            delivered_moved = y.s & y.has_prev & (y.delivered_at > y.lag(y.delivered_at))
-        return (y.s & ((y.waiting > 0) | delivered_moved)).any(axis=0)
+            delivered_moved = y.seen & y.seen_prev & (y.delivered_at > y.lag(y.delivered_at))
+        return (y.seen & ((y.waiting > 0) | delivered_moved)).any(axis=0)
 
     # Read only by the rule on idle_onset: where it has none, unknown (False) changes nothing.
     pullers_seen = _only(x, ~np.isnan(idle_onset), seen, False)

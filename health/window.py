@@ -405,13 +405,17 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     p_dcs, p_created = _take(dcs), _take(created)
 
     with np.errstate(invalid="ignore"):
-        reset = has_prev & ((dcs < p_dcs) | (~np.isnan(created) & ~np.isnan(p_created) & (created != p_created)))
+        recreated = has_prev & ~np.isnan(created) & ~np.isnan(p_created) & (created != p_created)
+        reset = recreated | (has_prev & (dcs < p_dcs))
     # Resets are rare: the latest one looked for only in the rows that have one.
     reset_rows = np.flatnonzero(reset.any(axis=0))
     reset_t = np.full(t.shape[1], _NEVER)
+    recreated_t = np.full(t.shape[1], np.nan)  # the latest sample showing a new `created` (NaN: none)
     if len(reset_rows):
         found = np.where(reset[:, reset_rows], t[:, reset_rows], -np.inf).max(axis=0)
         reset_t[reset_rows] = np.where(np.isinf(found), _NEVER, found)
+        found = np.where(recreated[:, reset_rows], t[:, reset_rows], -np.inf).max(axis=0)
+        recreated_t[reset_rows] = np.where(np.isinf(found), np.nan, found)
     nopin = (pins == NO_PIN) & (pending > 0)
 
     if len(reset_rows):
@@ -483,12 +487,19 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     red_first, red_last = first_last(redelivered)
 
     delivered_at, acked_at = _activity_times(state, pick, lo, lo + n, t, stepped, _take, dcs, afs)
+    # The clients are read across a reset (a consumer deleted and recreated under its name keeps
+    # its clients, who pull it again at their own rhythm); only the consumer's numbers start over.
+    seen, seen_prev, t_first_seen = s, stepped, t_first
+    if len(reset_rows):
+        seen, seen_prev, t_first_seen = v, has_prev, t_first.copy()
+        t_first_seen[reset_rows] = np.where(v[:, reset_rows], t[:, reset_rows], np.inf).min(axis=0)
     onsets = onset_features(Samples(
         t=t, s=s, has_prev=stepped, lag=_take, pending=pending, in_flight=ack, waiting=waiting,
         redelivered=redelivered, age=val["oldest_unacked_age_seconds"],
         delivered_at=delivered_at, acked_at=acked_at,
         pinned=pins != NO_PIN, same_pin=pins == _at(pins, last)[None, :],
-        t_first=t_first, t_last=t_last, last=last), rhythm_after)
+        t_first=t_first, t_last=t_last, last=last, seen=seen, seen_prev=seen_prev,
+        t_first_seen=t_first_seen), rhythm_after)
     account, stream, consumer = state.key_columns(rows)
     return {
         "account": account, "stream": stream, "consumer": consumer,
@@ -519,6 +530,7 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
         "nopin_seconds": nopin_seconds,
         "sample_pin_switches": switches.astype(np.int64),
         **onsets,
+        "recreated_ts": recreated_t,
         "row": np.asarray(rows, dtype=np.int64),
     }
 

@@ -169,6 +169,15 @@ async def _recreate(r: Running) -> None:
     await r.api.add_consumer(r.stream, r.config)
 
 
+async def _recreate_from_new(r: Running) -> None:
+    await r.api.delete_consumer(r.stream, "work")
+    await r.api.add_consumer(r.stream, {**r.config, "deliver_policy": "new"})
+
+
+async def _recreated_while_gone(r: Running) -> None:
+    await _all_gone(r)
+    await _recreate(r)
+
 
 async def _leader(r: Running) -> str:
     try:
@@ -276,6 +285,15 @@ def library() -> dict[str, Scenario]:
                           clients=[{}, {}], incident=_unpin_again_and_again, says="pin switches"),
         "paused": Scenario("paused by an operator while work arrives", "PAUSED", clients=[{}], incident=_pause,
                            says="paused"),
+        # Deleted and recreated (same name, a new `created`): a new consumer, judged on its own
+        # samples only. Its sequences start over (delivered and acknowledged go back to zero, the
+        # stream's messages pending again): no verdict, rate, onset or ETA spans the two, and the
+        # old one's verdict is neither held nor eased into (until it has enough samples of its own
+        # it is COLLECTING, "recreated ..."). Its clients are the old one's, pulling it again at
+        # their own rhythm: when none does while work waits, that is named as for any consumer
+        # whose pullers went (NO_PULLERS after no_pullers_after, or their pull rhythm doubled).
+        "regone": Scenario("deleted and recreated while its workers are gone; the stream's work waits",
+                           "NO_PULLERS", clients=[{}], incident=_recreated_while_gone, says="no client has pulled"),
         # healthy look-alikes
         "steady": Scenario("a worker that keeps up", None, clients=[{}]),
         "bursts": Scenario("bursts drained in a sawtooth: 30 at once every 15 s, about 3/s worked off", None,
@@ -299,8 +317,10 @@ def library() -> dict[str, Scenario]:
                              policy="overflow", clients=[{}, {"min_pending": 1000}]),
         "ordered": Scenario("one message at a time, always at max_ack_pending = 1", None, rate=1.5,
                             consumer={"max_ack_pending": 1}, clients=[{"work_s": 0.6, "batch": 1}]),
-        "recreated": Scenario("deleted and recreated under the same name while its worker pulls", None,
-                              clients=[{}], incident=_recreate),
+        "recreated": Scenario("deleted and recreated under the same name while its worker pulls (the stream "
+                              "replayed)", None, clients=[{}], incident=_recreate),
+        "renewed": Scenario("deleted and recreated from new messages only while its worker pulls", None,
+                            clients=[{}], incident=_recreate_from_new),
     }
 
 

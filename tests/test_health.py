@@ -191,6 +191,37 @@ def test_the_next_step_fits_the_cause():
     assert "start the consumer's workers" in next_step("NO_PULLERS", gone_row["findings"][0]["numbers"], Context())
 
 
+def _recreated(before: pd.DataFrame, after_: pd.DataFrame) -> pd.DataFrame:
+    """A consumer's samples (`before`), then it is deleted and recreated under its name: `after_`,
+    a model started afresh (sequences from zero), placed right behind, with a new `created`."""
+    shift = before["ts"].iloc[-1] - T0
+    moved = after_.copy()
+    moved["ts"] = moved["ts"] + shift
+    for c in ("delivered_last_active", "ack_floor_last_active"):
+        moved[c] = [None if v is None else (pd.Timestamp(v) + shift).isoformat() for v in moved[c]]
+    moved["created"] = before["ts"].iloc[-1]
+    return pd.concat([before, moved], ignore_index=True)
+
+
+@pytest.mark.parametrize("name,before,every", [
+    ("workers pulling all the time", healthy, None),
+    ("a lone client polling every 40 s", lambda i: Step(publish=1, deliver=100 if i % 8 == 0 else 0,
+                                                        ack="all" if i % 8 == 0 else 0), 40.0),
+])
+def test_a_consumer_recreated_while_its_clients_are_gone_is_named_at_their_rhythm(name, before, every):
+    """Deleted and recreated under its name while nobody pulls it any more, work waiting: the new
+    consumer's numbers start over, but its clients are the old one's, whose pulls jetwatch saw in
+    the window. NO_PULLERS after no_pullers_after (20 s), or their pull rhythm doubled; before, a
+    recreated consumer counted as never seen pulled and waited for half the window (150 s)."""
+    got = timeline(_recreated(run(before, START), run(lambda i: Step(publish=2), 40)), limits())
+    alarms = [(k + 1 - START, r["verdict"]) for k, r in enumerate(got) if r["verdict"] not in QUIET]
+    assert alarms and {v for _, v in alarms} == {"NO_PULLERS"} and alarms[0][0] > 0, alarms
+    named_after = alarms[0][0] * STEP  # from the recreated consumer's first sample
+    rhythm = 20.0 if every is None else 2 * every
+    assert rhythm <= named_after <= rhythm + 2 * STEP, (named_after, alarms)
+    assert [v for _, v in alarms] == ["NO_PULLERS"] * len(alarms) and alarms[-1][0] == 40  # never eased
+
+
 def test_work_held_with_nobody_pulling_is_not_no_pullers():
     """Cause before symptom: a client holds the work; before ack_wait it may be a long job."""
     held = run(after(START, healthy, lambda i: Step(publish=2, deliver=10 if i == START + 1 else 0)),

@@ -290,3 +290,39 @@ def test_a_kept_verdict_removed_behind_the_collectors_back_is_written_whole_agai
     assert len(kept) == 1 and kept["verdict"].iloc[0] == "OK"
     assert kept["eta_seconds"].iloc[0] == pytest.approx(judged.written.to_pylist()[0]["eta_seconds"])
     assert _fresh(store, T0 + dt.timedelta(seconds=45)).written.num_rows == 0
+
+
+def test_a_consumer_deleted_and_recreated_is_judged_on_its_own_samples_from_then(tmp_path):
+    """NO_PULLERS under one `created`; the consumer is deleted and recreated under its name (a new
+    `created`, its sequences from zero, the stream's 20 messages pending again) and a worker pulls
+    it. The old incarnation's verdict is neither held ("last known") nor eased into: the new one
+    is COLLECTING at once, saying it was recreated, since its first sample, then OK on its own
+    samples (before: NO_PULLERS held for the new consumer's first samples, then for the clearing
+    time, its since the old incident's). A fresh start agrees after every cycle."""
+    store = Store(str(tmp_path / "jetwatch.duckdb"))
+    store.migrate()
+    state = load_window(store, T0, TH)
+    old, new = (T0 - dt.timedelta(hours=1)).isoformat(), (T0 + dt.timedelta(seconds=29)).isoformat()
+    seen = []
+    for i in range(10):
+        now = T0 + dt.timedelta(seconds=5 * i)
+        if i < 6:  # pulled at first, then nobody pulls while 5 messages wait
+            row = _sample(now, "S1", "a", created=old, num_pending=5, num_waiting=1 if i == 0 else 0,
+                          delivered_consumer_seq=10, delivered_stream_seq=10, ack_floor_consumer_seq=10,
+                          ack_floor_stream_seq=10)
+        else:  # recreated: from zero, the stream replayed, a worker pulling and acknowledging
+            done = 20 * (i - 6)
+            row = _sample(now, "S1", "a", created=new, num_pending=max(20 - done, 0) + 1, num_waiting=1,
+                          delivered_consumer_seq=done, delivered_stream_seq=done, ack_floor_consumer_seq=done,
+                          ack_floor_stream_seq=done)
+        _stored(store, state, {k: [v] for k, v in row.items()}, configs=CONFIGS if i == 0 else [])
+        judge_stored_cycle(store, now, TH, state)
+        kept = store.query("verdicts_previous").set_index(KEY).loc[("A", "S1", "a")]
+        seen.append((i, kept["verdict"], pd.Timestamp(kept["since"]), kept["reason"]))
+        assert _fresh(store, now).written.num_rows == 0, i
+    assert seen[5][1] == "NO_PULLERS", seen
+    recreated_at = T0 + dt.timedelta(seconds=30)
+    assert seen[6][1] == "COLLECTING" and seen[6][3].startswith("recreated (seen "), seen[6]
+    assert not any(s[3].startswith(LAST_KNOWN) for s in seen), seen
+    assert [s[1] for s in seen[6:]] == ["COLLECTING", "COLLECTING", "OK", "OK"], seen
+    assert all(s[2] >= recreated_at for s in seen[6:]), seen
