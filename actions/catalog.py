@@ -8,8 +8,9 @@ The CLI builds its subcommands from this table, the dashboard its dialog, the au
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 
 from jetwatch.actions import operations as ops
 from jetwatch.core.clock import rfc3339, utcnow
@@ -70,10 +71,10 @@ def _said(name: str, value: Any, now: dt.datetime) -> Any:
         return duration(value)
     if not isinstance(value, dt.datetime):
         return value
-    t = value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
+    t = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
     left = (t - now).total_seconds()
     when = f"in {duration(left)}" if left >= 0 else f"{duration(-left)} ago"
-    return f"{t.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC ({when})"
+    return f"{t.astimezone(dt.UTC):%Y-%m-%d %H:%M:%S} UTC ({when})"
 
 
 def confirmation(name: str, target: ops.Target, params: Mapping[str, Any]) -> str:

@@ -14,8 +14,9 @@ import datetime as dt
 import json
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal
+from typing import Any, Literal
 
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.durations import duration

@@ -14,14 +14,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.fleet import CURRENT, GENERATE
+from bench.machine import print_header
+from bench.timing import p95, timed
 from jetwatch.dashboard import data
 from jetwatch.dashboard.data import EVERY_CONSUMER
 from jetwatch.store.database import Store
 from jetwatch.store.sealing import seal_pass
-
-from bench.fleet import CURRENT, GENERATE
-from bench.machine import print_header
-from bench.timing import p95, timed
 
 # Pin stories for every fifth consumer: pinned, unpinned and pinned again over the last hours.
 ADVISORIES = """
@@ -63,7 +62,7 @@ def main(rows: int, consumers: int, runs: int, seal_every: float) -> None:
                                  con.execute(ADVISORIES, {"consumers": consumers})))
         print(f"store: {rows:,} raw samples of {consumers:,} consumers, pin stories for {consumers // 5:,} "
               f"({time.perf_counter() - t:.1f}s to build)")
-        until = dt.datetime.now(dt.timezone.utc)
+        until = dt.datetime.now(dt.UTC)
         since = until - dt.timedelta(hours=1)
         target = ("$G", f"S{(consumers // 2) // 100}", f"c{(consumers // 2) // 5 * 5}")
         base, (pins_b, latest_b, samples_b) = timed(before, runs, store, *target, since, until)

@@ -236,7 +236,7 @@ class DurableCapture:
     async def fetch(self) -> Fetched:
         try:
             msgs = await self._sub.fetch(self.batch, timeout=self.wait)
-        except (nats.errors.TimeoutError, asyncio.TimeoutError):
+        except (TimeoutError, nats.errors.TimeoutError):
             return Fetched()
         return Fetched([(m.subject, m.data) for m in msgs], msgs,
                        [(m.metadata.sequence.stream, m.metadata.timestamp) for m in msgs])
@@ -285,7 +285,7 @@ class CoreCapture:
         if not self._buffer:
             try:
                 await asyncio.wait_for(self._arrived.wait(), self.wait)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         self._arrived.clear()
         taken, self._buffer = self._buffer, []

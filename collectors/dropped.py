@@ -15,8 +15,9 @@ import asyncio
 import datetime as dt
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 import nats.errors
 from nats.aio.client import Client
@@ -131,7 +132,7 @@ class DroppedReader:
         api = f"$JS.API.{'DIRECT.GET' if allow_direct else 'STREAM.MSG.GET'}.{stream}"
         try:
             msg = await self.nc.request(api, json.dumps({"seq": seq}).encode(), timeout=self.timeout)
-        except (nats.errors.TimeoutError, asyncio.TimeoutError):
+        except (TimeoutError, nats.errors.TimeoutError):
             return MessageRead(stream, seq, REFUSED, note=f"no reply to {api} within {self.timeout:g}s")
         except nats.errors.NoRespondersError:
             return MessageRead(stream, seq, REFUSED, note=f"nobody answered {api}")

@@ -12,8 +12,9 @@ import base64
 import json
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import msgspec
 import nats.errors
@@ -157,7 +158,7 @@ class SystemJsz:
             while (left := deadline - time.monotonic()) > 0:
                 try:
                     msg = await sub.next_msg(timeout=min(left, self.quiet) if out else left)
-                except (nats.errors.TimeoutError, asyncio.TimeoutError):
+                except (TimeoutError, nats.errors.TimeoutError):
                     break
                 report = _report(msg.data)
                 if report is not None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import duckdb
 import msgspec
@@ -23,11 +24,10 @@ import pandas as pd
 import pyarrow as pa
 
 from jetwatch import sql
-from jetwatch.collectors.live_state import (ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros,
-                                            stamps)
+from jetwatch.collectors.live_state import ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros, stamps
+from jetwatch.health import easing
 from jetwatch.health.columns import floats
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
-from jetwatch.health import easing
 from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, acks_in_window, shortest_duration, verdict_columns
 from jetwatch.store.database import Store
 
@@ -282,7 +282,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     judged = JudgedCycle(now, consumers, changes, written, gone)
     judged.numbers_only = ~worded[at]
     judged.stamped = (None if np.isnan(state.stamped) else
-                      micros(np.array([state.stamped]))[0].item().replace(tzinfo=dt.timezone.utc))
+                      micros(np.array([state.stamped]))[0].item().replace(tzinfo=dt.UTC))
 
     def commit() -> None:
         """The judged cycle is in the store: remember it as kept."""

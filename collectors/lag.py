@@ -25,8 +25,9 @@ import json
 import logging
 import time
 import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -61,7 +62,7 @@ class StreamFacts:
     limits: StreamLimits = StreamLimits()
 
     @classmethod
-    def from_info(cls, info: dict[str, Any]) -> "StreamFacts":
+    def from_info(cls, info: dict[str, Any]) -> StreamFacts:
         config, state = info.get("config") or {}, info.get("state") or {}
 
         def t(key: str) -> float | None:

@@ -13,15 +13,24 @@ committed (`commit`), so a failed write leaves it as the store is.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
 
 from jetwatch import sql
-from jetwatch.health.window import (WindowState, feature_columns, feature_frame, first_column, lagged,
-                                              last_true, picked, previous_samples)
+from jetwatch.health.window import (
+    WindowState,
+    feature_columns,
+    feature_frame,
+    first_column,
+    lagged,
+    last_true,
+    picked,
+    previous_samples,
+)
 
 KEY = ("account", "stream", "consumer")
 # consumer_latest's columns, as fleet_latest.sql reads them: from the latest sample ...
@@ -188,7 +197,7 @@ class LiveState:
     # -- seeding ------------------------------------------------------------------------------
 
     @classmethod
-    def seeded(cls, con: duckdb.DuckDBPyConnection, now: dt.datetime, window_seconds: float) -> "LiveState":
+    def seeded(cls, con: duckdb.DuckDBPyConnection, now: dt.datetime, window_seconds: float) -> LiveState:
         """The state as the store holds it: the health window's samples, the live state with its
         limits, the kept verdicts and activity; activity the store does not hold yet (rows written
         before migration 0006) is looked up once in the samples."""

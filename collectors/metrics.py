@@ -14,17 +14,22 @@ import datetime as dt
 import logging
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.core import (
-    CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, InfoMetricFamily, Metric,
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
 )
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
 from jetwatch.core.errors import JetwatchError
@@ -157,7 +162,7 @@ class PinCounts:
         self.switches = Counter({k: n for k, n in self.switches.items() if k[:3] in consumers})
         self.unpins = Counter({k: n for k, n in self.unpins.items() if k[:3] in consumers})
 
-    def copy(self) -> "PinCounts":
+    def copy(self) -> PinCounts:
         return PinCounts(self.switches.copy(), self.unpins.copy(), self.fleet_switches, self.fleet_unpins.copy())
 
 
@@ -184,7 +189,7 @@ class DropCounts:
     def keep_only(self, consumers: set[tuple[str, str, str]]) -> None:
         self.by_consumer = Counter({k: n for k, n in self.by_consumer.items() if k[:3] in consumers})
 
-    def copy(self) -> "DropCounts":
+    def copy(self) -> DropCounts:
         return DropCounts(self.by_consumer.copy(), self.fleet.copy())
 
 
@@ -362,7 +367,7 @@ class CycleCollector(Collector):
 
 
 class _Handler(BaseHTTPRequestHandler):
-    exporter: "MetricsExporter"
+    exporter: MetricsExporter
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         if self.path.split("?")[0] not in ("/metrics", "/"):

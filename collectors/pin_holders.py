@@ -19,8 +19,9 @@ import datetime as dt
 import json
 import logging
 import urllib.request
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 
 import nats.errors
 from nats.aio.client import Client
@@ -29,7 +30,13 @@ from nats.aio.msg import Msg
 from jetwatch import sql
 from jetwatch.core.clock import utcnow
 from jetwatch.core.pin_announce import (
-    NO_CONNZ, SUBJECTS, UNVERIFIED, VERIFIED, Announcement, BadAnnouncement, parse_announcement,
+    NO_CONNZ,
+    SUBJECTS,
+    UNVERIFIED,
+    VERIFIED,
+    Announcement,
+    BadAnnouncement,
+    parse_announcement,
 )
 from jetwatch.core.text import storable
 from jetwatch.core.urls import split_userinfo
@@ -91,7 +98,7 @@ class SystemConnz:
         try:
             msg = await self.nc.request(f"$SYS.REQ.SERVER.{server_id}.CONNZ",
                                         json.dumps({"cid": int(cid), "auth": True}).encode(), timeout=self.timeout)
-        except (nats.errors.NoRespondersError, nats.errors.TimeoutError, asyncio.TimeoutError):
+        except (TimeoutError, nats.errors.NoRespondersError, nats.errors.TimeoutError):
             return None  # no such server (any more): nothing there to verify against
         try:
             data = json.loads(msg.data).get("data") or {}
@@ -193,7 +200,7 @@ class PinHolderCapture:
         while not stop.is_set():
             try:
                 subject, data = await asyncio.wait_for(self._queue.get(), 0.5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             try:
                 await self.handle(subject, data)

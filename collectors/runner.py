@@ -16,36 +16,42 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import duckdb
 import pandas as pd
 from nats.aio.client import Client
 
+from jetwatch.collectors.advisories import (
+    Capture,
+    CoreCapture,
+    DurableCapture,
+    MalformedAdvisory,
+    open_capture_stream,
+    parse_advisory,
+)
 from jetwatch.collectors.alerting import AlertmanagerClient
 from jetwatch.collectors.backlog import PendingCycle, WriteBacklog
-from jetwatch.collectors.advisories import (
-    Capture, CoreCapture, DurableCapture, MalformedAdvisory, open_capture_stream, parse_advisory,
-)
 from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE, Cursor, GapTracker
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import SampleBatch, Scope
 from jetwatch.collectors.dropped import DroppedReader, drops_in
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.gc_policy import GcPolicy
-from jetwatch.collectors.lag import LagReader, LagStats
-from jetwatch.collectors.rejects import RejectBudget
-from jetwatch.collectors.judging import JudgedCycle, event_counts, judge, keep, load_window
-from jetwatch.collectors.live_state import LiveState
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
+from jetwatch.collectors.judging import JudgedCycle, event_counts, judge, keep, load_window
+from jetwatch.collectors.lag import LagReader, LagStats
+from jetwatch.collectors.live_state import LiveState
 from jetwatch.collectors.metrics import CycleHistogram, DropCounts, MetricsExporter, PinCounts, Snapshot
 from jetwatch.collectors.pin_holders import HttpConnz, PinHolderCapture, SystemConnz, remembered_holders
+from jetwatch.collectors.rejects import RejectBudget
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.connection import connected_account
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
-from jetwatch.core.urls import strip_userinfo
 from jetwatch.core.settings import Settings
+from jetwatch.core.urls import strip_userinfo
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes
 from jetwatch.store.database import Store, StoreError, StoreTooNew
@@ -464,7 +470,7 @@ class Collector:
             self._render, self.metrics.render, self.snapshot(judged))
         self._rendering.add_done_callback(self._rendered)
 
-    def _rendered(self, done: "asyncio.Future[bytes]") -> None:
+    def _rendered(self, done: asyncio.Future[bytes]) -> None:
         if not done.cancelled() and done.exception() is not None:
             self._error(f"rendering /metrics failed: {type(done.exception()).__name__}: {done.exception()}")
 
@@ -484,7 +490,7 @@ class Collector:
         self._alert_post = asyncio.get_running_loop().run_in_executor(self._alerts_pool, self.alertmanager.post, alerts)
         self._alert_post.add_done_callback(self._alert_posted)
 
-    def _alert_posted(self, done: "asyncio.Future[None]") -> None:
+    def _alert_posted(self, done: asyncio.Future[None]) -> None:
         """A failed post is the collector's error until a post gets through: each cycle's status
         says it (`_alert_failure` joins the cycle's errors), not only the cycle after it failed."""
         if done.cancelled():
@@ -642,7 +648,7 @@ class Collector:
                 wait = max(0.0, self.settings.interval - (time.monotonic() - began))
                 try:
                     await asyncio.wait_for(stop.wait(), wait)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
         finally:
             if storing is not None:  # the write under way ends (bounded by --lock-timeout) before shutdown
@@ -730,7 +736,7 @@ class Collector:
                 self._error(f"retention failed: {exc}")
             try:
                 await asyncio.wait_for(stop.wait(), self.settings.retention_every)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def read_dropped(self) -> None:
@@ -763,7 +769,7 @@ class Collector:
                     log.warning("could not set advisory capture up again: %s", again)
                 try:
                     await asyncio.wait_for(stop.wait(), 0.5)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
 
     async def run(self, stop: asyncio.Event) -> None:

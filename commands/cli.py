@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from jetwatch import status as status_mod
 from jetwatch import subcommands

@@ -15,9 +15,10 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from jetwatch.core.errors import UsageError
 from jetwatch.core.urls import split_userinfo
@@ -53,7 +54,7 @@ def parse_instant(text: str, now: dt.datetime, backwards: bool = False) -> dt.da
     except ValueError:
         raise SettingsError(f"'{text}' is neither an RFC 3339 time (2026-11-22T10:00:00Z) nor a duration "
                             "(10m, 2h)") from None
-    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
 
 
 def parse_size(text: str | int) -> int:
@@ -258,15 +259,15 @@ class Settings:
     """Resolved settings; pass it down, never read the environment elsewhere."""
 
     values: Mapping[str, Any] = field(default_factory=dict)
-    system: "Settings | None" = None  # the system-account connection, from --system-context
-    accounts: Mapping[str, "Settings"] = field(default_factory=dict)  # per-account connections for actions
+    system: Settings | None = None  # the system-account connection, from --system-context
+    accounts: Mapping[str, Settings] = field(default_factory=dict)  # per-account connections for actions
 
     def __getattr__(self, name: str) -> Any:
         if name in _BY_NAME:
             return self.values.get(name, _BY_NAME[name].default)
         raise AttributeError(name)
 
-    def replace(self, **changes: Any) -> "Settings":
+    def replace(self, **changes: Any) -> Settings:
         unknown = set(changes) - set(_BY_NAME)
         if unknown:
             raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))}")
@@ -400,7 +401,7 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
     return Settings(values, system, _account_connections(values, env))
 
 
-def _account_connections(values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, "Settings"]:
+def _account_connections(values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Settings]:
     """The connection each mapped account's actions use: a creds file (a value with a `/` or ending
     in `.creds`), else a `nats` CLI context, on the same server unless the context names its own."""
     shared = {k: values[k] for k in ("server", "connect_timeout", "request_timeout", "tls_ca", "tls_cert", "tls_key")

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 from urllib.parse import urlparse
 
 from jetwatch.core.settings import Settings

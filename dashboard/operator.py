@@ -12,8 +12,9 @@ import asyncio
 import datetime as dt
 import json
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -24,13 +25,13 @@ from jetwatch.actions import operations as ops
 from jetwatch.actions.accounts import perform_on_account
 from jetwatch.actions.audit import AuditUnavailable, begin, finish
 from jetwatch.actions.drains import drains_for, spawn_detached
-from jetwatch.dashboard import gate, identities, stores
-from jetwatch.dashboard.text import visible_value
-from jetwatch.dashboard.ui import md
 from jetwatch.core.connection import ConnectError
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import shown_servers
+from jetwatch.dashboard import gate, identities, stores
+from jetwatch.dashboard.text import visible_value
+from jetwatch.dashboard.ui import md
 from jetwatch.store.database import Store, StoreError
 
 PENDING = "pending_action"
@@ -182,7 +183,7 @@ def _status(s: Settings, who: str | None) -> None:
             return
         if st.session_state.get(HANDOFF):
             _browser_call(gate.SESSION_PATH, st.session_state.pop(HANDOFF))
-        until = dt.datetime.fromtimestamp(session.expires, dt.timezone.utc).strftime("%H:%M UTC")
+        until = dt.datetime.fromtimestamp(session.expires, dt.UTC).strftime("%H:%M UTC")
         st.caption(f"signed in as {md(who)} until {until}")
         st.button("Sign out", key="op_lock", on_click=_logout, args=(s,))
         return

@@ -12,7 +12,8 @@ with plain pytest as well as through the page.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 import pandas as pd
 

@@ -11,8 +11,9 @@ pytest.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import pandas as pd

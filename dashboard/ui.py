@@ -6,20 +6,29 @@ import datetime as dt
 import os
 import re
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
-from jetwatch.dashboard import data, stores, tables, url_state
-from jetwatch.dashboard.text import (duration, pin_holder, pin_tail, short, since, utc, visible,  # noqa: F401
-                                     visible_frame, visible_value)  # the pages import words from here
-from jetwatch.health import advice
-from jetwatch.health import rules
-from jetwatch.health.rules import Thresholds
 from jetwatch.core import durations
 from jetwatch.core.settings import Settings, resolve
+from jetwatch.dashboard import data, stores, tables, url_state
+from jetwatch.dashboard.text import (  # noqa: F401
+    duration,
+    pin_holder,
+    pin_tail,
+    short,
+    since,
+    utc,
+    visible,
+    visible_frame,  # the pages import words from here
+    visible_value,
+)
+from jetwatch.health import advice, rules
+from jetwatch.health.rules import Thresholds
 from jetwatch.store.database import Store
 
 T = TypeVar("T")

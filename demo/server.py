@@ -75,7 +75,7 @@ class NatsServer:
                     "--routes", ",".join(f"nats://127.0.0.1:{p}" for p in self.routes)]
         return cmd + self.extra_args
 
-    def start(self, timeout: float = 15.0) -> "NatsServer":
+    def start(self, timeout: float = 15.0) -> NatsServer:
         if not self.port:
             self.port = free_port()
         self.store_dir.mkdir(parents=True, exist_ok=True)

@@ -119,7 +119,7 @@ class PullWorker:
                     break
                 try:
                     msg = await sub.next_msg(timeout=remaining)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     break
                 except Exception:  # nats TimeoutError and connection errors end this pull
                     break
@@ -144,7 +144,7 @@ class PullWorker:
             if self.between_s:
                 await asyncio.sleep(self.between_s)
 
-    def start(self) -> "PullWorker":
+    def start(self) -> PullWorker:
         self._stopping = False
         self._task = asyncio.get_running_loop().create_task(self.run(), name=self.name)
         return self

@@ -20,11 +20,11 @@ from typing import Any
 import nats
 from nats.aio.client import Client
 
-from jetwatch.demo.workers import PullWorker
 from jetwatch.core.connection import connect_options
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError
 from jetwatch.core.settings import resolve
 from jetwatch.core.urls import strip_userinfo
+from jetwatch.demo.workers import PullWorker
 
 log = logging.getLogger("jetwatch.demo")
 

@@ -15,8 +15,9 @@ draining' (the backlog holds or grows, or nothing was acknowledged).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd

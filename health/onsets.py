@@ -25,8 +25,8 @@ consumer; `s` marks the samples that count (in the window, since the latest rese
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Callable
 
 import numpy as np
 

@@ -13,18 +13,19 @@ collector kept.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from jetwatch.core import durations
 from jetwatch.core.settings import SETTINGS, Settings
 from jetwatch.health.columns import array as column_array
 from jetwatch.health.columns import floats
 from jetwatch.health.features import KEY, window_features
 from jetwatch.health.features import Frame as Samples
-from jetwatch.core import durations
 from jetwatch.health.onsets import ONSET_FEATURES
 
 _HEALTH = {s.name: s for s in SETTINGS if s.group == "health"}
@@ -55,7 +56,7 @@ class Thresholds:
     clear_after: float = _default("clear_after")
 
     @classmethod
-    def from_settings(cls, s: Settings) -> "Thresholds":
+    def from_settings(cls, s: Settings) -> Thresholds:
         return cls(**{f.name: getattr(s, f.name) for f in dataclasses.fields(cls)})
 
     def as_dict(self) -> dict[str, Any]:

@@ -7,8 +7,8 @@ master comes from `--master` (default local[*]), never from the job's code.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import datetime as dt
+import importlib.util
 import json
 import os
 import shutil
@@ -164,7 +164,7 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
     base = Path(settings.data_dir) / "pipeline"
     run_id = uuid.uuid4().hex[:12]
     run_dir = base / "runs" / run_id
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     record = {"run_id": run_id, "started_at": started, "finished_at": None, "since": since, "until": until,
               "outcome": "running", "rows_in": None, "message": None}
 
@@ -201,7 +201,7 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
         record.update(outcome="failed", message=str(exc)[:4000])
         raise
     finally:
-        record["finished_at"] = dt.datetime.now(dt.timezone.utc)
+        record["finished_at"] = dt.datetime.now(dt.UTC)
         note()
         shutil.rmtree(run_dir, ignore_errors=True)
 
@@ -222,7 +222,7 @@ def default_since(store: Store, until: dt.datetime, raw_retention_s: float) -> d
 
 
 def run_pipeline(args: argparse.Namespace, settings: Settings) -> int:
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     until = _when(args.until, now, now)
     pairs = fleet(settings)
     if not pairs:

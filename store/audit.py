@@ -23,7 +23,7 @@ from jetwatch import sql
 from jetwatch.store.database import Store, StoreError
 
 GENESIS = "0" * 64
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 # The chained fields, in hash order; `seq` and `prev_hash` are added by append().
 FIELDS = ("ts_us", "actor", "origin", "action", "account", "stream", "consumer", "group_name", "parameters",
           "outcome", "reply", "action_id", "phase")

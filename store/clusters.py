@@ -9,16 +9,15 @@ leaves the file (dashboard/stores.py, pipeline/export.py). A file that no collec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import duckdb
 
 from jetwatch import sql
 from jetwatch.core.settings import DEFAULT_CLUSTER
 from jetwatch.store.database import Store, StoreError, StoreIsDirectory
-
 
 
 class WrongCluster(StoreError):

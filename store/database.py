@@ -14,12 +14,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-
 import random
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import duckdb
 import pandas as pd

@@ -27,7 +27,7 @@ class Cutoffs:
     collectors: dt.datetime  # status rows of collectors silent since then
 
     @classmethod
-    def at(cls, now: dt.datetime, raw_retention_s: float, event_retention_s: float) -> "Cutoffs":
+    def at(cls, now: dt.datetime, raw_retention_s: float, event_retention_s: float) -> Cutoffs:
         return cls(now - dt.timedelta(seconds=raw_retention_s), now - dt.timedelta(seconds=event_retention_s),
                    now - COLLECTOR_STATUS_KEEP)
 

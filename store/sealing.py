@@ -19,7 +19,6 @@ import duckdb
 from jetwatch import sql
 from jetwatch.store.database import SEALED_ROW_GROUP_ROWS, Store, StoreError
 
-
 # Most samples sorted at once: a pass sorts its span in parts of its consumers' numbers, since
 # DuckDB holds what it sorts in memory: a whole large span sorted at once would take hundreds of
 # MiB beside the collector; parts bound that for a little more time.

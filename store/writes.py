@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import array
 import datetime as dt
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import duckdb
 import pyarrow as pa

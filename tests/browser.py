@@ -104,7 +104,7 @@ class LiveDashboard:
     uses_left: int = 0  # tests still to use it in this session (conftest's live_site)
 
     @classmethod
-    def start(cls, server_url: str, tmp: Path) -> "LiveDashboard":
+    def start(cls, server_url: str, tmp: Path) -> LiveDashboard:
         db = str(tmp / "jetwatch.duckdb")
         env = {**os.environ, "JETWATCH_INCLUDE_STREAMS": "BROWSER_*", "JETWATCH_INFERENCE_GRACE": "1.5s"}
         live = cls(base="", store=Store(db), work=Workload(server_url))

@@ -14,8 +14,9 @@ import asyncio
 import datetime as dt
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import nats
 from nats.aio.client import Client as NATS
@@ -84,7 +85,7 @@ class Running:
     subject: str
     config: dict[str, Any]
     clients: list[Client]
-    tasks: list["asyncio.Task[Any]"]
+    tasks: list[asyncio.Task[Any]]
 
 
 Incident = Callable[[Running], Awaitable[None]]
@@ -145,7 +146,7 @@ async def _unpin_again_and_again(r: Running) -> None:
 
 
 async def _pause(r: Running) -> None:
-    until = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=30)
+    until = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=30)
     await r.api.pause(r.stream, "work", until.isoformat().replace("+00:00", "Z"))
 
 
@@ -225,7 +226,7 @@ async def _feed(nc: NATS, subject: str, rate: float, stop: asyncio.Event, burst:
             n += 1
         try:
             await asyncio.wait_for(stop.wait(), 1.0 / rate)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
 

@@ -23,8 +23,16 @@ from jetwatch.dashboard.tables import link_target
 from jetwatch.demo.server import NatsServer, free_port
 from jetwatch.store.clusters import identity
 from jetwatch.store.database import Store
-from tests.helpers import OPERATOR_PASSWORD, clean_env, make_consumer, make_stream, operators_file, publish, rows, \
-    stop_process, wait_until
+from tests.helpers import (
+    OPERATOR_PASSWORD,
+    clean_env,
+    make_consumer,
+    make_stream,
+    operators_file,
+    publish,
+    rows,
+    wait_until,
+)
 from tests.test_dashboard import frame, run_app
 
 STREAM = "ORDERS"

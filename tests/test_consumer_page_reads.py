@@ -16,7 +16,7 @@ from jetwatch.store import writes
 from jetwatch.store.database import Store
 
 CONSUMERS = 600
-NOW = dt.datetime(2026, 11, 23, 8, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 11, 23, 8, 0, tzinfo=dt.UTC)
 
 
 def _samples(at: dt.datetime, n: int) -> dict[str, list]:

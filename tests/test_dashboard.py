@@ -195,7 +195,7 @@ def test_every_page_is_sensible_with_an_empty_store(tmp_path, app_env):
 
 
 def _synthetic_fleet(db: str, consumers: int, cycles: int) -> None:
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     for cycle in range(cycles):
         ts = (now - dt.timedelta(seconds=10 * (cycles - cycle))).isoformat()
         n = consumers
@@ -240,7 +240,7 @@ def test_audit_page_lists_actions(tmp_path, app_env):
     from jetwatch.store import audit
 
     db = str(tmp_path / "audit.duckdb")
-    audit.write(Store(db), audit.AuditRow(dt.datetime.now(dt.timezone.utc), "ana", "cli", "unpin", "$G", "S", "C",
+    audit.write(Store(db), audit.AuditRow(dt.datetime.now(dt.UTC), "ana", "cli", "unpin", "$G", "S", "C",
                                           "jobs", "{}", "ok", "{}", "a1", "outcome"))
     app_env(db)
     at = run_app("views/audit.py")

@@ -8,7 +8,6 @@ import datetime as dt
 import shutil
 from pathlib import Path
 
-
 from jetwatch.core.clock import utcnow
 from jetwatch.dashboard import data, ui
 from jetwatch.store.database import Store

@@ -102,10 +102,10 @@ def test_system_context_gives_a_second_connection_on_the_same_server(tmp_path):
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("2026-11-22T09:08:29.08403Z", dt.datetime(2026, 11, 22, 9, 8, 29, 84030, tzinfo=dt.timezone.utc)),
-    ("2026-11-22T09:08:29.123456789Z", dt.datetime(2026, 11, 22, 9, 8, 29, 123456, tzinfo=dt.timezone.utc)),
-    ("2026-11-22T10:00:00Z", dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.timezone.utc)),
-    ("10m", dt.datetime(2026, 11, 22, 8, 10, tzinfo=dt.timezone.utc)),
+    ("2026-11-22T09:08:29.08403Z", dt.datetime(2026, 11, 22, 9, 8, 29, 84030, tzinfo=dt.UTC)),
+    ("2026-11-22T09:08:29.123456789Z", dt.datetime(2026, 11, 22, 9, 8, 29, 123456, tzinfo=dt.UTC)),
+    ("2026-11-22T10:00:00Z", dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.UTC)),
+    ("10m", dt.datetime(2026, 11, 22, 8, 10, tzinfo=dt.UTC)),
 ])
 def test_instants_take_server_times_with_any_fraction_and_durations(text, expected):
-    assert parse_instant(text, dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.timezone.utc)) == expected
+    assert parse_instant(text, dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.UTC)) == expected
