@@ -137,6 +137,22 @@ def live_dashboard(live_site, chromium):
 
 
 @pytest.fixture
+def app_env(monkeypatch):
+    """Settings the app reads, as `jetwatch dashboard` would hand them over (for the pages' tests
+    under AppTest; here, so they need not import it as a name)."""
+    import streamlit as st  # only the tests that use it pay for the import
+    def apply(db: str, **extra: str) -> None:
+        monkeypatch.setenv("JETWATCH_DB", db)
+        monkeypatch.setenv("JETWATCH_HEALTH_MIN_SPAN", "0.5s")
+        monkeypatch.setenv("JETWATCH_STALE_AFTER", "1h")
+        for k, v in extra.items():
+            monkeypatch.setenv(f"JETWATCH_{k.upper()}", v)
+    st.cache_data.clear()
+    yield apply
+    st.cache_data.clear()
+
+
+@pytest.fixture
 def db_path(tmp_path: Path) -> str:
     return str(tmp_path / "jetwatch.duckdb")
 

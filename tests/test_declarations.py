@@ -19,7 +19,7 @@ from jetwatch.health import rules
 from jetwatch.health.rules import RULES, SEVERITY, VERDICT_NAMES, VERDICTS, Thresholds
 from jetwatch.pipeline import job
 from jetwatch.pipeline.cli import submit_command
-from tests.test_dashboard import app_env, run_app  # noqa: F401 (a fixture)
+from tests.test_dashboard import run_app
 
 # Verdicts ---------------------------------------------------------------------------------------
 

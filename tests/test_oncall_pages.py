@@ -16,7 +16,7 @@ from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store
 from tests.conftest import IDLE_STREAM
-from tests.test_dashboard import app_env, consumers, frame, run_app, texts  # noqa: F401 (app_env: a fixture)
+from tests.test_dashboard import consumers, frame, run_app, texts
 
 State = Callable[[int], dict[str, Any]]  # cycle number -> sample fields that differ from an idle consumer
 

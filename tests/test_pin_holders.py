@@ -36,7 +36,7 @@ from tests.helpers import (
     publish,
     rows,
 )
-from tests.test_dashboard import app_env, run_app  # noqa: F401 (app_env: a fixture)
+from tests.test_dashboard import run_app
 
 HOLDER = "SELECT name, verification, host, version FROM pin_holders WHERE pin_id = ?"
 
