@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
+
 from bench.fleet import CURRENT, GENERATE
 from bench.machine import print_header
 from bench.timing import p95, timed
@@ -44,7 +46,9 @@ def before(store: Store, account: str, stream: str, consumer: str, since: dt.dat
         ("consumer_configs", ident), ("consumer_advisories", rng),
         ("pin_events_range", {"since": since, "until": until, **EVERY_CONSUMER}), ("fleet_latest", {}),
         ("consumer_samples", rng)])
-    mine = lambda f: f[(f["account"] == account) & (f["stream"] == stream) & (f["consumer"] == consumer)]
+    def mine(f: pd.DataFrame) -> pd.DataFrame:
+        return f[(f["account"] == account) & (f["stream"] == stream) & (f["consumer"] == consumer)]
+
     return mine(pins).reset_index(drop=True), mine(latest).reset_index(drop=True), samples
 
 

@@ -84,7 +84,7 @@ def ready(cols: dict[str, list], cycle: int) -> pa.Table:
     """The batch as a ready Arrow table: every column typed, the times parsed (by DuckDB's cast,
     in memory, before the clock starts), the cycle's time beside them as the collector writes it,
     in chunks of one row group as the write path makes them."""
-    raw = pa.table({c: pa.array(v, type=pa.string()) if c in TIMES else pa.array(v) for c, v in cols.items()})
+    raw = pa.table({c: pa.array(v, type=pa.string()) if c in TIMES else pa.array(v) for c, v in cols.items()})  # noqa: F841 (DuckDB reads it by name)
     casts = ", ".join(f"{c}::TIMESTAMPTZ AS {c}" for c in TIMES)
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")

@@ -93,7 +93,7 @@ class Supervisor:
         with self._lock:
             if self.stopping.is_set():
                 return None
-            log = open(self.log_dir / f"{name}.log", "ab")
+            log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (the Child holds it while the process writes)
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     env={**child_env(self.settings, secrets), TREE_ENV: self.token},
                                     start_new_session=True)

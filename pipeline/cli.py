@@ -181,8 +181,11 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
         cmd = submit_command(settings, base / "archive" / "samples", run_dir / "input", run_dir / "output",
                              code_zip(run_dir / "jetwatch-pipeline.zip"), since, until)
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-        out = open(log, "ab") if log else subprocess.PIPE
-        proc = run_spark(cmd, env, out)
+        if log:
+            with open(log, "ab") as out:
+                proc = run_spark(cmd, env, out)
+        else:
+            proc = run_spark(cmd, env, subprocess.PIPE)
         if proc.returncode != 0:
             tail = (proc.stdout or b"").decode(errors="replace")[-3000:] if not log else f"see {log}"
             raise PipelineError(f"the Spark job failed with status {proc.returncode}: {tail}")

@@ -337,7 +337,7 @@ class Store:
                 if con is not None:
                     with contextlib.suppress(duckdb.Error):  # the write's own error is the one to tell
                         _close(self._host, con, committed=False)
-                raise corrupt(self.path, exc) or exc
+                raise corrupt(self.path, exc) or exc  # noqa: B904 (the error itself, or one that names it and keeps it as its context)
             _close(self._host, con, committed=True)
             return result
 
@@ -353,11 +353,11 @@ class Store:
         except BaseException as exc:
             with contextlib.suppress(duckdb.Error):
                 con.execute("ROLLBACK")
-            raise _disk_full(self.path, exc) or exc
+            raise _disk_full(self.path, exc) or exc  # noqa: B904 (the error itself, or one that names it and keeps it as its context)
         try:
             con.execute("COMMIT")
         except duckdb.Error as exc:
-            raise _disk_full(self.path, exc) or exc
+            raise _disk_full(self.path, exc) or exc  # noqa: B904 (the error itself, or one that names it and keeps it as its context)
         return result
 
     def read(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
@@ -379,7 +379,7 @@ class Store:
                     "narrow the time range."
                 ) from None
             except duckdb.Error as exc:
-                raise corrupt(self.path, exc) or exc
+                raise corrupt(self.path, exc) or exc  # noqa: B904 (the error itself, or one that names it and keeps it as its context)
             finally:
                 timer.cancel()
                 con.close()
@@ -395,7 +395,7 @@ class Store:
             try:
                 con.execute("CHECKPOINT")
             except duckdb.Error as exc:
-                raise _disk_full(self.path, exc) or corrupt(self.path, exc) or exc
+                raise _disk_full(self.path, exc) or corrupt(self.path, exc) or exc  # noqa: B904 (the error itself, or one that names it and keeps it as its context)
             finally:
                 _close(self._host, con, committed=False)
 

@@ -309,7 +309,7 @@ def test_one_pipeline_run_over_both_stores_gives_each_cluster_its_own_results(fl
         assert sampled == {SHARED, ONLY[c]}
         assert rows(store, "SELECT outcome FROM pipeline_runs") == [("ok",)]
     # each cluster's rollups are its own samples' (the shared name is not summed over clusters)
-    for c, db in dbs.items():
+    for db in dbs.values():
         [(rolled, raw)] = rows(Store(db), "SELECT (SELECT sum(samples) FROM rollups WHERE granularity = '1m' "
                                           "AND consumer = ?), (SELECT count(*) FROM samples WHERE consumer = ?)",
                                [SHARED, SHARED])

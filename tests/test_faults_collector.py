@@ -626,7 +626,7 @@ def test_a_collector_host_five_minutes_off_still_judges_and_invents_no_pin_event
         try:
             await eventually(lambda: store.exists() and rows(store, "SELECT capture_caught_up FROM collector_status")
                              == [(True,)], timeout=30, message="the collector running")
-            for round_ in range(6):
+            for _ in range(6):
                 await publish(nc, "pins.x", 2)
                 await eventually(lambda: any(w.pin_id for w in workers), message="a pin")
                 await asyncio.sleep(0.4)  # a sample or two sees this pin before the next switch

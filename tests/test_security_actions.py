@@ -720,7 +720,7 @@ def test_up_and_its_children_keep_the_password_and_operator_secret_out_of_argv_l
         role = {pid: next((r for r in ("streamlit", "jetwatch.demo", "collect") if r.encode() in cmd), "?")
                 for pid, cmd in children.items()}
         assert {"streamlit", "jetwatch.demo", "collect"} <= set(role.values()), role
-        for pid, cmdline in [(proc.pid, _proc(proc.pid, "cmdline")), *children.items()]:
+        for _pid, cmdline in [(proc.pid, _proc(proc.pid, "cmdline")), *children.items()]:
             assert PASSWORD.encode() not in cmdline and OP_SECRET.encode() not in cmdline, cmdline
         for pid, r in role.items():
             environ = _proc(pid, "environ")

@@ -454,7 +454,7 @@ def serve(tmp, **settings: str):
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")},
                "JETWATCH_DB": str(tmp / "jetwatch.duckdb"), **{f"JETWATCH_{k.upper()}": v for k, v in settings.items()}}
         proc = subprocess.Popen([sys.executable, "-m", "jetwatch.cli", "dashboard", "--port", str(port)], env=env,
-                                stdout=open(tmp / "dashboard.log", "wb"), stderr=subprocess.STDOUT)
+                                stdout=open(tmp / "dashboard.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115 (the child's)
 
         def healthy() -> bool:
             try:
