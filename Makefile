@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: up test test-heavy screenshots fuzz system-deps bench bench-detector bench-incidents lint-docker
+.PHONY: up lint test test-heavy screenshots fuzz system-deps bench bench-detector bench-incidents lint-docker
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -22,6 +22,14 @@ system-deps:
 	  && command -v faketime >/dev/null || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openjdk-17-jre-headless \
 	  prometheus prometheus-alertmanager faketime >/dev/null; }
+
+# ruff over the whole tree; mypy over the package as installed (.ci/typed-tree lays out `jetwatch/`
+# from the folders pyproject.toml maps, which mypy cannot find through the editable install).
+lint: $(STAMP)
+	@ruff=0; types=0; \
+	$(VENV)/bin/ruff check . || ruff=$$?; \
+	$(PY) .ci/typed-tree $(VENV)/typed && (cd $(VENV)/typed && $(abspath $(VENV))/bin/mypy --config-file $(CURDIR)/pyproject.toml) || types=$$?; \
+	if [ $$ruff -ne 0 ] || [ $$types -ne 0 ]; then echo "make lint: FAILED (ruff exit $$ruff, mypy exit $$types)"; exit 1; fi
 
 # Two lanes, as datasette runs its suite: first every test that can share the machine, on one
 # pytest-xdist worker per core (tests in one xdist_group, which share a session fixture, on one
