@@ -119,6 +119,14 @@ _CONFLICTS = (
 )
 
 
+def one_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
+    """The row of a query that always returns one (an aggregate, a key the first migration wrote)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise StoreError("a query that always returns a row returned none: the store is not one jetwatch wrote")
+    return row
+
+
 def _is_lock_conflict(exc: BaseException) -> bool:
     return any(marker in str(exc) for marker in _CONFLICTS)
 
@@ -240,7 +248,8 @@ class _WritingHost:
         """After a failed attach (the attach's own error is the one to tell): nothing of it may stay
         attached, or the instance goes."""
         try:
-            self._duckdb.execute("DETACH DATABASE IF EXISTS store")
+            if self._duckdb is not None:
+                self._duckdb.execute("DETACH DATABASE IF EXISTS store")
         except BaseException:
             self.drop()
 
@@ -432,7 +441,7 @@ class Store:
         try:
             con.execute("CREATE TABLE IF NOT EXISTS schema_version "
                         "(version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
-            have = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+            have = one_row(con.execute("SELECT coalesce(max(version), 0) FROM schema_version"))[0]
             if have > latest:
                 raise StoreTooNew(
                     f"The store {self.path} has schema version {have}, newer than this jetwatch knows "
