@@ -92,7 +92,7 @@ def audit_params(name: str, params: Mapping[str, Any], details: Mapping[str, Any
     confirmed, `unpinned_id` the one the server dropped)."""
     kept = {k: _shown(params[k]) for k in action(name).audit_params if params.get(k) is not None}
     for k in action(name).audit_results if details else ():
-        if details.get(k) is not None:
+        if details is not None and details.get(k) is not None:
             kept[k] = _shown(details[k])
     return kept
 

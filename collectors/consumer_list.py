@@ -105,7 +105,7 @@ class ConsumerListCollector:
                 return exc
 
 
-def _decoded(got: list[bytes] | None | BaseException) -> list[Any] | None | BaseException:
+def _decoded(got: list[bytes] | None | Exception) -> list[Any] | None | Exception:
     """A stream's pages decoded as JetStreamAPI.consumer_list decodes them: its entries, in order."""
     if not isinstance(got, list):
         return got

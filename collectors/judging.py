@@ -109,7 +109,8 @@ def _stamp_array(seconds: np.ndarray) -> pa.Array:
 
 
 def _rules(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], at_row: np.ndarray,
-           pos: np.ndarray, counts: pd.DataFrame, thresholds: Thresholds) -> tuple[np.ndarray, ...]:
+           pos: np.ndarray, counts: pd.DataFrame, thresholds: Thresholds
+           ) -> tuple[np.ndarray, np.ndarray, list[Any], np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """health.rules over the window's features of the consumers with samples (`at_row`, at
     positions `pos` among the `live` ones), their limits and event counts beside: verdict, reason,
     findings, samples, onset and rates per live consumer (COLLECTING for one without samples)."""
@@ -128,7 +129,7 @@ def _rules(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], a
 
     verdict = np.full(m, "COLLECTING", dtype=object)
     reason = np.full(m, NO_SAMPLES, dtype=object)
-    findings: Any = [NO_SAMPLES_FINDINGS] * m
+    findings: list[Any] = [NO_SAMPLES_FINDINGS] * m
     samples = np.zeros(m)
     onset = np.full(m, np.nan)
     rates = {c: np.full(m, np.nan) for c in RATES}

@@ -394,7 +394,7 @@ class LagReader:
         urgent = set(urgent)
         now = self.clock()
         refresh = self._last_refresh is None or now - self._last_refresh >= self.every
-        rows: list[tuple[int, Target | None, Target | None, float]] = []
+        rows: list[tuple[int, Target, Target | None, float]] = []
         wanted: dict[Target, bool] = {}
         for i in range(n):
             if s["account"][i] != self.account:
@@ -423,7 +423,7 @@ class LagReader:
             reads = [t for t, due in wanted.items() if due and self._cached(t) is None]
             await self._fetch_all(reads, stats)
         self.cache = {t: f for t, f in self.cache.items() if t in wanted}
-        self._points: dict[str, tuple[list[int], list[float]]] = {}
+        self._points = {}
         for i, unacked, undelivered, at in rows:
             for target, age_col, kind_col in ((unacked, "oldest_unacked_age_seconds", "oldest_unacked_age_kind"),
                                               (undelivered, "oldest_undelivered_age_seconds",

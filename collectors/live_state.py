@@ -180,10 +180,10 @@ class LiveState:
         self.live[rows] = True
         count = len(rows)
         for c in SAMPLE_STATE:
-            values = samples.get(c)
+            given = samples.get(c)
             column = np.empty(count, dtype=object)
-            if values is not None:
-                column[:] = values
+            if given is not None:
+                column[:] = given
             self.state[c][rows] = column
 
     def _configure(self, rows: Iterable[int]) -> None:

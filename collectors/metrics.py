@@ -251,6 +251,19 @@ class CycleCollector(Collector):
         labels = [x for x in m.labels if not (m.type == "info" and x in INFO_VALUES)]
         return kind(m.name, m.help, labels=labels or None, **kw)
 
+    def _series(self, name: str) -> GaugeMetricFamily | CounterMetricFamily:
+        """A gauge or counter family that series are added to one by one."""
+        family = self._family(name)
+        if not isinstance(family, GaugeMetricFamily | CounterMetricFamily):
+            raise TypeError(f"{name} is declared as a {BY_NAME[name].type}, not a gauge or a counter")
+        return family
+
+    def _info(self, name: str) -> InfoMetricFamily:
+        family = self._family(name)
+        if not isinstance(family, InfoMetricFamily):
+            raise TypeError(f"{name} is declared as a {BY_NAME[name].type}, not an info")
+        return family
+
     def collect(self) -> Iterator[Metric]:
         snap = self.snapshot
         if snap is None:
@@ -273,7 +286,7 @@ class CycleCollector(Collector):
         now = snap.at.timestamp()
 
         def gauge(name: str, values: Any, keep: Any = None) -> Metric:
-            fam = self._family(name)
+            fam = self._series(name)
             arr = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
             mask = ~np.isnan(arr) if keep is None else (~np.isnan(arr) & np.asarray(keep, dtype=bool))
             for lab, value, ok in zip(labels, arr, mask):
@@ -297,7 +310,7 @@ class CycleCollector(Collector):
                              ("jetwatch_consumer_time_to_loss_seconds", "time_to_loss_seconds")):
             if column in f:
                 yield gauge(name, f[column])
-        verdict, since = self._family("jetwatch_consumer_verdict"), self._family("jetwatch_consumer_verdict_since_timestamp_seconds")
+        verdict, since = self._series("jetwatch_consumer_verdict"), self._series("jetwatch_consumer_verdict_since_timestamp_seconds")
         for lab, v, s in zip(labels, f["verdict"], pd.to_datetime(f["since"], utc=True)):
             verdict.add_metric([*lab, v], 1.0)
             if not pd.isna(s):
@@ -309,24 +322,24 @@ class CycleCollector(Collector):
         yield gauge("jetwatch_consumer_pinned", has_pin.astype(int), pinned_client)
         ages = now - pd.to_datetime(f["pinned_ts"], utc=True).map(lambda t: t.timestamp() if not pd.isna(t) else np.nan)
         yield gauge("jetwatch_consumer_pin_age_seconds", ages.to_numpy(), has_pin.to_numpy())
-        info = self._family("jetwatch_consumer_pin")
+        info = self._info("jetwatch_consumer_pin")
         for lab, pin in zip(labels, _label(f["pinned_id"])):
             if pin:
                 info.add_metric(lab, {"pinned_id": pin, "holder": holder_label(snap.holders.get(pin))})
         yield info
         clusters = {(a, s, c, g): cl for cl, a, s, c, g in labels}
-        switches = self._family("jetwatch_consumer_pin_switches")
+        switches = self._series("jetwatch_consumer_pin_switches")
         for key, n in sorted(snap.pins.switches.items()):
             if key in clusters:
                 switches.add_metric([clusters[key], *key], n)
         yield switches
-        unpins = self._family("jetwatch_consumer_unpins")
+        unpins = self._series("jetwatch_consumer_unpins")
         for key, n in sorted(snap.pins.unpins.items()):
             if key[:4] in clusters:
                 unpins.add_metric([clusters[key[:4]], *key], n)
         yield unpins
         shown = {(a, s, c): (cl, a, s, c, g) for cl, a, s, c, g in labels}
-        dropped = self._family("jetwatch_consumer_dropped_messages")
+        dropped = self._series("jetwatch_consumer_dropped_messages")
         for key, n in sorted(snap.drops.by_consumer.items()):
             if key[:3] in shown:
                 dropped.add_metric([*shown[key[:3]], key[3]], n)
@@ -334,16 +347,16 @@ class CycleCollector(Collector):
 
     def _fleet_families(self, snap: Snapshot) -> Iterator[Metric]:
         counts = snap.consumers["verdict"].value_counts() if not snap.consumers.empty else pd.Series(dtype=int)
-        fam = self._family("jetwatch_consumers")
+        fam = self._series("jetwatch_consumers")
         for v in VERDICT_NAMES:
             fam.add_metric([v], float(counts.get(v, 0)))
         yield fam
         yield self._family("jetwatch_pin_switches", value=snap.pins.fleet_switches)
-        unpins = self._family("jetwatch_unpins")
+        unpins = self._series("jetwatch_unpins")
         for reason, n in sorted(snap.pins.fleet_unpins.items()):
             unpins.add_metric([reason], n)
         yield unpins
-        dropped = self._family("jetwatch_dropped_messages")
+        dropped = self._series("jetwatch_dropped_messages")
         for reason, n in sorted(snap.drops.fleet.items()):
             dropped.add_metric([reason], n)
         yield dropped

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import json
 import logging
 import os
@@ -365,7 +366,7 @@ class Collector:
         state_rejects = self.reject_budget.admit("consumer_state", now, batch.rejects)
         self.rejects_total += len(batch.rejects)
         cycle = PendingCycle(now, sorted(batch.accounts), batch.samples, batch.configs, state_rejects.rows,
-                             state_rejects.dropped, batch.failed_streams + batch.rejected_consumers + batch.unanswered,
+                             state_rejects.dropped, [*batch.failed_streams, *batch.rejected_consumers, *batch.unanswered],
                              batch.arrow, status=self._status(now, time.monotonic() - began, batch.streams, batch.consumers),
                              server_now=self.server_now(now), caught_up=self.caught_up, began=began)
         # Behind any cycles the store could not take yet: written together, oldest first.
@@ -556,7 +557,8 @@ class Collector:
                 continue
             if self._watched(row):
                 rows.append(row)
-        gaps, cursor = ([], None)
+        gaps: list[dict[str, Any]] = []
+        cursor = None
         if self.gaps is not None and fetched.positions:
             gaps, cursor = self.gaps.observe(fetched.positions, now, self._jump_reason)
         progress = (gaps, self._cursor_row(cursor, now))
@@ -604,7 +606,7 @@ class Collector:
         stored, refused = [], []
         for row in rows:
             try:
-                await self.write(lambda con, row=row: writes.write_advisories(con, [row]))
+                await self.write(functools.partial(writes.write_advisories, rows=[row]))
                 stored.append(row)
             except UNAVAILABLE:
                 raise
@@ -686,7 +688,7 @@ class Collector:
         sealed = await self._on_writer(lambda: seal_pass(self.store, dt.timedelta(seconds=self.settings.seal_every)))
         self.sealed = sealed
         self._seal_at = time.monotonic() + sealed.next_in.total_seconds()
-        if sealed.rows:
+        if sealed.rows and sealed.until is not None:
             log.info("sealed %s samples before %s in %.1fs%s", sealed.rows, sealed.until.isoformat(),
                      time.monotonic() - began, " (catching up: another span waits)" if sealed.behind else "")
         return sealed

@@ -97,7 +97,8 @@ def parse_announcement(subject: str, data: bytes) -> Announcement:
             raise BadAnnouncement(f"{key} is {value!r:.40}, expected a whole number")
     if subject != announce_subject(doc["stream"], doc["consumer"]):
         raise BadAnnouncement(f"announcement for {doc['stream']}/{doc['consumer']} arrived on {subject!r:.200}")
-    return Announcement(**{k: doc.get(k) for k in Announcement.__dataclass_fields__})
+    checked: dict[str, Any] = {k: doc.get(k) for k in Announcement.__dataclass_fields__}  # each checked above
+    return Announcement(**checked)
 
 
 def verification_words(verification: Any) -> str:

@@ -395,7 +395,7 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
         raise SettingsError("--monitor-url and --system-context both say how to sample consumers: give one of them")
     if values.get("system_context"):
         # Only the connection: the server and timeouts unless the context names its own server.
-        shared = {k: values[k] for k in ("server", "connect_timeout", "request_timeout") if k in values}
+        shared: dict[str, Any] = {k: values[k] for k in ("server", "connect_timeout", "request_timeout") if k in values}
         found = read_context(values["system_context"], env)
         system = Settings({**shared, **{k: _parse(_BY_NAME[k], raw, "context") for k, raw in found.items()}})
     return Settings(values, system, _account_connections(values, env))

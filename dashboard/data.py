@@ -45,7 +45,7 @@ CHANGE_COLUMNS = ["ts", *KEY, "from_verdict", "to_verdict", "reason"]
 def _findings(texts: pd.Series) -> list[Any]:
     """The findings JSON of each consumer as lists; identical texts (every OK) parsed once."""
     parsed: dict[str, Any] = {}
-    out = []
+    out: list[Any] = []
     for text in texts:
         if not isinstance(text, str):
             out.append([])

@@ -54,9 +54,9 @@ async def ensure_topology(api: JetStreamAPI) -> None:
             await api.add_stream(stream)
         except JetStreamAPIError as exc:
             log.info("stream %s: %s", stream["name"], exc.description)
-    for stream, config in CONSUMERS:
+    for stream_name, config in CONSUMERS:
         try:
-            await api.add_consumer(stream, config)
+            await api.add_consumer(stream_name, config)
         except JetStreamAPIError as exc:
             log.info("consumer %s: %s", config["durable_name"], exc.description)
 

@@ -13,6 +13,8 @@ tests/test_window_state.py holds health/window.py equal to it.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -29,7 +31,7 @@ SAMPLE_FIELDS = KEY + [
     "oldest_unacked_age_seconds", "delivered_last_active", "ack_floor_last_active",
 ]
 
-Frame = pd.DataFrame | pa.Table
+Frame: TypeAlias = pd.DataFrame | pa.Table
 AGE = "oldest_unacked_age_seconds"
 
 
