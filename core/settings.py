@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jetwatch.core.errors import UsageError
 from jetwatch.core.urls import split_userinfo
@@ -254,18 +254,97 @@ SETTINGS: tuple[Setting, ...] = (
 _BY_NAME = {s.name: s for s in SETTINGS}
 
 
+class _Typed:
+    """Each setting's type, as Settings' attribute of its name, for the type checker: annotations
+    only, so at run time every one is read from the values (Settings.__getattr__). Its parse
+    function's type, Optional where the default is None; tests/test_settings.py holds this list
+    to SETTINGS, name by name and in order."""
+
+    server: str | None
+    context: str | None
+    user: str | None
+    password: str | None
+    token: str | None
+    nkey: str | None
+    creds: str | None
+    tls_ca: str | None
+    tls_cert: str | None
+    tls_key: str | None
+    connect_timeout: float
+    request_timeout: float
+    account_contexts: tuple[str, ...]
+    server_for: tuple[str, ...]
+    db: str
+    cluster: str
+    dbs: tuple[str, ...]
+    lock_timeout: float
+    raw_retention: float
+    event_retention: float
+    write_backlog: int
+    seal_every: float
+    retention_every: float
+    interval: float
+    monitor_url: tuple[str, ...]
+    system_context: str | None
+    capture_stream: str
+    capture_max_age: float
+    capture_max_bytes: int
+    inference_grace: float
+    include_streams: tuple[str, ...]
+    exclude_streams: tuple[str, ...]
+    include_consumers: tuple[str, ...]
+    exclude_consumers: tuple[str, ...]
+    show_internal: bool
+    lag_every: float
+    lag_concurrency: int
+    lag_rotation: int
+    health_window: float
+    health_min_samples: int
+    health_min_span: float
+    saturation_ratio: float
+    unpinned_after: float
+    flapping_switches: int
+    redelivery_share: float
+    stalled_after: float
+    no_pullers_after: float
+    pin_idle_after: float
+    lagging_after: float
+    loss_within: float
+    clear_after: float
+    lagging_age: float
+    stale_after: float
+    metrics_address: str | None
+    metrics_cardinality: str
+    alertmanager: str | None
+    alert_after: float
+    dashboard_url: str
+    address: str
+    port: int
+    refresh: float
+    operator_secret: str | None
+    operator_secret_file: str | None
+    operators_file: str | None
+    trusted_user_header: str | None
+    session_ttl: float
+    allowed_hosts: tuple[str, ...]
+    data_dir: str
+    pipeline_every: float
+    spark_master: str | None
+
+
 @dataclass(frozen=True)
-class Settings:
+class Settings(_Typed):
     """Resolved settings; pass it down, never read the environment elsewhere."""
 
     values: Mapping[str, Any] = field(default_factory=dict)
     system: Settings | None = None  # the system-account connection, from --system-context
     accounts: Mapping[str, Settings] = field(default_factory=dict)  # per-account connections for actions
 
-    def __getattr__(self, name: str) -> Any:
-        if name in _BY_NAME:
-            return self.values.get(name, _BY_NAME[name].default)
-        raise AttributeError(name)
+    if not TYPE_CHECKING:  # the type checker reads each setting's type from _Typed instead
+        def __getattr__(self, name: str) -> Any:
+            if name in _BY_NAME:
+                return self.values.get(name, _BY_NAME[name].default)
+            raise AttributeError(name)
 
     def replace(self, **changes: Any) -> Settings:
         unknown = set(changes) - set(_BY_NAME)
