@@ -53,12 +53,12 @@ ENDED = "operator_ended"  # why the last session ended, shown once
 SHOWN = "operator_shown"  # who the sidebar last showed signed in (None: nobody)
 
 
-def _session_from_cookie(s: Settings) -> identities.Session | None:
+def _session_from_cookie(operators_file: str) -> identities.Session | None:
     try:
         cookies = st.context.cookies
     except Exception:  # no browser behind this run (bare script)
         return None
-    return identities.parse(s.operators_file, cookies.get(gate.COOKIE))
+    return identities.parse(operators_file, cookies.get(gate.COOKIE))
 
 
 def _header_name(s: Settings) -> str | None:
@@ -82,7 +82,7 @@ def operator(s: Settings) -> str | None:
         session = st.session_state.get(SESSION)
         from_cookie = session is None
         if from_cookie and not st.session_state.get(SIGNED_OUT):
-            session = _session_from_cookie(s)
+            session = _session_from_cookie(s.operators_file)
         if session is not None:
             why = identities.check(s.operators_file, session)
             if why is None:
@@ -113,7 +113,7 @@ def _audit_throttle(s: Settings, name: str, why: str) -> None:
         pass  # no store yet: the throttle holds all the same
 
 
-def _login(s: Settings) -> None:
+def _login(s: Settings, operators_file: str) -> None:
     name = (st.session_state.get("op_name") or "").strip()
     given = st.session_state.get("op_secret") or ""
     st.session_state["op_secret"] = ""
@@ -122,14 +122,14 @@ def _login(s: Settings) -> None:
     if blocked:
         st.session_state["op_error"] = blocked
         return
-    if not identities.verify(s.operators_file, name, given):
+    if not identities.verify(operators_file, name, given):
         identities.THROTTLE.failed(key)
         now_blocked = identities.THROTTLE.blocked(key)
         if now_blocked:
             _audit_throttle(s, name, now_blocked)
         st.session_state["op_error"] = now_blocked or "Unknown name or wrong password: actions stay off."
         return
-    session, token = identities.issue(s.operators_file, name, s.session_ttl)
+    session, token = identities.issue(operators_file, name, s.session_ttl)
     st.session_state[SESSION] = session
     st.session_state[HANDOFF] = identities.handoff(token, s.session_ttl)
     for k in ("op_error", ENDED, SIGNED_OUT):
@@ -194,7 +194,7 @@ def _status(s: Settings, who: str | None) -> None:
         return
     st.text_input("Operator name", key="op_name")
     st.text_input("Password", key="op_secret", type="password")
-    st.button("Sign in", key="op_enable", on_click=_login, args=(s,))
+    st.button("Sign in", key="op_enable", on_click=_login, args=(s, s.operators_file))
     if st.session_state.get("op_error"):
         st.error(st.session_state["op_error"])  # our own words
 
