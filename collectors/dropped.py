@@ -24,6 +24,7 @@ from nats.aio.client import Client
 
 from jetwatch.core.clock import parse_rfc3339, rfc3339
 from jetwatch.core.jsapi import InvalidName, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound, check_name
+from jetwatch.core.jsinfo import StreamInfo
 from jetwatch.store import writes
 
 log = logging.getLogger("jetwatch.dropped")
@@ -119,7 +120,7 @@ class DroppedReader:
         except (InvalidName, JetStreamAPIError, NoReply) as exc:  # no stream info: STREAM.MSG.GET may still answer
             log.info("stream info of %s for dropped messages: %s", stream, exc)
             return False
-        return bool((info.get("config") or {}).get("allow_direct"))
+        return StreamInfo.of(info).settings.allow_direct
 
     async def read_one(self, stream: str, seq: int, allow_direct: bool | None) -> MessageRead:
         """The message at exactly `seq` (never the next one: that would be another message)."""

@@ -27,6 +27,7 @@ from jetwatch.actions.audit import AuditUnavailable, begin, finish
 from jetwatch.actions.drains import drains_for, spawn_detached
 from jetwatch.core.connection import ConnectError
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
+from jetwatch.core.jsinfo import ConsumerInfo
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import shown_servers
 from jetwatch.dashboard import gate, identities, stores
@@ -220,10 +221,10 @@ async def _pin_moved(api: JetStreamAPI, pending: dict[str, Any]) -> ops.ActionRe
     fresh consumer info just before sending, and refuse (to ask again) when the pin moved."""
     target = pending["target"]
     try:
-        info = await api.consumer_info(target.stream, target.consumer)
+        info = ConsumerInfo.of(await api.consumer_info(target.stream, target.consumer))
     except (JetStreamAPIError, NoReply):
         return None  # the action's own check reports the error in its words
-    _, now = ops.pinned_state(info)
+    _, now = info.pinned()
     expected = pending["params"].get("expect_pin")
     if now == expected:
         return None
