@@ -60,11 +60,11 @@ def action(name: str) -> Action:
         raise UnknownAction(f"unknown action {name!r}: jetwatch knows {', '.join(BY_NAME)}") from None
 
 
-def _shown(value: Any) -> Any:
+def _shown(value: object) -> Any:
     return rfc3339(value) if isinstance(value, dt.datetime) else value
 
 
-def _said(name: str, value: Any, now: dt.datetime) -> Any:
+def _said(name: str, value: object, now: dt.datetime) -> Any:
     """A parameter as a person reads it: a time as '2026-11-23 07:27:03 UTC (in 15 min)', to the
     second, never an ISO string with microseconds; seconds (a `_s` parameter) as a duration."""
     if name.endswith("_s") and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -100,19 +100,19 @@ def audit_params(name: str, params: Mapping[str, Any], details: Mapping[str, Any
 Runner = Callable[[JetStreamAPI, ops.Target, Mapping[str, Any], "ops.Progress | None"], Awaitable[ops.ActionResult]]
 
 
-async def _unpin(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: Any) -> ops.ActionResult:
+async def _unpin(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: ops.Progress | None) -> ops.ActionResult:
     return await ops.unpin(api, target)
 
 
-async def _pause(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: Any) -> ops.ActionResult:
+async def _pause(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: ops.Progress | None) -> ops.ActionResult:
     return await ops.pause(api, target, p["until"])
 
 
-async def _resume(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: Any) -> ops.ActionResult:
+async def _resume(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: ops.Progress | None) -> ops.ActionResult:
     return await ops.resume(api, target)
 
 
-async def _drain(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: Any) -> ops.ActionResult:
+async def _drain(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: ops.Progress | None) -> ops.ActionResult:
     plan = ops.DrainPlan(p["then"], float(p["timeout_s"]), p.get("stay_until"))
     return await ops.drain(api, target, plan, progress)
 

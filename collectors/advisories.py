@@ -58,7 +58,7 @@ def _fail(why: str) -> MalformedAdvisory:
     return MalformedAdvisory(why)
 
 
-def validate_advisory(subject: str, doc: Any) -> tuple[str, dt.datetime]:
+def validate_advisory(subject: str, doc: object) -> tuple[str, dt.datetime]:
     """Check, field by field, everything of an advisory the store keeps or pin history reads;
     returns its kind and time. One bad advisory is rejected alone: the store would otherwise
     refuse (and redeliver forever) the whole batch it came in."""

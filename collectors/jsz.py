@@ -340,6 +340,6 @@ class JszCollector:
         self.led.update(led)
 
 
-def _objects(value: Any) -> list[dict[str, Any]]:
+def _objects(value: object) -> list[dict[str, Any]]:
     """The dicts of a JSZ list (anything else in it is not an entry jetwatch can read)."""
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []

@@ -79,7 +79,7 @@ def _findings_json(findings: list[Any]) -> np.ndarray:
     return texts[inverse]
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> Any:
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (np.floating,)):

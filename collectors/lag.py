@@ -97,7 +97,7 @@ class Rate:
         self.span = span
         self.anchors: dict[Any, tuple[float, float]] = {}
 
-    def update(self, key: Any, at: float, value: float) -> float | None:
+    def update(self, key: object, at: float, value: float) -> float | None:
         anchor = self.anchors.get(key)
         if anchor is None or value < anchor[1]:  # first seen, or reset (a recreated stream or consumer)
             self.anchors[key] = (at, value)

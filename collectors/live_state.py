@@ -52,7 +52,7 @@ CHUNK_CELLS = 524_288  # cells of one of the window's arrays (4 MiB of floats) i
 LAST_KNOWN = "last known, judged "  # how the reason of a verdict held for lack of fresh samples begins
 
 
-def epoch(values: Any) -> np.ndarray:
+def epoch(values: object) -> np.ndarray:
     """Epoch seconds of timestamps (NaN where missing)."""
     stamps = pd.to_datetime(pd.Series(values, dtype=object), utc=True, format="ISO8601")
     out = stamps.to_numpy(dtype="datetime64[us]").astype("int64").astype(np.float64) / 1e6

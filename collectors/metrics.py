@@ -130,7 +130,7 @@ def holder_label(holder: tuple[str, str] | None) -> str:
     return holder[0][:HOLDER_LABEL_CHARS] if holder else "unannounced"
 
 
-def unpin_reason(reason: Any) -> str:
+def unpin_reason(reason: object) -> str:
     """The `reason` label of an unpin: a known reason, else "other"."""
     return reason if reason in UNPIN_REASONS else "other"
 
@@ -223,7 +223,7 @@ class CycleHistogram:
         self.total += seconds
 
 
-def _label(values: Any) -> np.ndarray:
+def _label(values: object) -> np.ndarray:
     s = pd.Series(values, dtype=object)
     return s.where(s.notna(), "").astype(str).to_numpy()
 
@@ -285,7 +285,7 @@ class CycleCollector(Collector):
                           _label(f["stream"]), _label(f["consumer"]), _group(f)))
         now = snap.at.timestamp()
 
-        def gauge(name: str, values: Any, keep: Any = None) -> Metric:
+        def gauge(name: str, values: object, keep: object = None) -> Metric:
             fam = self._series(name)
             arr = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
             mask = ~np.isnan(arr) if keep is None else (~np.isnan(arr) & np.asarray(keep, dtype=bool))

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import duckdb
 import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -144,11 +145,11 @@ def holder_row(ann: Announcement, checked: Checked, account: str | None, receive
     return {k: storable(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
-def store_holder(con: Any, row: dict[str, Any]) -> None:
+def store_holder(con: duckdb.DuckDBPyConnection, row: dict[str, Any]) -> None:
     con.execute(sql.query("upsert_pin_holder"), row)
 
 
-def remembered_holders(con: Any, since: dt.datetime) -> dict[str, tuple[str, str]]:
+def remembered_holders(con: duckdb.DuckDBPyConnection, since: dt.datetime) -> dict[str, tuple[str, str]]:
     return {pin: (name, verification)
             for pin, name, verification in con.execute(sql.query("pin_holders_recent"), {"since": since}).fetchall()}
 

@@ -393,7 +393,7 @@ class Collector:
         window = self.window
         touched = []  # the state took this cycle's samples: a rollback leaves it ahead of the store
 
-        def tx(con: Any) -> tuple[LiveState, JudgedCycle | BaseException]:
+        def tx(con: duckdb.DuckDBPyConnection) -> tuple[LiveState, JudgedCycle | BaseException]:
             for cycle in pending:
                 writes.write_samples(con, cycle.accounts, cycle.samples, cycle.kept, cycle.at, cycle.arrow)
                 writes.write_configs(con, cycle.configs)
@@ -593,7 +593,7 @@ class Collector:
                                 progress: tuple[list[dict[str, Any]], dict[str, Any] | None] = ([], None)) -> None:
         admitted = self.reject_budget.admit("advisory", now, rejects)
 
-        def tx(con: Any) -> None:
+        def tx(con: duckdb.DuckDBPyConnection) -> None:
             writes.write_advisories(con, rows)
             writes.write_capture_progress(con, *progress)
             writes.write_rejects(con, now, "advisory", admitted.rows)

@@ -368,7 +368,7 @@ def add_arguments(parser: argparse.ArgumentParser, groups: tuple[str, ...], with
                                 metavar=setting.name.upper())
 
 
-def _parse(setting: Setting, raw: Any, origin: str) -> Any:
+def _parse(setting: Setting, raw: object, origin: str) -> Any:
     """The one place every flag, variable and context value is parsed and range-checked."""
     try:
         value = setting.parse(raw)
@@ -404,7 +404,7 @@ def allowed_range(setting: Setting) -> str:
     return f"at most {_in_units(setting, hi)}" if hi is not None else "any value"
 
 
-def check_range(setting: Setting, value: Any) -> None:
+def check_range(setting: Setting, value: object) -> None:
     """Refuse a value outside the setting's declared range, saying the range."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return

@@ -511,7 +511,7 @@ def _json(value: object) -> Any:
         return {"text": value}
 
 
-def _message(reply: Any) -> str:
+def _message(reply: object) -> str:
     """What an outcome's reply says in words: jetwatch's own message, else the server's error."""
     if not isinstance(reply, dict):
         return ""

@@ -37,7 +37,7 @@ class Default(TypedDict):
     selection: Selection
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
 

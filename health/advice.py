@@ -171,7 +171,7 @@ def next_step(verdict: str, numbers: Mapping[str, Any] | None, context: Context)
     return NEXT_STEP[verdict](numbers or {}, context)
 
 
-def _when(ts: Any, now: dt.datetime) -> str:
+def _when(ts: object, now: dt.datetime) -> str:
     t = pd.Timestamp(ts)
     t = t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
     age = int(max(0.0, (pd.Timestamp(now) - t).total_seconds()))

@@ -39,7 +39,7 @@ class Eta:
     high: float | None = None
 
 
-def _flags(column: Any, default: bool) -> np.ndarray:
+def _flags(column: object, default: bool) -> np.ndarray:
     """A nullable flag column as booleans, missing values taking `default` (no object downcast)."""
     if isinstance(column, np.ndarray) and column.dtype == bool:
         return column

@@ -131,7 +131,7 @@ class WindowState:
         width = len(range(*keep.indices(self.t.shape[0])))
         n = min(self.t.shape[1], rows)
 
-        def moved(old: np.ndarray, empty: Any) -> np.ndarray:
+        def moved(old: np.ndarray, empty: object) -> np.ndarray:
             new = np.full((columns, rows), empty, dtype=old.dtype)
             new[:width, :n] = old[keep, :n]
             return new

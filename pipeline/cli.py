@@ -18,7 +18,7 @@ import sys
 import uuid
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 import pandas as pd
 
@@ -68,7 +68,7 @@ def interrupt_on_signals() -> None:
         signal.signal(sig, handler)
 
 
-def run_spark(cmd: list[str], env: dict[str, str], out: Any) -> subprocess.CompletedProcess[bytes]:
+def run_spark(cmd: list[str], env: dict[str, str], out: int | IO[bytes]) -> subprocess.CompletedProcess[bytes]:
     """spark-submit in a process group of its own, waited for; interrupted, the whole group gets
     SIGTERM, then SIGKILL after SPARK_STOP_GRACE (Spark's Python workers follow their JVM)."""
     proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
