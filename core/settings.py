@@ -312,6 +312,7 @@ class _Typed:
     loss_within: float
     clear_after: float
     lagging_age: float
+    demo: bool
     stale_after: float
     metrics_address: str | None
     metrics_cardinality: str
