@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
@@ -103,8 +104,9 @@ class Samples:
         key = cols.tobytes()
         if key not in self._subs:
             self._subs.clear()
-            self._subs[key] = Samples(**{f.name: (self.lag.sub(cols) if f.name == "lag" else getattr(self, f.name)[..., cols])
-                                         for f in fields(self) if f.init})
+            parts: dict[str, Any] = {f.name: (self.lag.sub(cols) if f.name == "lag" else getattr(self, f.name)[..., cols])
+                                     for f in fields(self) if f.init}
+            self._subs[key] = Samples(**parts)
         return self._subs[key]
 
 

@@ -276,7 +276,7 @@ async def run_library(server_url: str, db_path: str, uid: str, scenarios: dict[s
             # runs in this event loop would hold its cycles up, and the time each verdict was named
             # is the collector's own (verdict_changes.ts).
             began = time.time()
-            await asyncio.sleep(HEALTHY_FOR)  # noqa: the scenarios' healthy phase, not a wait for a condition
+            await asyncio.sleep(HEALTHY_FOR)  # the scenarios' healthy phase, not a wait for a condition
             now = time.time()
 
             async def start(key: str, s: Scenario) -> None:
@@ -287,7 +287,7 @@ async def run_library(server_url: str, db_path: str, uid: str, scenarios: dict[s
             await asyncio.gather(*(start(key, s) for key, s in scenarios.items()))
             deadline = max([now + s.deadline for s in scenarios.values() if s.verdict] or [now]) + SLACK
             # Two more cycles at least, to see that nothing eases; the look-alikes go on as long as asked.
-            await asyncio.sleep(max(deadline, now + look_alikes_for) + 2 * INTERVAL - time.time())  # noqa: observed time
+            await asyncio.sleep(max(deadline, now + look_alikes_for) + 2 * INTERVAL - time.time())  # observed time
     finally:
         stop.set()
         await asyncio.gather(*feeds, return_exceptions=True)
