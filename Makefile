@@ -24,10 +24,11 @@ system-deps:
 	  prometheus prometheus-alertmanager faketime >/dev/null; }
 
 # ruff over the whole tree; mypy over the package as installed (.ci/typed-tree lays out `jetwatch/`
-# from the folders pyproject.toml maps, which mypy cannot find through the editable install).
+# from the folders pyproject.toml maps, which mypy cannot find through the editable install). Both
+# keep their caches in the venv, not in the source tree.
 lint: $(STAMP)
 	@ruff=0; types=0; \
-	$(VENV)/bin/ruff check . || ruff=$$?; \
+	RUFF_CACHE_DIR=$(VENV)/ruff_cache $(VENV)/bin/ruff check . || ruff=$$?; \
 	$(PY) .ci/typed-tree $(VENV)/typed && (cd $(VENV)/typed && $(abspath $(VENV))/bin/mypy --config-file $(CURDIR)/pyproject.toml) || types=$$?; \
 	if [ $$ruff -ne 0 ] || [ $$types -ne 0 ]; then echo "make lint: FAILED (ruff exit $$ruff, mypy exit $$types)"; exit 1; fi
 
