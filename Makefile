@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: up test test-heavy screenshots fuzz system-deps bench bench-detector bench-incidents lint-docker
+.PHONY: up lint test test-heavy screenshots fuzz system-deps bench bench-detector bench-incidents lint-docker
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -23,17 +23,29 @@ system-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openjdk-17-jre-headless \
 	  prometheus prometheus-alertmanager faketime >/dev/null; }
 
-# Two lanes, as datasette runs its suite: first every test that can share the machine, on one
-# pytest-xdist worker per core (tests in one xdist_group, which share a session fixture, on one
-# worker); then the tests marked `serial`, alone. Both lanes always run; the target fails if
-# either failed (pytest's "no tests ran", exit 5, too). Nothing here writes to the source tree.
+# ruff over the whole tree; mypy over the package as installed (.ci/typed-tree lays out `jetwatch/`
+# from the folders pyproject.toml maps, which mypy cannot find through the editable install). Both
+# keep their caches in the venv, not in the source tree.
+lint: $(STAMP)
+	@ruff=0; types=0; \
+	RUFF_CACHE_DIR=$(VENV)/ruff_cache $(VENV)/bin/ruff check . || ruff=$$?; \
+	$(PY) .ci/typed-tree $(VENV)/typed && (cd $(VENV)/typed && $(abspath $(VENV))/bin/mypy --config-file $(CURDIR)/pyproject.toml) || types=$$?; \
+	if [ $$ruff -ne 0 ] || [ $$types -ne 0 ]; then echo "make lint: FAILED (ruff exit $$ruff, mypy exit $$types)"; exit 1; fi
+
+# Lint first, then two lanes, as datasette runs its suite: first every test that can share the
+# machine, on one pytest-xdist worker per core (tests in one xdist_group, which share a session
+# fixture, on one worker); then the tests marked `serial`, alone. Lint and both lanes always run;
+# the target fails if any failed (pytest's "no tests ran", exit 5, too). Nothing here writes to
+# the source tree.
 test: $(STAMP) system-deps
-	@parallel=0; serial=0; \
+	@lint=0; parallel=0; serial=0; \
+	$(MAKE) --no-print-directory lint || lint=$$?; \
+	if [ $$lint -ne 0 ]; then echo "make test: lint failed (exit $$lint); the tests run all the same"; fi; \
 	$(PY) -m pytest -n auto --dist loadgroup -m "not serial and not heavy" || parallel=$$?; \
 	if [ $$parallel -ne 0 ]; then echo "make test: the parallel lane failed (exit $$parallel); the serial lane runs all the same"; fi; \
 	$(PY) -m pytest -m "serial and not heavy" || serial=$$?; \
-	if [ $$parallel -ne 0 ] || [ $$serial -ne 0 ]; then \
-	  echo "make test: FAILED (parallel lane exit $$parallel, serial lane exit $$serial)"; exit 1; fi
+	if [ $$lint -ne 0 ] || [ $$parallel -ne 0 ] || [ $$serial -ne 0 ]; then \
+	  echo "make test: FAILED (lint exit $$lint, parallel lane exit $$parallel, serial lane exit $$serial)"; exit 1; fi
 
 # Checks that are not tests of jetwatch and take minutes: the pipeline on a standalone Spark master,
 # smoke runs of every bench, the screenshot-only browser runs (without writing them).

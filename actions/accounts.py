@@ -9,7 +9,8 @@ in. If it is not the target's, nothing is sent and the user is told what to conf
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from nats.aio.client import Client
 

@@ -8,7 +8,8 @@ the action before it is sent, so nothing acts unaudited unless the user asked fo
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from jetwatch.actions import catalog
 from jetwatch.actions import operations as ops

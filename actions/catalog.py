@@ -8,8 +8,9 @@ The CLI builds its subcommands from this table, the dashboard its dialog, the au
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 
 from jetwatch.actions import operations as ops
 from jetwatch.core.clock import rfc3339, utcnow
@@ -59,21 +60,21 @@ def action(name: str) -> Action:
         raise UnknownAction(f"unknown action {name!r}: jetwatch knows {', '.join(BY_NAME)}") from None
 
 
-def _shown(value: Any) -> Any:
+def _shown(value: object) -> Any:
     return rfc3339(value) if isinstance(value, dt.datetime) else value
 
 
-def _said(name: str, value: Any, now: dt.datetime) -> Any:
+def _said(name: str, value: object, now: dt.datetime) -> Any:
     """A parameter as a person reads it: a time as '2026-11-23 07:27:03 UTC (in 15 min)', to the
     second, never an ISO string with microseconds; seconds (a `_s` parameter) as a duration."""
     if name.endswith("_s") and isinstance(value, (int, float)) and not isinstance(value, bool):
         return duration(value)
     if not isinstance(value, dt.datetime):
         return value
-    t = value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
+    t = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
     left = (t - now).total_seconds()
     when = f"in {duration(left)}" if left >= 0 else f"{duration(-left)} ago"
-    return f"{t.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC ({when})"
+    return f"{t.astimezone(dt.UTC):%Y-%m-%d %H:%M:%S} UTC ({when})"
 
 
 def confirmation(name: str, target: ops.Target, params: Mapping[str, Any]) -> str:
@@ -91,7 +92,7 @@ def audit_params(name: str, params: Mapping[str, Any], details: Mapping[str, Any
     confirmed, `unpinned_id` the one the server dropped)."""
     kept = {k: _shown(params[k]) for k in action(name).audit_params if params.get(k) is not None}
     for k in action(name).audit_results if details else ():
-        if details.get(k) is not None:
+        if details is not None and details.get(k) is not None:
             kept[k] = _shown(details[k])
     return kept
 
@@ -99,19 +100,19 @@ def audit_params(name: str, params: Mapping[str, Any], details: Mapping[str, Any
 Runner = Callable[[JetStreamAPI, ops.Target, Mapping[str, Any], "ops.Progress | None"], Awaitable[ops.ActionResult]]
 
 
-async def _unpin(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: Any) -> ops.ActionResult:
+async def _unpin(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: ops.Progress | None) -> ops.ActionResult:
     return await ops.unpin(api, target)
 
 
-async def _pause(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: Any) -> ops.ActionResult:
+async def _pause(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: ops.Progress | None) -> ops.ActionResult:
     return await ops.pause(api, target, p["until"])
 
 
-async def _resume(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: Any) -> ops.ActionResult:
+async def _resume(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: ops.Progress | None) -> ops.ActionResult:
     return await ops.resume(api, target)
 
 
-async def _drain(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: Any) -> ops.ActionResult:
+async def _drain(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: ops.Progress | None) -> ops.ActionResult:
     plan = ops.DrainPlan(p["then"], float(p["timeout_s"]), p.get("stay_until"))
     return await ops.drain(api, target, plan, progress)
 

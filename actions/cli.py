@@ -18,8 +18,8 @@ from jetwatch.actions.accounts import perform_on_account
 from jetwatch.actions.audit import begin, finish, interrupted
 from jetwatch.actions.drains import DrainTracker
 from jetwatch.core.connection import ConnectError
-from jetwatch.core.urls import shown_servers
 from jetwatch.core.settings import Settings, SettingsError, parse_duration, parse_instant
+from jetwatch.core.urls import shown_servers
 from jetwatch.store.database import Store
 
 

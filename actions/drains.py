@@ -88,7 +88,7 @@ def spawn_detached(settings: Settings, store: Store, target: Target, plan: Drain
     return drain_id
 
 
-def _reap(proc: "subprocess.Popen[bytes]", tracker: DrainTracker, params: dict[str, Any], log_path: Path) -> None:
+def _reap(proc: subprocess.Popen[bytes], tracker: DrainTracker, params: dict[str, Any], log_path: Path) -> None:
     """Wait for a drain's process. One that ended without auditing an outcome (it refused its
     settings, could not read the store, was killed) would leave its drain `starting` for ever: it
     gets a `failed` outcome and drain state here, with the last words of its log."""

@@ -14,12 +14,14 @@ import datetime as dt
 import json
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal
+from typing import Any, Literal
 
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.durations import duration
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
+from jetwatch.core.jsinfo import ConsumerInfo
 from jetwatch.store import audit
 from jetwatch.store.database import Store
 
@@ -113,24 +115,17 @@ def _refuse(action: str, target: Target, why: str) -> ActionResult:
     return ActionResult(action, target, False, why, None, {"refused": True})
 
 
-def pinned_state(info: dict[str, Any]) -> tuple[str | None, str | None]:
-    groups = info.get("priority_groups") or []
-    if not groups:
-        return None, None
-    return groups[0].get("group"), groups[0].get("pinned_client_id") or None
-
-
 async def unpin(api: JetStreamAPI, target: Target) -> ActionResult:
     """Unpin the group's client, after checking the three things the server does not."""
     try:
-        info = await api.consumer_info(target.stream, target.consumer)
+        info = ConsumerInfo.of(await api.consumer_info(target.stream, target.consumer))
     except (JetStreamAPIError, NoReply) as exc:
         return _server_error("unpin", target, exc)
-    config = info.get("config") or {}
-    groups = list(config.get("priority_groups") or [])
-    if config.get("priority_policy") != "pinned_client":
+    config = info.settings
+    groups = list(config.priority_groups or [])
+    if config.priority_policy != "pinned_client":
         return _refuse("unpin", target, f"not sent: {target.stream}/{target.consumer} has priority policy "
-                       f"{config.get('priority_policy') or 'none'}, and only pinned_client consumers have a pin")
+                       f"{config.priority_policy or 'none'}, and only pinned_client consumers have a pin")
     group = target.group or (groups[0] if len(groups) == 1 else None)
     if group is None:
         return _refuse("unpin", target, f"not sent: name the group, one of {', '.join(groups)}")
@@ -138,7 +133,7 @@ async def unpin(api: JetStreamAPI, target: Target) -> ActionResult:
     if group not in groups:
         return _refuse("unpin", target, f"not sent: group {group!r} is not in the consumer's config "
                        f"({', '.join(groups) or 'no groups'})")
-    _, pinned = pinned_state(info)
+    _, pinned = info.pinned()
     if not pinned:
         return _refuse("unpin", target, "not sent: nothing is pinned in this group right now")
     try:
@@ -193,15 +188,14 @@ async def drain(api: JetStreamAPI, target: Target, plan: DrainPlan, progress: Pr
     if plan.then == "stay-paused" and (plan.stay_until is None or plan.stay_until <= utcnow()):
         return _refuse("drain", target, "stay-paused needs a time in the future to stay paused until")
     try:
-        info = await api.consumer_info(target.stream, target.consumer)
+        info = ConsumerInfo.of(await api.consumer_info(target.stream, target.consumer))
     except (JetStreamAPIError, NoReply) as exc:
         return _server_error("drain", target, exc)
-    config = info.get("config") or {}
-    if plan.then == "handoff" and config.get("priority_policy") != "pinned_client":
+    if plan.then == "handoff" and info.settings.priority_policy != "pinned_client":
         return _refuse("drain", target, "handoff needs a pinned_client consumer; use --then resume")
-    group, pinned_before = pinned_state(info)
+    group, pinned_before = info.pinned()
     target = Target(target.account, target.stream, target.consumer, target.group or group)
-    start_pending = int(info.get("num_ack_pending", 0))
+    start_pending = info.num_ack_pending
     replies: dict[str, Any] = {}
 
     async def tell(state: str, in_flight: int | None, elapsed: float) -> None:
@@ -225,7 +219,7 @@ async def drain(api: JetStreamAPI, target: Target, plan: DrainPlan, progress: Pr
     while True:
         elapsed = time.monotonic() - began
         try:
-            in_flight = int((await api.consumer_info(target.stream, target.consumer)).get("num_ack_pending", 0))
+            in_flight = ConsumerInfo.of(await api.consumer_info(target.stream, target.consumer)).num_ack_pending
         except (JetStreamAPIError, NoReply):
             in_flight = None  # a missed reading; the deadline still holds
         await tell("draining", in_flight, elapsed)

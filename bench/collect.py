@@ -14,15 +14,14 @@ from pathlib import Path
 
 import nats
 
+from bench.machine import print_header
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import Scope
 from jetwatch.collectors.filters import NameFilter
-from jetwatch.demo.server import NatsServer
 from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.server import NatsServer
 from jetwatch.store import writes
 from jetwatch.store.database import Store
-from bench.machine import print_header
-
 
 CONCURRENCY = 8  # requests in flight, for the collector and the baseline alike
 

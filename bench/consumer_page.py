@@ -14,14 +14,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from jetwatch.dashboard import data
-from jetwatch.dashboard.data import EVERY_CONSUMER
-from jetwatch.store.database import Store
-from jetwatch.store.sealing import seal_pass
+import pandas as pd
 
 from bench.fleet import CURRENT, GENERATE
 from bench.machine import print_header
 from bench.timing import p95, timed
+from jetwatch.dashboard import data
+from jetwatch.dashboard.data import EVERY_CONSUMER
+from jetwatch.store.database import Store
+from jetwatch.store.sealing import seal_pass
 
 # Pin stories for every fifth consumer: pinned, unpinned and pinned again over the last hours.
 ADVISORIES = """
@@ -45,7 +46,9 @@ def before(store: Store, account: str, stream: str, consumer: str, since: dt.dat
         ("consumer_configs", ident), ("consumer_advisories", rng),
         ("pin_events_range", {"since": since, "until": until, **EVERY_CONSUMER}), ("fleet_latest", {}),
         ("consumer_samples", rng)])
-    mine = lambda f: f[(f["account"] == account) & (f["stream"] == stream) & (f["consumer"] == consumer)]
+    def mine(f: pd.DataFrame) -> pd.DataFrame:
+        return f[(f["account"] == account) & (f["stream"] == stream) & (f["consumer"] == consumer)]
+
     return mine(pins).reset_index(drop=True), mine(latest).reset_index(drop=True), samples
 
 
@@ -63,7 +66,7 @@ def main(rows: int, consumers: int, runs: int, seal_every: float) -> None:
                                  con.execute(ADVISORIES, {"consumers": consumers})))
         print(f"store: {rows:,} raw samples of {consumers:,} consumers, pin stories for {consumers // 5:,} "
               f"({time.perf_counter() - t:.1f}s to build)")
-        until = dt.datetime.now(dt.timezone.utc)
+        until = dt.datetime.now(dt.UTC)
         since = until - dt.timedelta(hours=1)
         target = ("$G", f"S{(consumers // 2) // 100}", f"c{(consumers // 2) // 5 * 5}")
         base, (pins_b, latest_b, samples_b) = timed(before, runs, store, *target, since, until)

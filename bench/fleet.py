@@ -16,14 +16,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.machine import print_header
+from bench.timing import summary
+from jetwatch import sql
 from jetwatch.collectors.judging import judge_stored_cycle, load_window
 from jetwatch.core.clock import utcnow
 from jetwatch.dashboard.data import fleet
-from jetwatch import sql
 from jetwatch.health.rules import LIMIT_COLUMNS, Thresholds, evaluate
 from jetwatch.store.database import Store
-from bench.machine import print_header
-from bench.timing import summary
 
 # Synthetic history, generated inside DuckDB: `consumers` consumers sampled every 5 s up to now.
 GENERATE = """

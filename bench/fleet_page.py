@@ -19,6 +19,9 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
+from bench.fleet import CURRENT, GENERATE
+from bench.machine import print_header
+from bench.timing import p95, timed
 from jetwatch.collectors.judging import judge_stored_cycle
 from jetwatch.core.clock import utcnow
 from jetwatch.dashboard import data, tables
@@ -26,10 +29,6 @@ from jetwatch.dashboard.fleet_filters import PAGE_SIZES, FleetFilter, page_of
 from jetwatch.dashboard.text import visible_frame
 from jetwatch.health.rules import Thresholds
 from jetwatch.store.database import Store
-
-from bench.fleet import CURRENT, GENERATE
-from bench.machine import print_header
-from bench.timing import p95, timed
 
 SIZE = PAGE_SIZES[0]
 

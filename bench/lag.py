@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nats
 
+from bench.machine import print_header
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import Scope
 from jetwatch.collectors.filters import NameFilter
@@ -29,7 +30,6 @@ from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import NatsServer
 from jetwatch.store import writes
 from jetwatch.store.database import Store
-from bench.machine import print_header
 
 
 async def setup(nc: nats.NATS, api: JetStreamAPI, consumers: int, streams: int, busy: int,

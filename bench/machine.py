@@ -37,7 +37,7 @@ def header() -> str:
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return (f"machine: {platform.platform()}, {os.cpu_count()} CPUs ({_cpu()}), {memory:.0f} GiB; "
             f"Python {platform.python_version()}; {_nats_server()}; {versions}; "
-            f"java {'yes' if shutil.which('java') else 'no'}; run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
+            f"java {'yes' if shutil.which('java') else 'no'}; run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
 
 
 def _installed(package: str) -> bool:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import duckdb
 
-from jetwatch.pipeline.transforms import rollups
 from bench.machine import print_header
+from jetwatch.pipeline.transforms import rollups
 
 GENERATE = """
 COPY (

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import nats
 
+from bench.machine import print_header
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import SampleBatch, Scope, add_consumer
 from jetwatch.collectors.filters import NameFilter
@@ -36,8 +37,6 @@ from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store
 from jetwatch.store.sealing import seal_pass
-
-from bench.machine import print_header
 
 INTERVAL = 10.0  # the collector's default interval: the CPU share is the cycle's CPU over it
 CONCURRENCY = 8  # the collector's cap of requests in flight

@@ -23,6 +23,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from bench.machine import print_header
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS, SampleBatch, Scope
 from jetwatch.collectors.filters import NameFilter
@@ -30,7 +31,6 @@ from jetwatch.collectors.gc_policy import GcPolicy
 from jetwatch.collectors.jsz import JszCollector, ServerReport
 from jetwatch.store import writes
 from jetwatch.store.database import Store
-from bench.machine import print_header
 
 PAGE = 256  # consumers a CONSUMER.LIST page holds
 
@@ -74,7 +74,7 @@ def decoded(cycle: list[tuple[str, list[bytes]]]) -> list[tuple[str, list[dict]]
 
 def sampled_at(cycle: int) -> dt.datetime:
     """The collector's time of a cycle, which it writes with the cycle's samples."""
-    return dt.datetime(2026, 11, 22, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=cycle)
+    return dt.datetime(2026, 11, 22, tzinfo=dt.UTC) + dt.timedelta(seconds=cycle)
 
 
 TIMES = ("ts", "created", "delivered_last_active", "ack_floor_last_active", "pause_until", "pinned_ts")
@@ -84,7 +84,7 @@ def ready(cols: dict[str, list], cycle: int) -> pa.Table:
     """The batch as a ready Arrow table: every column typed, the times parsed (by DuckDB's cast,
     in memory, before the clock starts), the cycle's time beside them as the collector writes it,
     in chunks of one row group as the write path makes them."""
-    raw = pa.table({c: pa.array(v, type=pa.string()) if c in TIMES else pa.array(v) for c, v in cols.items()})
+    raw = pa.table({c: pa.array(v, type=pa.string()) if c in TIMES else pa.array(v) for c, v in cols.items()})  # noqa: F841 (DuckDB reads it by name)
     casts = ", ".join(f"{c}::TIMESTAMPTZ AS {c}" for c in TIMES)
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")

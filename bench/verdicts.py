@@ -32,20 +32,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bench import timing
+from bench.fleet import CURRENT, GENERATE, page_evaluation
+from bench.machine import print_header
+from bench.timing import summary
 from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
 from jetwatch.collectors.gc_policy import GcPolicy
 from jetwatch.collectors.judging import judge_in, judge_stored_cycle, load_window
-from jetwatch.health.features import SAMPLE_FIELDS
 from jetwatch.collectors.metrics import MetricsExporter, PinCounts, Snapshot
 from jetwatch.dashboard.data import fleet
+from jetwatch.health.features import SAMPLE_FIELDS
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store
-
-from bench.fleet import CURRENT, GENERATE, page_evaluation
-from bench.machine import print_header
-from bench import timing
-from bench.timing import summary
 
 # Every tenth consumer has work pending and nobody pulling (NO_PULLERS), so the default
 # cardinality exports a realistic share of per-consumer series.

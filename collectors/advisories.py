@@ -58,7 +58,7 @@ def _fail(why: str) -> MalformedAdvisory:
     return MalformedAdvisory(why)
 
 
-def validate_advisory(subject: str, doc: Any) -> tuple[str, dt.datetime]:
+def validate_advisory(subject: str, doc: object) -> tuple[str, dt.datetime]:
     """Check, field by field, everything of an advisory the store keeps or pin history reads;
     returns its kind and time. One bad advisory is rejected alone: the store would otherwise
     refuse (and redeliver forever) the whole batch it came in."""
@@ -236,7 +236,7 @@ class DurableCapture:
     async def fetch(self) -> Fetched:
         try:
             msgs = await self._sub.fetch(self.batch, timeout=self.wait)
-        except (nats.errors.TimeoutError, asyncio.TimeoutError):
+        except (TimeoutError, nats.errors.TimeoutError):
             return Fetched()
         return Fetched([(m.subject, m.data) for m in msgs], msgs,
                        [(m.metadata.sequence.stream, m.metadata.timestamp) for m in msgs])
@@ -285,7 +285,7 @@ class CoreCapture:
         if not self._buffer:
             try:
                 await asyncio.wait_for(self._arrived.wait(), self.wait)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         self._arrived.clear()
         taken, self._buffer = self._buffer, []

@@ -79,11 +79,11 @@ def annotations_for(labels: dict[str, str], dashboard_url: str) -> dict[str, str
     }
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return "" if value is None or (not isinstance(value, (list, tuple)) and pd.isna(value)) else str(value)
 
 
-def _group(row: Any) -> str:
+def _group(row: object) -> str:
     pinned = _text(getattr(row, "pin_group", None))
     if pinned:
         return pinned

@@ -27,8 +27,8 @@ class PendingCycle:
     kept: list[tuple[str, ...]] = field(default_factory=list)  # streams/consumers keeping their last state
     arrow: dict[str, Any] | None = None  # the samples as read into Arrow (SampleBatch.arrow)
     # What the store is told with this cycle when it is the newest one written (collectors/runner.py):
-    status: dict[str, Any] | None = None  # the collector's status as of this cycle
-    server_now: dt.datetime | None = None  # this cycle's time on the server's clock (judging, pins)
+    status: dict[str, Any] = field(kw_only=True)  # the collector's status as of this cycle
+    server_now: dt.datetime = field(kw_only=True)  # this cycle's time on the server's clock (judging, pins)
     caught_up: bool = False  # advisory capture had caught up at this cycle (pin inference may run)
     began: float = 0.0  # monotonic time the cycle began (its duration, once written)
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
 from jetwatch.collectors.filters import NameFilter
@@ -104,7 +105,7 @@ class ConsumerListCollector:
                 return exc
 
 
-def _decoded(got: list[bytes] | None | BaseException) -> list[Any] | None | BaseException:
+def _decoded(got: list[bytes] | None | Exception) -> list[Any] | None | Exception:
     """A stream's pages decoded as JetStreamAPI.consumer_list decodes them: its entries, in order."""
     if not isinstance(got, list):
         return got

@@ -49,13 +49,13 @@ def _object(info: dict[str, Any], key: str) -> dict[str, Any]:
     return value
 
 
-def _check_int(where: str, value: Any) -> None:
+def _check_int(where: str, value: object) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                               or not -(1 << 63) <= value < 1 << 63):
         raise MalformedState(f"{where} is {type(value).__name__} {value!r:.40}, expected an integer")
 
 
-def _check_time(where: str, value: Any) -> None:
+def _check_time(where: str, value: object) -> None:
     if value is None:
         return
     try:
@@ -64,12 +64,12 @@ def _check_time(where: str, value: Any) -> None:
         raise MalformedState(f"{where}: {exc}") from None
 
 
-def _check_str(where: str, value: Any) -> None:
+def _check_str(where: str, value: object) -> None:
     if value is not None and not isinstance(value, str):
         raise MalformedState(f"{where} is {type(value).__name__} {value!r:.40}, expected a string")
 
 
-def validate(info: Any) -> None:
+def validate(info: object) -> None:
     """Every field jetwatch stores, checked for its type one by one (the store would otherwise
     refuse the cycle's whole batch over one bad value). Raises MalformedState saying which."""
     if not isinstance(info, dict):
@@ -145,7 +145,7 @@ class SampleBatch:
     rejected_consumers: list[tuple[str, str, str]] = field(default_factory=list)  # (account, stream, consumer)
     unanswered: list[tuple[str, str, str]] = field(default_factory=list)  # led by a server that did not answer
 
-    def reject(self, subject: str, error: MalformedState, info: Any, account: str, stream: str) -> None:
+    def reject(self, subject: str, error: MalformedState, info: object, account: str, stream: str) -> None:
         """Set one malformed entry aside with the reason; its consumer keeps its last state."""
         self.rejects.append((subject, str(error), json.dumps(info, default=str)[:10000]))
         name = info.get("name") if isinstance(info, dict) else None
@@ -159,7 +159,7 @@ class SampleBatch:
     # when the whole cycle was read that way: what the store appends. The lag columns are not among them.
     arrow: dict[str, Any] | None = None
 
-    def saw_server_time(self, text: Any) -> None:
+    def saw_server_time(self, text: object) -> None:
         """Keep the latest server time seen in a reply (`ts` of consumer info, JSZ `now`)."""
         try:
             at = parse_rfc3339(text)

@@ -15,14 +15,16 @@ import asyncio
 import datetime as dt
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 import nats.errors
 from nats.aio.client import Client
 
 from jetwatch.core.clock import parse_rfc3339, rfc3339
 from jetwatch.core.jsapi import InvalidName, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound, check_name
+from jetwatch.core.jsinfo import StreamInfo
 from jetwatch.store import writes
 
 log = logging.getLogger("jetwatch.dropped")
@@ -118,7 +120,7 @@ class DroppedReader:
         except (InvalidName, JetStreamAPIError, NoReply) as exc:  # no stream info: STREAM.MSG.GET may still answer
             log.info("stream info of %s for dropped messages: %s", stream, exc)
             return False
-        return bool((info.get("config") or {}).get("allow_direct"))
+        return StreamInfo.of(info).settings.allow_direct
 
     async def read_one(self, stream: str, seq: int, allow_direct: bool | None) -> MessageRead:
         """The message at exactly `seq` (never the next one: that would be another message)."""
@@ -131,7 +133,7 @@ class DroppedReader:
         api = f"$JS.API.{'DIRECT.GET' if allow_direct else 'STREAM.MSG.GET'}.{stream}"
         try:
             msg = await self.nc.request(api, json.dumps({"seq": seq}).encode(), timeout=self.timeout)
-        except (nats.errors.TimeoutError, asyncio.TimeoutError):
+        except (TimeoutError, nats.errors.TimeoutError):
             return MessageRead(stream, seq, REFUSED, note=f"no reply to {api} within {self.timeout:g}s")
         except nats.errors.NoRespondersError:
             return MessageRead(stream, seq, REFUSED, note=f"nobody answered {api}")

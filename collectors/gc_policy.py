@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Callable
+from collections.abc import Callable
 
 YOUNG = 100_000  # allocations between young collections (CPython's default: 700)
 MIDDLE = 50  # young collections per middle one (default: 10)

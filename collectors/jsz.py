@@ -12,8 +12,9 @@ import base64
 import json
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import msgspec
 import nats.errors
@@ -76,7 +77,9 @@ class _Report(msgspec.Struct):
     account_details: list[_Account] | None = None
 
 
-_HEAD, _PING, _REPORT = (msgspec.json.Decoder(t) for t in (_Head, _Ping, _Report))
+_HEAD = msgspec.json.Decoder(_Head)
+_PING = msgspec.json.Decoder(_Ping)
+_REPORT = msgspec.json.Decoder(_Report)
 
 
 class JszSource(Protocol):
@@ -157,7 +160,7 @@ class SystemJsz:
             while (left := deadline - time.monotonic()) > 0:
                 try:
                     msg = await sub.next_msg(timeout=min(left, self.quiet) if out else left)
-                except (nats.errors.TimeoutError, asyncio.TimeoutError):
+                except (TimeoutError, nats.errors.TimeoutError):
                     break
                 report = _report(msg.data)
                 if report is not None:
@@ -206,7 +209,9 @@ def _decodes(report: ServerReport) -> bool:
 
 
 def leads(consumer: dict[str, Any], server_name: str) -> bool:
-    cluster = consumer.get("cluster") if isinstance(consumer.get("cluster"), dict) else {}
+    cluster = consumer.get("cluster")
+    if not isinstance(cluster, dict):
+        cluster = {}
     return not cluster.get("leader") or cluster.get("leader") == server_name
 
 
@@ -274,10 +279,11 @@ class JszCollector:
     def _read(self, reports: list[ServerReport]) -> SampleBatch | None:
         """The reports read straight into Arrow, as batch_from_reports reads them decoded; None
         when anything on them is not plainly well formed."""
+        raws = [r.raw for r in reports if r.raw is not None]  # every one: batch_from_reports checked
         try:
-            for report in reports:
-                report.raw.decode()  # msgspec does not check the UTF-8 of what it skips; decoding would refuse it
-            docs = [_REPORT.decode(r.raw) for r in reports]
+            for raw in raws:
+                raw.decode()  # msgspec does not check the UTF-8 of what it skips; decoding would refuse it
+            docs = [_REPORT.decode(raw) for raw in raws]
         except (UnicodeDecodeError, msgspec.DecodeError, RecursionError):
             return None
         batch = SampleBatch()
@@ -300,7 +306,7 @@ class JszCollector:
         def keep(rows: list[Listing], names: list[str], leaders: list[Any]) -> list[bool]:
             taken = []
             for listing, name, leader in zip(rows, names, leaders):
-                key, server = (listing.scope.account, listing.stream, name), listing.scope.server
+                key, server = (listing.scope.account, listing.stream, name), str(listing.scope.server)  # report.server
                 ok = key not in seen and (not leader or leader == server) and self.name_filter.consumer_ok(name)
                 if ok:
                     seen.add(key)
@@ -334,6 +340,6 @@ class JszCollector:
         self.led.update(led)
 
 
-def _objects(value: Any) -> list[dict[str, Any]]:
+def _objects(value: object) -> list[dict[str, Any]]:
     """The dicts of a JSZ list (anything else in it is not an entry jetwatch can read)."""
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []

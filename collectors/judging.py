@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import duckdb
 import msgspec
@@ -23,11 +24,10 @@ import pandas as pd
 import pyarrow as pa
 
 from jetwatch import sql
-from jetwatch.collectors.live_state import (ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros,
-                                            stamps)
+from jetwatch.collectors.live_state import ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros, stamps
+from jetwatch.health import easing
 from jetwatch.health.columns import floats
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
-from jetwatch.health import easing
 from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, acks_in_window, shortest_duration, verdict_columns
 from jetwatch.store.database import Store
 
@@ -79,7 +79,7 @@ def _findings_json(findings: list[Any]) -> np.ndarray:
     return texts[inverse]
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> Any:
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (np.floating,)):
@@ -109,7 +109,8 @@ def _stamp_array(seconds: np.ndarray) -> pa.Array:
 
 
 def _rules(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], at_row: np.ndarray,
-           pos: np.ndarray, counts: pd.DataFrame, thresholds: Thresholds) -> tuple[np.ndarray, ...]:
+           pos: np.ndarray, counts: pd.DataFrame, thresholds: Thresholds
+           ) -> tuple[np.ndarray, np.ndarray, list[Any], np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """health.rules over the window's features of the consumers with samples (`at_row`, at
     positions `pos` among the `live` ones), their limits and event counts beside: verdict, reason,
     findings, samples, onset and rates per live consumer (COLLECTING for one without samples)."""
@@ -128,7 +129,7 @@ def _rules(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], a
 
     verdict = np.full(m, "COLLECTING", dtype=object)
     reason = np.full(m, NO_SAMPLES, dtype=object)
-    findings: Any = [NO_SAMPLES_FINDINGS] * m
+    findings: list[Any] = [NO_SAMPLES_FINDINGS] * m
     samples = np.zeros(m)
     onset = np.full(m, np.nan)
     rates = {c: np.full(m, np.nan) for c in RATES}
@@ -226,8 +227,8 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     judged_at = np.full(m, now_s)
     _hold_last_known(state, live, verdict, reason, findings, judged_at, recreated)
     # No false comfort: the kept verdict stands until the calmer one has held for clear_after.
-    held_back, calmer_since = easing.ease(verdict, np.where(recreated, None, kept), state.calmer_since[live], now_s,
-                                          thresholds.clear_after)
+    unkept = np.where(recreated, np.array(None, dtype=object), kept)  # a recreated consumer eases from nothing
+    held_back, calmer_since = easing.ease(verdict, unkept, state.calmer_since[live], now_s, thresholds.clear_after)
     for i in np.flatnonzero(held_back):
         verdict[i], reason[i], findings[i] = kept[i], state.kept_text["reason"][live[i]], kept_findings[i]
         onset[i] = np.nan
@@ -299,7 +300,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     judged = JudgedCycle(now, consumers, changes, written, gone)
     judged.numbers_only = ~worded[at]
     judged.stamped = (None if np.isnan(state.stamped) else
-                      micros(np.array([state.stamped]))[0].item().replace(tzinfo=dt.timezone.utc))
+                      micros(np.array([state.stamped]))[0].item().replace(tzinfo=dt.UTC))
 
     def commit() -> None:
         """The judged cycle is in the store: remember it as kept."""

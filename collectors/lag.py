@@ -25,8 +25,9 @@ import json
 import logging
 import time
 import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -61,7 +62,7 @@ class StreamFacts:
     limits: StreamLimits = StreamLimits()
 
     @classmethod
-    def from_info(cls, info: dict[str, Any]) -> "StreamFacts":
+    def from_info(cls, info: dict[str, Any]) -> StreamFacts:
         config, state = info.get("config") or {}, info.get("state") or {}
 
         def t(key: str) -> float | None:
@@ -96,7 +97,7 @@ class Rate:
         self.span = span
         self.anchors: dict[Any, tuple[float, float]] = {}
 
-    def update(self, key: Any, at: float, value: float) -> float | None:
+    def update(self, key: object, at: float, value: float) -> float | None:
         anchor = self.anchors.get(key)
         if anchor is None or value < anchor[1]:  # first seen, or reset (a recreated stream or consumer)
             self.anchors[key] = (at, value)
@@ -393,7 +394,7 @@ class LagReader:
         urgent = set(urgent)
         now = self.clock()
         refresh = self._last_refresh is None or now - self._last_refresh >= self.every
-        rows: list[tuple[int, Target | None, Target | None, float]] = []
+        rows: list[tuple[int, Target, Target | None, float]] = []
         wanted: dict[Target, bool] = {}
         for i in range(n):
             if s["account"][i] != self.account:
@@ -422,7 +423,7 @@ class LagReader:
             reads = [t for t, due in wanted.items() if due and self._cached(t) is None]
             await self._fetch_all(reads, stats)
         self.cache = {t: f for t, f in self.cache.items() if t in wanted}
-        self._points: dict[str, tuple[list[int], list[float]]] = {}
+        self._points = {}
         for i, unacked, undelivered, at in rows:
             for target, age_col, kind_col in ((unacked, "oldest_unacked_age_seconds", "oldest_unacked_age_kind"),
                                               (undelivered, "oldest_undelivered_age_seconds",

@@ -21,8 +21,9 @@ stored here where decoding would fail the stream (or, for a /jsz report, leave t
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -31,7 +32,14 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from jetwatch.collectors.consumer_state import (
-    SAMPLE_COLUMNS, ZERO_TIME, MalformedState, SampleBatch, Scope, check_config, config_hash, config_row,
+    SAMPLE_COLUMNS,
+    ZERO_TIME,
+    MalformedState,
+    SampleBatch,
+    Scope,
+    check_config,
+    config_hash,
+    config_row,
     filter_subjects,
 )
 from jetwatch.collectors.filters import NameFilter

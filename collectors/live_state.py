@@ -13,15 +13,24 @@ committed (`commit`), so a failed write leaves it as the store is.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
 
 from jetwatch import sql
-from jetwatch.health.window import (WindowState, feature_columns, feature_frame, first_column, lagged,
-                                              last_true, picked, previous_samples)
+from jetwatch.health.window import (
+    WindowState,
+    feature_columns,
+    feature_frame,
+    first_column,
+    lagged,
+    last_true,
+    picked,
+    previous_samples,
+)
 
 KEY = ("account", "stream", "consumer")
 # consumer_latest's columns, as fleet_latest.sql reads them: from the latest sample ...
@@ -43,7 +52,7 @@ CHUNK_CELLS = 524_288  # cells of one of the window's arrays (4 MiB of floats) i
 LAST_KNOWN = "last known, judged "  # how the reason of a verdict held for lack of fresh samples begins
 
 
-def epoch(values: Any) -> np.ndarray:
+def epoch(values: object) -> np.ndarray:
     """Epoch seconds of timestamps (NaN where missing)."""
     stamps = pd.to_datetime(pd.Series(values, dtype=object), utc=True, format="ISO8601")
     out = stamps.to_numpy(dtype="datetime64[us]").astype("int64").astype(np.float64) / 1e6
@@ -171,10 +180,10 @@ class LiveState:
         self.live[rows] = True
         count = len(rows)
         for c in SAMPLE_STATE:
-            values = samples.get(c)
+            given = samples.get(c)
             column = np.empty(count, dtype=object)
-            if values is not None:
-                column[:] = values
+            if given is not None:
+                column[:] = given
             self.state[c][rows] = column
 
     def _configure(self, rows: Iterable[int]) -> None:
@@ -188,7 +197,7 @@ class LiveState:
     # -- seeding ------------------------------------------------------------------------------
 
     @classmethod
-    def seeded(cls, con: duckdb.DuckDBPyConnection, now: dt.datetime, window_seconds: float) -> "LiveState":
+    def seeded(cls, con: duckdb.DuckDBPyConnection, now: dt.datetime, window_seconds: float) -> LiveState:
         """The state as the store holds it: the health window's samples, the live state with its
         limits, the kept verdicts and activity; activity the store does not hold yet (rows written
         before migration 0006) is looked up once in the samples."""

@@ -14,17 +14,22 @@ import datetime as dt
 import logging
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.core import (
-    CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, InfoMetricFamily, Metric,
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
 )
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
 from jetwatch.core.errors import JetwatchError
@@ -125,7 +130,7 @@ def holder_label(holder: tuple[str, str] | None) -> str:
     return holder[0][:HOLDER_LABEL_CHARS] if holder else "unannounced"
 
 
-def unpin_reason(reason: Any) -> str:
+def unpin_reason(reason: object) -> str:
     """The `reason` label of an unpin: a known reason, else "other"."""
     return reason if reason in UNPIN_REASONS else "other"
 
@@ -157,7 +162,7 @@ class PinCounts:
         self.switches = Counter({k: n for k, n in self.switches.items() if k[:3] in consumers})
         self.unpins = Counter({k: n for k, n in self.unpins.items() if k[:3] in consumers})
 
-    def copy(self) -> "PinCounts":
+    def copy(self) -> PinCounts:
         return PinCounts(self.switches.copy(), self.unpins.copy(), self.fleet_switches, self.fleet_unpins.copy())
 
 
@@ -184,7 +189,7 @@ class DropCounts:
     def keep_only(self, consumers: set[tuple[str, str, str]]) -> None:
         self.by_consumer = Counter({k: n for k, n in self.by_consumer.items() if k[:3] in consumers})
 
-    def copy(self) -> "DropCounts":
+    def copy(self) -> DropCounts:
         return DropCounts(self.by_consumer.copy(), self.fleet.copy())
 
 
@@ -218,7 +223,7 @@ class CycleHistogram:
         self.total += seconds
 
 
-def _label(values: Any) -> np.ndarray:
+def _label(values: object) -> np.ndarray:
     s = pd.Series(values, dtype=object)
     return s.where(s.notna(), "").astype(str).to_numpy()
 
@@ -246,6 +251,19 @@ class CycleCollector(Collector):
         labels = [x for x in m.labels if not (m.type == "info" and x in INFO_VALUES)]
         return kind(m.name, m.help, labels=labels or None, **kw)
 
+    def _series(self, name: str) -> GaugeMetricFamily | CounterMetricFamily:
+        """A gauge or counter family that series are added to one by one."""
+        family = self._family(name)
+        if not isinstance(family, GaugeMetricFamily | CounterMetricFamily):
+            raise TypeError(f"{name} is declared as a {BY_NAME[name].type}, not a gauge or a counter")
+        return family
+
+    def _info(self, name: str) -> InfoMetricFamily:
+        family = self._family(name)
+        if not isinstance(family, InfoMetricFamily):
+            raise TypeError(f"{name} is declared as a {BY_NAME[name].type}, not an info")
+        return family
+
     def collect(self) -> Iterator[Metric]:
         snap = self.snapshot
         if snap is None:
@@ -267,8 +285,8 @@ class CycleCollector(Collector):
                           _label(f["stream"]), _label(f["consumer"]), _group(f)))
         now = snap.at.timestamp()
 
-        def gauge(name: str, values: Any, keep: Any = None) -> Metric:
-            fam = self._family(name)
+        def gauge(name: str, values: object, keep: object = None) -> Metric:
+            fam = self._series(name)
             arr = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
             mask = ~np.isnan(arr) if keep is None else (~np.isnan(arr) & np.asarray(keep, dtype=bool))
             for lab, value, ok in zip(labels, arr, mask):
@@ -292,7 +310,7 @@ class CycleCollector(Collector):
                              ("jetwatch_consumer_time_to_loss_seconds", "time_to_loss_seconds")):
             if column in f:
                 yield gauge(name, f[column])
-        verdict, since = self._family("jetwatch_consumer_verdict"), self._family("jetwatch_consumer_verdict_since_timestamp_seconds")
+        verdict, since = self._series("jetwatch_consumer_verdict"), self._series("jetwatch_consumer_verdict_since_timestamp_seconds")
         for lab, v, s in zip(labels, f["verdict"], pd.to_datetime(f["since"], utc=True)):
             verdict.add_metric([*lab, v], 1.0)
             if not pd.isna(s):
@@ -304,24 +322,24 @@ class CycleCollector(Collector):
         yield gauge("jetwatch_consumer_pinned", has_pin.astype(int), pinned_client)
         ages = now - pd.to_datetime(f["pinned_ts"], utc=True).map(lambda t: t.timestamp() if not pd.isna(t) else np.nan)
         yield gauge("jetwatch_consumer_pin_age_seconds", ages.to_numpy(), has_pin.to_numpy())
-        info = self._family("jetwatch_consumer_pin")
+        info = self._info("jetwatch_consumer_pin")
         for lab, pin in zip(labels, _label(f["pinned_id"])):
             if pin:
                 info.add_metric(lab, {"pinned_id": pin, "holder": holder_label(snap.holders.get(pin))})
         yield info
         clusters = {(a, s, c, g): cl for cl, a, s, c, g in labels}
-        switches = self._family("jetwatch_consumer_pin_switches")
+        switches = self._series("jetwatch_consumer_pin_switches")
         for key, n in sorted(snap.pins.switches.items()):
             if key in clusters:
                 switches.add_metric([clusters[key], *key], n)
         yield switches
-        unpins = self._family("jetwatch_consumer_unpins")
+        unpins = self._series("jetwatch_consumer_unpins")
         for key, n in sorted(snap.pins.unpins.items()):
             if key[:4] in clusters:
                 unpins.add_metric([clusters[key[:4]], *key], n)
         yield unpins
         shown = {(a, s, c): (cl, a, s, c, g) for cl, a, s, c, g in labels}
-        dropped = self._family("jetwatch_consumer_dropped_messages")
+        dropped = self._series("jetwatch_consumer_dropped_messages")
         for key, n in sorted(snap.drops.by_consumer.items()):
             if key[:3] in shown:
                 dropped.add_metric([*shown[key[:3]], key[3]], n)
@@ -329,16 +347,16 @@ class CycleCollector(Collector):
 
     def _fleet_families(self, snap: Snapshot) -> Iterator[Metric]:
         counts = snap.consumers["verdict"].value_counts() if not snap.consumers.empty else pd.Series(dtype=int)
-        fam = self._family("jetwatch_consumers")
+        fam = self._series("jetwatch_consumers")
         for v in VERDICT_NAMES:
             fam.add_metric([v], float(counts.get(v, 0)))
         yield fam
         yield self._family("jetwatch_pin_switches", value=snap.pins.fleet_switches)
-        unpins = self._family("jetwatch_unpins")
+        unpins = self._series("jetwatch_unpins")
         for reason, n in sorted(snap.pins.fleet_unpins.items()):
             unpins.add_metric([reason], n)
         yield unpins
-        dropped = self._family("jetwatch_dropped_messages")
+        dropped = self._series("jetwatch_dropped_messages")
         for reason, n in sorted(snap.drops.fleet.items()):
             dropped.add_metric([reason], n)
         yield dropped
@@ -362,7 +380,7 @@ class CycleCollector(Collector):
 
 
 class _Handler(BaseHTTPRequestHandler):
-    exporter: "MetricsExporter"
+    exporter: MetricsExporter
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         if self.path.split("?")[0] not in ("/metrics", "/"):

@@ -19,9 +19,11 @@ import datetime as dt
 import json
 import logging
 import urllib.request
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 
+import duckdb
 import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -29,7 +31,13 @@ from nats.aio.msg import Msg
 from jetwatch import sql
 from jetwatch.core.clock import utcnow
 from jetwatch.core.pin_announce import (
-    NO_CONNZ, SUBJECTS, UNVERIFIED, VERIFIED, Announcement, BadAnnouncement, parse_announcement,
+    NO_CONNZ,
+    SUBJECTS,
+    UNVERIFIED,
+    VERIFIED,
+    Announcement,
+    BadAnnouncement,
+    parse_announcement,
 )
 from jetwatch.core.text import storable
 from jetwatch.core.urls import split_userinfo
@@ -91,7 +99,7 @@ class SystemConnz:
         try:
             msg = await self.nc.request(f"$SYS.REQ.SERVER.{server_id}.CONNZ",
                                         json.dumps({"cid": int(cid), "auth": True}).encode(), timeout=self.timeout)
-        except (nats.errors.NoRespondersError, nats.errors.TimeoutError, asyncio.TimeoutError):
+        except (TimeoutError, nats.errors.NoRespondersError, nats.errors.TimeoutError):
             return None  # no such server (any more): nothing there to verify against
         try:
             data = json.loads(msg.data).get("data") or {}
@@ -137,11 +145,11 @@ def holder_row(ann: Announcement, checked: Checked, account: str | None, receive
     return {k: storable(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
-def store_holder(con: Any, row: dict[str, Any]) -> None:
+def store_holder(con: duckdb.DuckDBPyConnection, row: dict[str, Any]) -> None:
     con.execute(sql.query("upsert_pin_holder"), row)
 
 
-def remembered_holders(con: Any, since: dt.datetime) -> dict[str, tuple[str, str]]:
+def remembered_holders(con: duckdb.DuckDBPyConnection, since: dt.datetime) -> dict[str, tuple[str, str]]:
     return {pin: (name, verification)
             for pin, name, verification in con.execute(sql.query("pin_holders_recent"), {"since": since}).fetchall()}
 
@@ -193,7 +201,7 @@ class PinHolderCapture:
         while not stop.is_set():
             try:
                 subject, data = await asyncio.wait_for(self._queue.get(), 0.5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             try:
                 await self.handle(subject, data)

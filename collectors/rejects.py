@@ -11,8 +11,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 REJECTS_PER_MINUTE = 50
 RAW_CHARS = 4096

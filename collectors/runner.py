@@ -11,41 +11,48 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import json
 import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import duckdb
 import pandas as pd
 from nats.aio.client import Client
 
+from jetwatch.collectors.advisories import (
+    Capture,
+    CoreCapture,
+    DurableCapture,
+    MalformedAdvisory,
+    open_capture_stream,
+    parse_advisory,
+)
 from jetwatch.collectors.alerting import AlertmanagerClient
 from jetwatch.collectors.backlog import PendingCycle, WriteBacklog
-from jetwatch.collectors.advisories import (
-    Capture, CoreCapture, DurableCapture, MalformedAdvisory, open_capture_stream, parse_advisory,
-)
 from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE, Cursor, GapTracker
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import SampleBatch, Scope
 from jetwatch.collectors.dropped import DroppedReader, drops_in
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.gc_policy import GcPolicy
-from jetwatch.collectors.lag import LagReader, LagStats
-from jetwatch.collectors.rejects import RejectBudget
-from jetwatch.collectors.judging import JudgedCycle, event_counts, judge, keep, load_window
-from jetwatch.collectors.live_state import LiveState
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
+from jetwatch.collectors.judging import JudgedCycle, event_counts, judge, keep, load_window
+from jetwatch.collectors.lag import LagReader, LagStats
+from jetwatch.collectors.live_state import LiveState
 from jetwatch.collectors.metrics import CycleHistogram, DropCounts, MetricsExporter, PinCounts, Snapshot
 from jetwatch.collectors.pin_holders import HttpConnz, PinHolderCapture, SystemConnz, remembered_holders
+from jetwatch.collectors.rejects import RejectBudget
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.connection import connected_account
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
-from jetwatch.core.urls import strip_userinfo
 from jetwatch.core.settings import Settings
+from jetwatch.core.urls import strip_userinfo
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes
 from jetwatch.store.database import Store, StoreError, StoreTooNew
@@ -359,7 +366,7 @@ class Collector:
         state_rejects = self.reject_budget.admit("consumer_state", now, batch.rejects)
         self.rejects_total += len(batch.rejects)
         cycle = PendingCycle(now, sorted(batch.accounts), batch.samples, batch.configs, state_rejects.rows,
-                             state_rejects.dropped, batch.failed_streams + batch.rejected_consumers + batch.unanswered,
+                             state_rejects.dropped, [*batch.failed_streams, *batch.rejected_consumers, *batch.unanswered],
                              batch.arrow, status=self._status(now, time.monotonic() - began, batch.streams, batch.consumers),
                              server_now=self.server_now(now), caught_up=self.caught_up, began=began)
         # Behind any cycles the store could not take yet: written together, oldest first.
@@ -386,7 +393,7 @@ class Collector:
         window = self.window
         touched = []  # the state took this cycle's samples: a rollback leaves it ahead of the store
 
-        def tx(con: Any) -> tuple[LiveState, JudgedCycle | BaseException]:
+        def tx(con: duckdb.DuckDBPyConnection) -> tuple[LiveState, JudgedCycle | BaseException]:
             for cycle in pending:
                 writes.write_samples(con, cycle.accounts, cycle.samples, cycle.kept, cycle.at, cycle.arrow)
                 writes.write_configs(con, cycle.configs)
@@ -464,7 +471,7 @@ class Collector:
             self._render, self.metrics.render, self.snapshot(judged))
         self._rendering.add_done_callback(self._rendered)
 
-    def _rendered(self, done: "asyncio.Future[bytes]") -> None:
+    def _rendered(self, done: asyncio.Future[bytes]) -> None:
         if not done.cancelled() and done.exception() is not None:
             self._error(f"rendering /metrics failed: {type(done.exception()).__name__}: {done.exception()}")
 
@@ -484,7 +491,7 @@ class Collector:
         self._alert_post = asyncio.get_running_loop().run_in_executor(self._alerts_pool, self.alertmanager.post, alerts)
         self._alert_post.add_done_callback(self._alert_posted)
 
-    def _alert_posted(self, done: "asyncio.Future[None]") -> None:
+    def _alert_posted(self, done: asyncio.Future[None]) -> None:
         """A failed post is the collector's error until a post gets through: each cycle's status
         says it (`_alert_failure` joins the cycle's errors), not only the cycle after it failed."""
         if done.cancelled():
@@ -550,7 +557,8 @@ class Collector:
                 continue
             if self._watched(row):
                 rows.append(row)
-        gaps, cursor = ([], None)
+        gaps: list[dict[str, Any]] = []
+        cursor = None
         if self.gaps is not None and fetched.positions:
             gaps, cursor = self.gaps.observe(fetched.positions, now, self._jump_reason)
         progress = (gaps, self._cursor_row(cursor, now))
@@ -585,7 +593,7 @@ class Collector:
                                 progress: tuple[list[dict[str, Any]], dict[str, Any] | None] = ([], None)) -> None:
         admitted = self.reject_budget.admit("advisory", now, rejects)
 
-        def tx(con: Any) -> None:
+        def tx(con: duckdb.DuckDBPyConnection) -> None:
             writes.write_advisories(con, rows)
             writes.write_capture_progress(con, *progress)
             writes.write_rejects(con, now, "advisory", admitted.rows)
@@ -598,7 +606,7 @@ class Collector:
         stored, refused = [], []
         for row in rows:
             try:
-                await self.write(lambda con, row=row: writes.write_advisories(con, [row]))
+                await self.write(functools.partial(writes.write_advisories, rows=[row]))
                 stored.append(row)
             except UNAVAILABLE:
                 raise
@@ -642,7 +650,7 @@ class Collector:
                 wait = max(0.0, self.settings.interval - (time.monotonic() - began))
                 try:
                     await asyncio.wait_for(stop.wait(), wait)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
         finally:
             if storing is not None:  # the write under way ends (bounded by --lock-timeout) before shutdown
@@ -680,7 +688,7 @@ class Collector:
         sealed = await self._on_writer(lambda: seal_pass(self.store, dt.timedelta(seconds=self.settings.seal_every)))
         self.sealed = sealed
         self._seal_at = time.monotonic() + sealed.next_in.total_seconds()
-        if sealed.rows:
+        if sealed.rows and sealed.until is not None:
             log.info("sealed %s samples before %s in %.1fs%s", sealed.rows, sealed.until.isoformat(),
                      time.monotonic() - began, " (catching up: another span waits)" if sealed.behind else "")
         return sealed
@@ -730,7 +738,7 @@ class Collector:
                 self._error(f"retention failed: {exc}")
             try:
                 await asyncio.wait_for(stop.wait(), self.settings.retention_every)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def read_dropped(self) -> None:
@@ -763,7 +771,7 @@ class Collector:
                     log.warning("could not set advisory capture up again: %s", again)
                 try:
                     await asyncio.wait_for(stop.wait(), 0.5)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -15,7 +15,15 @@ import re
 from typing import Any
 
 from jetwatch.collectors.consumer_state import (
-    LAG_COLUMNS, SAMPLE_COLUMNS, ZERO_TIME, MalformedState, SampleBatch, Scope, check_config, config_hash, config_row,
+    LAG_COLUMNS,
+    SAMPLE_COLUMNS,
+    ZERO_TIME,
+    MalformedState,
+    SampleBatch,
+    Scope,
+    check_config,
+    config_hash,
+    config_row,
     filter_subjects,
 )
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from jetwatch import status as status_mod
 from jetwatch import subcommands
@@ -52,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     for action in catalog.ACTIONS:
         p = command(action.name, action.summary, CONNECTION + STORE)
         # A drain the dashboard started reads its target from the store (--drain-id), never argv.
-        names = {"nargs": "?"} if action.name == "drain" else {}
+        names: dict[str, Any] = {"nargs": "?"} if action.name == "drain" else {}
         p.add_argument("stream", help="Stream name (write `--` before names that start with `-`).", **names)
         p.add_argument("consumer", **names)
         p.add_argument("--account", help="Account the consumer is in: the action connects with that account's "

@@ -94,6 +94,7 @@ def read_stores(settings: Settings, args: argparse.Namespace) -> list[Read]:
 def filtered(read: Read, args: argparse.Namespace) -> pd.DataFrame:
     """One readable store's verdicts, with its cluster, filtered as asked."""
     frame = read.frame
+    assert frame is not None, "only a store that was read is filtered"
     keep = (_matches(frame["account"], args.account) & _matches(frame["stream"], args.stream)
             & _matches(frame["consumer"], args.consumer))
     if args.verdict:
@@ -212,13 +213,13 @@ def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def status(args: argparse.Namespace, settings: Settings) -> int:
     reads = read_stores(settings, args)
-    unread = [r for r in reads if r.error is not None]
+    unread = [(r, r.error) for r in reads if r.error is not None]
     if len(reads) == 1 and unread:
-        raise unread[0].error  # one store: said in words, exactly as before clusters
+        raise unread[0][1]  # one store: said in words, exactly as before clusters
     frame = verdicts(reads, args)
-    for r in unread:  # the others are printed; which store is missing is said beside them
-        print(f"jetwatch: {r.name} not read: {r.error}", file=sys.stderr)
-    code = max((r.error.exit_code for r in unread), default=0)
+    for r, error in unread:  # the others are printed; which store is missing is said beside them
+        print(f"jetwatch: {r.name} not read: {error}", file=sys.stderr)
+    code = max((error.exit_code for _, error in unread), default=0)
     if args.json:
         print(json.dumps(as_json(frame), indent=2))
         return code
@@ -270,6 +271,7 @@ def unseen(read: Read, args: argparse.Namespace, now: dt.datetime, stale_after: 
     verdicts, or the verdicts asked for (else any of its verdicts) are older than stale_after."""
     if read.error is not None:
         return f"{read.name} not read: {read.error}"
+    assert read.frame is not None, "a store read without an error has its frame"
     if read.frame.empty:
         return f"{read.name}: {NO_VERDICTS}"
     mine = filtered(read, args)
@@ -289,6 +291,7 @@ def fleet_summary(reads: list[Read], args: argparse.Namespace, now: dt.datetime,
         r = reads[0]
         if r.error is not None:
             return "UNKNOWN", str(r.error)
+        assert r.frame is not None, "a store read without an error has its frame"
         shown = verdicts([r], args)
         if shown.empty and not r.frame.empty:
             return unmatched(r.frame, args)

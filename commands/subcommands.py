@@ -27,10 +27,10 @@ from jetwatch.core.errors import JetwatchError, UsageError
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import shown_servers
-from jetwatch.store import audit, clusters
 from jetwatch.dashboard import identities
 from jetwatch.dashboard.gate import allowed_hosts, read_only_reason
 from jetwatch.dashboard.identities import IdentityError
+from jetwatch.store import audit, clusters
 from jetwatch.store.database import Store, StoreError
 
 log = logging.getLogger("jetwatch")
@@ -95,7 +95,7 @@ async def _collect(settings: Settings) -> None:
             try:
                 await asyncio.wait_for(stop.wait(), 5)
                 return
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
     system_nc = None
     if settings.system is not None:

@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import urlparse
 
-from jetwatch.demo.server import NatsServer, ServerStartError, free_port
-from jetwatch.dashboard import identities
-from jetwatch.dashboard.gate import is_loopback, read_only_reason
-from jetwatch.subcommands import PortInUse, check_port_free, dashboard_command
 from jetwatch.core.children import DASHBOARD_SECRETS, NATS_SECRETS, child_env
 from jetwatch.core.processes import TREE_ENV, new_tree_token, stop_tree
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import shown_servers
+from jetwatch.dashboard import identities
+from jetwatch.dashboard.gate import is_loopback, read_only_reason
+from jetwatch.demo.server import NatsServer, ServerStartError, free_port
 from jetwatch.store.database import Store, StoreError
+from jetwatch.subcommands import PortInUse, check_port_free, dashboard_command
 
 
 @dataclass
@@ -93,7 +93,7 @@ class Supervisor:
         with self._lock:
             if self.stopping.is_set():
                 return None
-            log = open(self.log_dir / f"{name}.log", "ab")
+            log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (the Child holds it while the process writes)
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     env={**child_env(self.settings, secrets), TREE_ENV: self.token},
                                     start_new_session=True)

@@ -12,12 +12,12 @@ _MICROS = pa.timestamp("us", tz="UTC")
 
 
 def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def rfc3339(t: dt.datetime) -> str:
     """As the server writes times: UTC with a Z."""
-    return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    return t.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def _rfc3339_shape(text: str) -> bool:

@@ -97,15 +97,16 @@ def parse_announcement(subject: str, data: bytes) -> Announcement:
             raise BadAnnouncement(f"{key} is {value!r:.40}, expected a whole number")
     if subject != announce_subject(doc["stream"], doc["consumer"]):
         raise BadAnnouncement(f"announcement for {doc['stream']}/{doc['consumer']} arrived on {subject!r:.200}")
-    return Announcement(**{k: doc.get(k) for k in Announcement.__dataclass_fields__})
+    checked: dict[str, Any] = {k: doc.get(k) for k in Announcement.__dataclass_fields__}  # each checked above
+    return Announcement(**checked)
 
 
-def verification_words(verification: Any) -> str:
+def verification_words(verification: object) -> str:
     """How an announcement was checked, in words ("verified"); unverified when not known."""
     return VERIFICATION_WORDS.get(verification, UNVERIFIED) if isinstance(verification, str) else UNVERIFIED
 
 
-def holder_words(name: Any, verification: Any) -> str | None:
+def holder_words(name: object, verification: object) -> str | None:
     """The holder as a person reads it ("worker-a · verified"); None when nobody announced the pin."""
     if not isinstance(name, str) or not name:
         return None
@@ -136,7 +137,7 @@ class PinAnnouncer:
                             name=self.name, host=socket.gethostname(), pid=os.getpid(), version=self.version,
                             client_id=info.get("client_id"), server_id=info.get("server_id"))
 
-    async def saw(self, msg: Any) -> bool:
+    async def saw(self, msg: object) -> bool:
         """Announce if `msg` carries a pin id not announced yet; True when it published."""
         pin_id = (getattr(msg, "headers", None) or {}).get(PIN_HEADER)
         if not pin_id or pin_id == self.announced:

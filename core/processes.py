@@ -13,8 +13,8 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 # Not a JETWATCH_* name: child_env() drops those, and the mark must reach grandchildren.
 TREE_ENV = "JW_PROCESS_TREE"

@@ -15,9 +15,10 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from jetwatch.core.errors import UsageError
 from jetwatch.core.urls import split_userinfo
@@ -53,7 +54,7 @@ def parse_instant(text: str, now: dt.datetime, backwards: bool = False) -> dt.da
     except ValueError:
         raise SettingsError(f"'{text}' is neither an RFC 3339 time (2026-11-22T10:00:00Z) nor a duration "
                             "(10m, 2h)") from None
-    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
 
 
 def parse_size(text: str | int) -> int:
@@ -253,20 +254,100 @@ SETTINGS: tuple[Setting, ...] = (
 _BY_NAME = {s.name: s for s in SETTINGS}
 
 
+class _Typed:
+    """Each setting's type, as Settings' attribute of its name, for the type checker: annotations
+    only, so at run time every one is read from the values (Settings.__getattr__). Its parse
+    function's type, Optional where the default is None; tests/test_settings.py holds this list
+    to SETTINGS, name by name and in order."""
+
+    server: str | None
+    context: str | None
+    user: str | None
+    password: str | None
+    token: str | None
+    nkey: str | None
+    creds: str | None
+    tls_ca: str | None
+    tls_cert: str | None
+    tls_key: str | None
+    connect_timeout: float
+    request_timeout: float
+    account_contexts: tuple[str, ...]
+    server_for: tuple[str, ...]
+    db: str
+    cluster: str
+    dbs: tuple[str, ...]
+    lock_timeout: float
+    raw_retention: float
+    event_retention: float
+    write_backlog: int
+    seal_every: float
+    retention_every: float
+    interval: float
+    monitor_url: tuple[str, ...]
+    system_context: str | None
+    capture_stream: str
+    capture_max_age: float
+    capture_max_bytes: int
+    inference_grace: float
+    include_streams: tuple[str, ...]
+    exclude_streams: tuple[str, ...]
+    include_consumers: tuple[str, ...]
+    exclude_consumers: tuple[str, ...]
+    show_internal: bool
+    lag_every: float
+    lag_concurrency: int
+    lag_rotation: int
+    health_window: float
+    health_min_samples: int
+    health_min_span: float
+    saturation_ratio: float
+    unpinned_after: float
+    flapping_switches: int
+    redelivery_share: float
+    stalled_after: float
+    no_pullers_after: float
+    pin_idle_after: float
+    lagging_after: float
+    loss_within: float
+    clear_after: float
+    lagging_age: float
+    demo: bool
+    stale_after: float
+    metrics_address: str | None
+    metrics_cardinality: str
+    alertmanager: str | None
+    alert_after: float
+    dashboard_url: str
+    address: str
+    port: int
+    refresh: float
+    operator_secret: str | None
+    operator_secret_file: str | None
+    operators_file: str | None
+    trusted_user_header: str | None
+    session_ttl: float
+    allowed_hosts: tuple[str, ...]
+    data_dir: str
+    pipeline_every: float
+    spark_master: str | None
+
+
 @dataclass(frozen=True)
-class Settings:
+class Settings(_Typed):
     """Resolved settings; pass it down, never read the environment elsewhere."""
 
     values: Mapping[str, Any] = field(default_factory=dict)
-    system: "Settings | None" = None  # the system-account connection, from --system-context
-    accounts: Mapping[str, "Settings"] = field(default_factory=dict)  # per-account connections for actions
+    system: Settings | None = None  # the system-account connection, from --system-context
+    accounts: Mapping[str, Settings] = field(default_factory=dict)  # per-account connections for actions
 
-    def __getattr__(self, name: str) -> Any:
-        if name in _BY_NAME:
-            return self.values.get(name, _BY_NAME[name].default)
-        raise AttributeError(name)
+    if not TYPE_CHECKING:  # the type checker reads each setting's type from _Typed instead
+        def __getattr__(self, name: str) -> Any:
+            if name in _BY_NAME:
+                return self.values.get(name, _BY_NAME[name].default)
+            raise AttributeError(name)
 
-    def replace(self, **changes: Any) -> "Settings":
+    def replace(self, **changes: Any) -> Settings:
         unknown = set(changes) - set(_BY_NAME)
         if unknown:
             raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))}")
@@ -288,7 +369,7 @@ def add_arguments(parser: argparse.ArgumentParser, groups: tuple[str, ...], with
                                 metavar=setting.name.upper())
 
 
-def _parse(setting: Setting, raw: Any, origin: str) -> Any:
+def _parse(setting: Setting, raw: object, origin: str) -> Any:
     """The one place every flag, variable and context value is parsed and range-checked."""
     try:
         value = setting.parse(raw)
@@ -324,7 +405,7 @@ def allowed_range(setting: Setting) -> str:
     return f"at most {_in_units(setting, hi)}" if hi is not None else "any value"
 
 
-def check_range(setting: Setting, value: Any) -> None:
+def check_range(setting: Setting, value: object) -> None:
     """Refuse a value outside the setting's declared range, saying the range."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return
@@ -394,13 +475,13 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
         raise SettingsError("--monitor-url and --system-context both say how to sample consumers: give one of them")
     if values.get("system_context"):
         # Only the connection: the server and timeouts unless the context names its own server.
-        shared = {k: values[k] for k in ("server", "connect_timeout", "request_timeout") if k in values}
+        shared: dict[str, Any] = {k: values[k] for k in ("server", "connect_timeout", "request_timeout") if k in values}
         found = read_context(values["system_context"], env)
         system = Settings({**shared, **{k: _parse(_BY_NAME[k], raw, "context") for k, raw in found.items()}})
     return Settings(values, system, _account_connections(values, env))
 
 
-def _account_connections(values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, "Settings"]:
+def _account_connections(values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Settings]:
     """The connection each mapped account's actions use: a creds file (a value with a `/` or ending
     in `.creds`), else a `nats` CLI context, on the same server unless the context names its own."""
     shared = {k: values[k] for k in ("server", "connect_timeout", "request_timeout", "tls_ca", "tls_cert", "tls_key")

@@ -45,7 +45,7 @@ CHANGE_COLUMNS = ["ts", *KEY, "from_verdict", "to_verdict", "reason"]
 def _findings(texts: pd.Series) -> list[Any]:
     """The findings JSON of each consumer as lists; identical texts (every OK) parsed once."""
     parsed: dict[str, Any] = {}
-    out = []
+    out: list[Any] = []
     for text in texts:
         if not isinstance(text, str):
             out.append([])
@@ -511,7 +511,7 @@ def _json(value: object) -> Any:
         return {"text": value}
 
 
-def _message(reply: Any) -> str:
+def _message(reply: object) -> str:
     """What an outcome's reply says in words: jetwatch's own message, else the server's error."""
     if not isinstance(reply, dict):
         return ""

@@ -14,20 +14,27 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from jetwatch.core.settings import Settings
 from jetwatch.dashboard import identities
+
+if TYPE_CHECKING:  # starlette is imported where the routes are made, by the dashboard's server only
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
 
 COOKIE = "jetwatch_session"
 SESSION_PATH = "/_jetwatch/session"
 LOGOUT_PATH = "/_jetwatch/logout"
 
 Scope = dict[str, Any]
-ASGI = Callable[[Scope, Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]],
-                Awaitable[None]]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGI = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def is_loopback(address: str) -> bool:
@@ -100,7 +107,7 @@ class HostGuard:
     def __init__(self, app: ASGI, allowed: set[str]):
         self.app, self.allowed = app, allowed
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
             why = foreign(dict(scope.get("headers") or []), self.allowed)
             if why is not None:
@@ -116,7 +123,7 @@ class HostGuard:
         await self.app(scope, receive, send)
 
 
-def _secure(request: Any) -> bool:
+def _secure(request: Request) -> bool:
     return request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "").lower() == "https"
 
 
@@ -125,11 +132,11 @@ def cookie_header(value: str, max_age_s: float, secure: bool) -> str:
             + ("; Secure" if secure else ""))
 
 
-def routes(s: Settings) -> list[Any]:
+def routes(s: Settings) -> list[Route]:
     from starlette.responses import PlainTextResponse
     from starlette.routing import Route
 
-    async def session(request: Any) -> Any:
+    async def session(request: Request) -> Response:
         code = (await request.body()).decode("ascii", "replace").strip()
         found = identities.redeem(code)
         if found is None:
@@ -140,7 +147,7 @@ def routes(s: Settings) -> list[Any]:
         resp.headers["cache-control"] = "no-store"
         return resp
 
-    async def logout(request: Any) -> Any:
+    async def logout(request: Request) -> Response:
         if s.operators_file:
             found = identities.parse(s.operators_file, request.cookies.get(COOKIE))
             if found is not None:

@@ -12,8 +12,9 @@ import asyncio
 import datetime as dt
 import json
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -24,13 +25,14 @@ from jetwatch.actions import operations as ops
 from jetwatch.actions.accounts import perform_on_account
 from jetwatch.actions.audit import AuditUnavailable, begin, finish
 from jetwatch.actions.drains import drains_for, spawn_detached
+from jetwatch.core.connection import ConnectError
+from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
+from jetwatch.core.jsinfo import ConsumerInfo
+from jetwatch.core.settings import Settings
+from jetwatch.core.urls import shown_servers
 from jetwatch.dashboard import gate, identities, stores
 from jetwatch.dashboard.text import visible_value
 from jetwatch.dashboard.ui import md
-from jetwatch.core.connection import ConnectError
-from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
-from jetwatch.core.settings import Settings
-from jetwatch.core.urls import shown_servers
 from jetwatch.store.database import Store, StoreError
 
 PENDING = "pending_action"
@@ -52,12 +54,12 @@ ENDED = "operator_ended"  # why the last session ended, shown once
 SHOWN = "operator_shown"  # who the sidebar last showed signed in (None: nobody)
 
 
-def _session_from_cookie(s: Settings) -> identities.Session | None:
+def _session_from_cookie(operators_file: str) -> identities.Session | None:
     try:
         cookies = st.context.cookies
     except Exception:  # no browser behind this run (bare script)
         return None
-    return identities.parse(s.operators_file, cookies.get(gate.COOKIE))
+    return identities.parse(operators_file, cookies.get(gate.COOKIE))
 
 
 def _header_name(s: Settings) -> str | None:
@@ -81,7 +83,7 @@ def operator(s: Settings) -> str | None:
         session = st.session_state.get(SESSION)
         from_cookie = session is None
         if from_cookie and not st.session_state.get(SIGNED_OUT):
-            session = _session_from_cookie(s)
+            session = _session_from_cookie(s.operators_file)
         if session is not None:
             why = identities.check(s.operators_file, session)
             if why is None:
@@ -112,7 +114,7 @@ def _audit_throttle(s: Settings, name: str, why: str) -> None:
         pass  # no store yet: the throttle holds all the same
 
 
-def _login(s: Settings) -> None:
+def _login(s: Settings, operators_file: str) -> None:
     name = (st.session_state.get("op_name") or "").strip()
     given = st.session_state.get("op_secret") or ""
     st.session_state["op_secret"] = ""
@@ -121,14 +123,14 @@ def _login(s: Settings) -> None:
     if blocked:
         st.session_state["op_error"] = blocked
         return
-    if not identities.verify(s.operators_file, name, given):
+    if not identities.verify(operators_file, name, given):
         identities.THROTTLE.failed(key)
         now_blocked = identities.THROTTLE.blocked(key)
         if now_blocked:
             _audit_throttle(s, name, now_blocked)
         st.session_state["op_error"] = now_blocked or "Unknown name or wrong password: actions stay off."
         return
-    session, token = identities.issue(s.operators_file, name, s.session_ttl)
+    session, token = identities.issue(operators_file, name, s.session_ttl)
     st.session_state[SESSION] = session
     st.session_state[HANDOFF] = identities.handoff(token, s.session_ttl)
     for k in ("op_error", ENDED, SIGNED_OUT):
@@ -182,7 +184,7 @@ def _status(s: Settings, who: str | None) -> None:
             return
         if st.session_state.get(HANDOFF):
             _browser_call(gate.SESSION_PATH, st.session_state.pop(HANDOFF))
-        until = dt.datetime.fromtimestamp(session.expires, dt.timezone.utc).strftime("%H:%M UTC")
+        until = dt.datetime.fromtimestamp(session.expires, dt.UTC).strftime("%H:%M UTC")
         st.caption(f"signed in as {md(who)} until {until}")
         st.button("Sign out", key="op_lock", on_click=_logout, args=(s,))
         return
@@ -193,7 +195,7 @@ def _status(s: Settings, who: str | None) -> None:
         return
     st.text_input("Operator name", key="op_name")
     st.text_input("Password", key="op_secret", type="password")
-    st.button("Sign in", key="op_enable", on_click=_login, args=(s,))
+    st.button("Sign in", key="op_enable", on_click=_login, args=(s, s.operators_file))
     if st.session_state.get("op_error"):
         st.error(st.session_state["op_error"])  # our own words
 
@@ -219,10 +221,10 @@ async def _pin_moved(api: JetStreamAPI, pending: dict[str, Any]) -> ops.ActionRe
     fresh consumer info just before sending, and refuse (to ask again) when the pin moved."""
     target = pending["target"]
     try:
-        info = await api.consumer_info(target.stream, target.consumer)
+        info = ConsumerInfo.of(await api.consumer_info(target.stream, target.consumer))
     except (JetStreamAPIError, NoReply):
         return None  # the action's own check reports the error in its words
-    _, now = ops.pinned_state(info)
+    _, now = info.pinned()
     expected = pending["params"].get("expect_pin")
     if now == expected:
         return None

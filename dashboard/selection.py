@@ -12,7 +12,8 @@ with plain pytest as well as through the page.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -20,9 +21,23 @@ SELECTED = "fleet_selected_key"  # (account, stream, consumer, cluster) of the s
 _SEEN = "fleet_selection_seen"  # (widget key, rows, keys) at the last run: a click or a new table?
 
 Key = tuple[str | None, str, str, str | None]
+# Streamlit's session state (keyed by name or number), or a dict in the tests.
+State = MutableMapping[str | int, Any]
 
 
-def _text(value: Any) -> str | None:
+class Selection(TypedDict, total=False):
+    """A table's selection as st.dataframe takes it (Streamlit's DataframeSelectionStateInput)."""
+
+    rows: list[int]
+    columns: list[str]
+    cells: list[tuple[int, str]]
+
+
+class Default(TypedDict):
+    selection: Selection
+
+
+def _text(value: object) -> str | None:
     return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
 
@@ -39,7 +54,7 @@ def widget_key(keys: list[Key]) -> str:
     return "fleet_table_" + hashlib.sha256(repr(keys).encode()).hexdigest()[:16]
 
 
-def _rows(state: MutableMapping[str, Any], widget: str) -> list[int]:
+def _rows(state: State, widget: str) -> list[int]:
     value = state.get(widget)
     if value is None:
         return []
@@ -50,7 +65,7 @@ def _rows(state: MutableMapping[str, Any], widget: str) -> list[int]:
     return list(rows or [])
 
 
-def follow(state: MutableMapping[str, Any], widget: str, keys: list[Key]) -> bool:
+def follow(state: State, widget: str, keys: list[Key]) -> bool:
     """Take a click in the table `widget` (showing `keys`) into the selected key.
 
     A row picked in a table selects that row's consumer, looked up in the list that table showed
@@ -73,7 +88,7 @@ def follow(state: MutableMapping[str, Any], widget: str, keys: list[Key]) -> boo
     return state.get(SELECTED) != before
 
 
-def default(keys: list[Key], chosen: Key | None) -> dict[str, Any] | None:
+def default(keys: list[Key], chosen: Key | None) -> Default | None:
     """The table's selection when it is first drawn: the chosen consumer's row, so a new table (a
     refresh that reordered the rows, another filter) shows it ticked; None when it is not shown."""
     if chosen is None or chosen not in keys:
@@ -81,7 +96,7 @@ def default(keys: list[Key], chosen: Key | None) -> dict[str, Any] | None:
     return {"selection": {"rows": [keys.index(chosen)], "columns": []}}
 
 
-def clear(state: MutableMapping[str, Any]) -> None:
+def clear(state: State) -> None:
     state[SELECTED] = None
 
 

@@ -12,11 +12,12 @@ No Streamlit here: caching sits in dashboard/ui.py, so this is tested with plain
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Mapping, Sequence, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd

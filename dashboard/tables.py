@@ -11,8 +11,9 @@ pytest.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import pandas as pd
@@ -413,7 +414,7 @@ def column_config(columns: list[Column], table: pd.DataFrame) -> dict[str, Any]:
     for c in columns:
         if c.header not in table.columns:
             continue
-        common = {"width": c.width, "help": c.help, "pinned": c.pinned}
+        common: dict[str, Any] = {"width": c.width, "help": c.help, "pinned": c.pinned}
         if c.kind == "link":
             config[c.header] = st.column_config.LinkColumn(c.header, display_text=CONSUMER_IN_LINK, **common)
         elif c.kind == "number" and pd.api.types.is_numeric_dtype(table[c.header]):

@@ -24,7 +24,7 @@ def visible(text: object) -> str:
     return _BIDI.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", str(text))
 
 
-def visible_value(value: Any) -> Any:
+def visible_value(value: object) -> Any:
     """A JSON-like value with every string in it made visible (for st.json of server replies)."""
     if isinstance(value, str):
         return visible(value)

@@ -6,20 +6,29 @@ import datetime as dt
 import os
 import re
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
-from jetwatch.dashboard import data, stores, tables, url_state
-from jetwatch.dashboard.text import (duration, pin_holder, pin_tail, short, since, utc, visible,  # noqa: F401
-                                     visible_frame, visible_value)  # the pages import words from here
-from jetwatch.health import advice
-from jetwatch.health import rules
-from jetwatch.health.rules import Thresholds
 from jetwatch.core import durations
 from jetwatch.core.settings import Settings, resolve
+from jetwatch.dashboard import data, stores, tables, url_state
+from jetwatch.dashboard.text import (  # noqa: F401 (the pages import words from here)
+    duration,
+    pin_holder,
+    pin_tail,
+    short,
+    since,
+    utc,
+    visible,
+    visible_frame,
+    visible_value,
+)
+from jetwatch.health import advice, rules
+from jetwatch.health.rules import Thresholds
 from jetwatch.store.database import Store
 
 T = TypeVar("T")
@@ -89,8 +98,8 @@ def fleet_pin_history(s: Settings, span: dt.timedelta, th: Thresholds) -> data.P
     return stores.pin_history(fleet_stores(s), lambda cs: pin_history(cs.path, s.lock_timeout, span, th))
 
 
-def fleet_capture_gaps(s: Settings, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
-    return stores.union(stores.each(fleet_stores(s), lambda cs: capture_gaps(cs.path, s.lock_timeout, since, until)))
+def fleet_capture_gaps(s: Settings, start: dt.datetime, until: dt.datetime) -> pd.DataFrame:
+    return stores.union(stores.each(fleet_stores(s), lambda cs: capture_gaps(cs.path, s.lock_timeout, start, until)))
 
 
 def thresholds(s: Settings) -> Thresholds:
@@ -180,8 +189,8 @@ def findings(row: pd.Series, now: dt.datetime) -> None:
 
 
 @st.cache_data(ttl=2.0, show_spinner=False)
-def capture_gaps(db: str, lock_timeout: float, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
-    return data.capture_gaps(Store(db, lock_timeout=lock_timeout), since, until)
+def capture_gaps(db: str, lock_timeout: float, start: dt.datetime, until: dt.datetime) -> pd.DataFrame:
+    return data.capture_gaps(Store(db, lock_timeout=lock_timeout), start, until)
 
 
 def gap_warnings(gaps: pd.DataFrame) -> None:

@@ -9,7 +9,8 @@ out when it is the default, so a plain page keeps a plain address).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import streamlit as st
 

@@ -75,15 +75,14 @@ class NatsServer:
                     "--routes", ",".join(f"nats://127.0.0.1:{p}" for p in self.routes)]
         return cmd + self.extra_args
 
-    def start(self, timeout: float = 15.0) -> "NatsServer":
+    def start(self, timeout: float = 15.0) -> NatsServer:
         if not self.port:
             self.port = free_port()
         self.store_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.log_path or self.store_dir.parent / f"{self.store_dir.name}.log"
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        log.close()
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -17,6 +17,8 @@ from typing import Any
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from jetwatch.core.pin_announce import PinAnnouncer
+
 log = logging.getLogger("jetwatch.demo.worker")
 
 
@@ -46,11 +48,11 @@ class PullWorker:
     def __init__(self, nc: Client, stream: str, consumer: str, group: str | None = None,
                  name: str = "worker", batch: int = 10, expires_s: float = 1.0,
                  min_pending: int | None = None, priority: int | None = None,
-                 work_s: float = 0.0, between_s: float = 0.0, announcer: Any = None):
+                 work_s: float = 0.0, between_s: float = 0.0, announcer: PinAnnouncer | None = None):
         self.nc, self.stream, self.consumer, self.group, self.name = nc, stream, consumer, group, name
         self.batch, self.expires_s, self.work_s, self.between_s = batch, expires_s, work_s, between_s
         self.min_pending, self.priority = min_pending, priority
-        self.announcer = announcer  # a core.pin_announce.PinAnnouncer: says who holds each new pin
+        self.announcer = announcer  # says who holds each new pin
         self.pin_id: str | None = None
         self.stalled = False
         self.acking = True
@@ -119,7 +121,7 @@ class PullWorker:
                     break
                 try:
                     msg = await sub.next_msg(timeout=remaining)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     break
                 except Exception:  # nats TimeoutError and connection errors end this pull
                     break
@@ -144,7 +146,7 @@ class PullWorker:
             if self.between_s:
                 await asyncio.sleep(self.between_s)
 
-    def start(self) -> "PullWorker":
+    def start(self) -> PullWorker:
         self._stopping = False
         self._task = asyncio.get_running_loop().create_task(self.run(), name=self.name)
         return self

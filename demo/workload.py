@@ -20,11 +20,11 @@ from typing import Any
 import nats
 from nats.aio.client import Client
 
-from jetwatch.demo.workers import PullWorker
 from jetwatch.core.connection import connect_options
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError
 from jetwatch.core.settings import resolve
 from jetwatch.core.urls import strip_userinfo
+from jetwatch.demo.workers import PullWorker
 
 log = logging.getLogger("jetwatch.demo")
 
@@ -54,9 +54,9 @@ async def ensure_topology(api: JetStreamAPI) -> None:
             await api.add_stream(stream)
         except JetStreamAPIError as exc:
             log.info("stream %s: %s", stream["name"], exc.description)
-    for stream, config in CONSUMERS:
+    for stream_name, config in CONSUMERS:
         try:
-            await api.add_consumer(stream, config)
+            await api.add_consumer(stream_name, config)
         except JetStreamAPIError as exc:
             log.info("consumer %s: %s", config["durable_name"], exc.description)
 

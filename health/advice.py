@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import pandas as pd
-
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _pin_idle(numbers: Mapping[str, Any], c: Context) -> str:
             "pinned client stopped pulling")
     moves = numbers.get("pin_moves_by")
     if moves is not None:
-        at = dt.datetime.fromtimestamp(float(moves), dt.timezone.utc)
+        at = dt.datetime.fromtimestamp(float(moves), dt.UTC)
         step += f" (the server's priority_timeout moves the pin by itself by {at:%H:%M:%S} UTC at the latest)"
     return step
 
@@ -171,7 +171,7 @@ def next_step(verdict: str, numbers: Mapping[str, Any] | None, context: Context)
     return NEXT_STEP[verdict](numbers or {}, context)
 
 
-def _when(ts: Any, now: dt.datetime) -> str:
+def _when(ts: object, now: dt.datetime) -> str:
     t = pd.Timestamp(ts)
     t = t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
     age = int(max(0.0, (pd.Timestamp(now) - t).total_seconds()))

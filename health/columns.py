@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 
 
-def array(values: Any) -> Any:
+def array(values: object) -> Any:
     """A numpy-typed column as its array; anything else (an extension type, a list) as it is."""
     return values.to_numpy() if isinstance(values, pd.Series) and isinstance(values.dtype, np.dtype) else values
 
 
-def floats(values: Any) -> np.ndarray:
+def floats(values: object) -> np.ndarray:
     """The values as floats, NaN where missing or not a number. numpy reads numbers and None
     directly (None: NaN); pandas' coercion only for what it cannot (text, nullable types)."""
     values = array(values)

@@ -29,7 +29,7 @@ def ease(verdict: np.ndarray, kept: np.ndarray, calmer_since: np.ndarray, now: f
     has been judged calmer than it (NaN: not easing). A verdict judged less severe than the kept
     one (OK included) replaces it only once it has been judged so for `clear_after`; COLLECTING
     neither eases a verdict nor is eased (it says nothing about the cause)."""
-    easing = (severity(kept) < severity(verdict)) & ~np.isin(kept, (None, "COLLECTING")) & (verdict != "COLLECTING")
+    easing = (severity(kept) < severity(verdict)) & ~np.isin(kept, np.array([None, "COLLECTING"], dtype=object)) & (verdict != "COLLECTING")
     calmer = np.where(easing, np.where(np.isnan(calmer_since), now, calmer_since), np.nan)
     held_back = easing & (now - calmer < clear_after)
     calmer[~held_back] = np.nan  # eased, or not easing: nothing left to count

@@ -15,8 +15,9 @@ draining' (the backlog holds or grows, or nothing was acknowledged).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,7 @@ class Eta:
     high: float | None = None
 
 
-def _flags(column: Any, default: bool) -> np.ndarray:
+def _flags(column: object, default: bool) -> np.ndarray:
     """A nullable flag column as booleans, missing values taking `default` (no object downcast)."""
     if isinstance(column, np.ndarray) and column.dtype == bool:
         return column

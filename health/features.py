@@ -13,7 +13,7 @@ tests/test_window_state.py holds health/window.py equal to it.
 
 from __future__ import annotations
 
-from typing import Union
+from typing import TypeAlias
 
 import duckdb
 import numpy as np
@@ -31,7 +31,7 @@ SAMPLE_FIELDS = KEY + [
     "oldest_unacked_age_seconds", "delivered_last_active", "ack_floor_last_active",
 ]
 
-Frame = Union[pd.DataFrame, pa.Table]
+Frame: TypeAlias = pd.DataFrame | pa.Table
 AGE = "oldest_unacked_age_seconds"
 
 

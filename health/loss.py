@@ -72,7 +72,7 @@ def _by_age(limits: StreamLimits, oldest_age: float | None, arrivals: float, flo
 def _by_count(limits: StreamLimits, oldest: int, arrivals: float, floor_rate: float) -> float | None:
     if arrivals <= floor_rate:
         return None
-    rooms = []
+    rooms: list[float] = []
     if limits.max_msgs > 0:
         rooms.append(limits.max_msgs - limits.messages)
     if limits.max_bytes > 0 and limits.messages > 0 and limits.bytes > 0:

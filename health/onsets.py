@@ -25,8 +25,9 @@ consumer; `s` marks the samples that count (in the window, since the latest rese
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from typing import Callable
+from typing import Any
 
 import numpy as np
 
@@ -109,8 +110,9 @@ class Samples:
         key = cols.tobytes()
         if key not in self._subs:
             self._subs.clear()
-            self._subs[key] = Samples(**{f.name: (self.lag.sub(cols) if f.name == "lag" else getattr(self, f.name)[..., cols])
-                                         for f in fields(self) if f.init})
+            parts: dict[str, Any] = {f.name: (self.lag.sub(cols) if f.name == "lag" else getattr(self, f.name)[..., cols])
+                                     for f in fields(self) if f.init}
+            self._subs[key] = Samples(**parts)
         return self._subs[key]
 
 

@@ -13,18 +13,19 @@ collector kept.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 
+from jetwatch.core import durations
 from jetwatch.core.settings import SETTINGS, Settings
 from jetwatch.health.columns import array as column_array
 from jetwatch.health.columns import floats
 from jetwatch.health.features import KEY, window_features
 from jetwatch.health.features import Frame as Samples
-from jetwatch.core import durations
 from jetwatch.health.onsets import ONSET_FEATURES
 
 _HEALTH = {s.name: s for s in SETTINGS if s.group == "health"}
@@ -55,7 +56,7 @@ class Thresholds:
     clear_after: float = _default("clear_after")
 
     @classmethod
-    def from_settings(cls, s: Settings) -> "Thresholds":
+    def from_settings(cls, s: Settings) -> Thresholds:
         return cls(**{f.name: getattr(s, f.name) for f in dataclasses.fields(cls)})
 
     def as_dict(self) -> dict[str, Any]:
@@ -70,7 +71,7 @@ class Finding:
 
 
 Ctx = Mapping[str, Any]  # one consumer: features + limits + counts (a row)
-Frame = pd.DataFrame
+Frame: TypeAlias = pd.DataFrame
 Columns = Mapping[str, np.ndarray]  # many consumers: the same names, one array each (`_inputs`)
 
 # Each rule is a condition over the consumers' columns (vectorised: ten thousand consumers at once)
@@ -284,7 +285,8 @@ def _saturated(f: Columns, th: Thresholds) -> np.ndarray:
 
 
 def _saturated_says(c: Ctx, th: Thresholds) -> Finding:
-    parts, numbers = [], {}
+    parts: list[str] = []
+    numbers: dict[str, float | int | str] = {}
     if _ack_saturated(c, th):
         parts.append(f"{_n(c['ack_pending_last'])} of max_ack_pending {_n(c['max_ack_pending'])} in flight")
         numbers.update(ack_pending=_n(c["ack_pending_last"]), max_ack_pending=_n(c["max_ack_pending"]))
@@ -419,7 +421,8 @@ def _lagging(f: Columns, th: Thresholds) -> np.ndarray:
 
 
 def _lagging_says(c: Ctx, th: Thresholds) -> Finding:
-    parts, numbers = [], {}
+    parts: list[str] = []
+    numbers: dict[str, float | int | str] = {}
     for fired, onset, rise in ((_age_rising, "age_rise_onset", "age_rise"), (_never_caught_up, "behind_onset", "behind_rise")):
         if bool(fired(c, th)):
             held = float(_held(c, onset))
@@ -619,7 +622,8 @@ def _judge(f: Columns, n: int, th: Thresholds) -> tuple[list[list[Finding]], np.
     firing = rows[~collecting[rows]]
     if len(firing) and fired:
         which, rule_at = np.nonzero(np.column_stack(fired)[firing])
-        current, ctx = -1, None
+        current = -1
+        ctx: Ctx = {}  # the row of `current`: set at the first pair, whose consumer differs
         for k, r in zip(firing[which].tolist(), rule_at.tolist()):
             if k != current:
                 current, ctx = k, _Row(columns, at_of[k])

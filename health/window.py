@@ -20,7 +20,8 @@ boundaries and reset.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,7 @@ NUMBERS = ("num_pending", "num_ack_pending", "num_waiting", "num_redelivered",
 TIMES = ("delivered_last_active", "ack_floor_last_active")
 NO_PIN = np.iinfo(np.int64).min
 _NEVER = -1e18  # window_features.sql's "no reset" time
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MICROSECOND = dt.timedelta(microseconds=1)
 
 
@@ -130,7 +131,7 @@ class WindowState:
         width = len(range(*keep.indices(self.t.shape[0])))
         n = min(self.t.shape[1], rows)
 
-        def moved(old: np.ndarray, empty: Any) -> np.ndarray:
+        def moved(old: np.ndarray, empty: object) -> np.ndarray:
             new = np.full((columns, rows), empty, dtype=old.dtype)
             new[:width, :n] = old[keep, :n]
             return new

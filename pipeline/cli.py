@@ -7,8 +7,8 @@ master comes from `--master` (default local[*]), never from the job's code.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import datetime as dt
+import importlib.util
 import json
 import os
 import shutil
@@ -18,7 +18,7 @@ import sys
 import uuid
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 import pandas as pd
 
@@ -68,7 +68,7 @@ def interrupt_on_signals() -> None:
         signal.signal(sig, handler)
 
 
-def run_spark(cmd: list[str], env: dict[str, str], out: Any) -> subprocess.CompletedProcess[bytes]:
+def run_spark(cmd: list[str], env: dict[str, str], out: int | IO[bytes]) -> subprocess.CompletedProcess[bytes]:
     """spark-submit in a process group of its own, waited for; interrupted, the whole group gets
     SIGTERM, then SIGKILL after SPARK_STOP_GRACE (Spark's Python workers follow their JVM)."""
     proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -164,7 +164,7 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
     base = Path(settings.data_dir) / "pipeline"
     run_id = uuid.uuid4().hex[:12]
     run_dir = base / "runs" / run_id
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     record = {"run_id": run_id, "started_at": started, "finished_at": None, "since": since, "until": until,
               "outcome": "running", "rows_in": None, "message": None}
 
@@ -181,8 +181,11 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
         cmd = submit_command(settings, base / "archive" / "samples", run_dir / "input", run_dir / "output",
                              code_zip(run_dir / "jetwatch-pipeline.zip"), since, until)
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-        out = open(log, "ab") if log else subprocess.PIPE
-        proc = run_spark(cmd, env, out)
+        if log:
+            with open(log, "ab") as out:
+                proc = run_spark(cmd, env, out)
+        else:
+            proc = run_spark(cmd, env, subprocess.PIPE)
         if proc.returncode != 0:
             tail = (proc.stdout or b"").decode(errors="replace")[-3000:] if not log else f"see {log}"
             raise PipelineError(f"the Spark job failed with status {proc.returncode}: {tail}")
@@ -201,7 +204,7 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
         record.update(outcome="failed", message=str(exc)[:4000])
         raise
     finally:
-        record["finished_at"] = dt.datetime.now(dt.timezone.utc)
+        record["finished_at"] = dt.datetime.now(dt.UTC)
         note()
         shutil.rmtree(run_dir, ignore_errors=True)
 
@@ -222,7 +225,7 @@ def default_since(store: Store, until: dt.datetime, raw_retention_s: float) -> d
 
 
 def run_pipeline(args: argparse.Namespace, settings: Settings) -> int:
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     until = _when(args.until, now, now)
     pairs = fleet(settings)
     if not pairs:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-
-from typing import Sequence
 
 from jetwatch.store.clusters import identity
 from jetwatch.store.database import Store
@@ -50,7 +49,7 @@ def prune_archive(archive: Path, cutoff: dt.datetime) -> int:
     for part in sorted((archive / "samples").glob("date=*/hour=*")):
         try:
             day = dt.datetime.strptime(part.parent.name.removeprefix("date="), "%Y-%m-%d")
-            start = day.replace(tzinfo=dt.timezone.utc) + dt.timedelta(hours=int(part.name.removeprefix("hour=")))
+            start = day.replace(tzinfo=dt.UTC) + dt.timedelta(hours=int(part.name.removeprefix("hour=")))
         except ValueError:
             continue  # not ours
         if start + dt.timedelta(hours=1) <= cutoff:

@@ -25,7 +25,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jetwatch.health.rules import Thresholds
-from jetwatch.pipeline.transforms import ACTIVITY_COLUMNS, AGE_COLUMNS, mark_gap_spans, pin_sessions, rollups, verdict_history
+from jetwatch.pipeline.transforms import (
+    ACTIVITY_COLUMNS,
+    AGE_COLUMNS,
+    mark_gap_spans,
+    pin_sessions,
+    rollups,
+    verdict_history,
+)
 
 
 def session() -> SparkSession:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -123,7 +123,7 @@ def mark_gap_spans(sessions: DataFrame, gaps: DataFrame) -> DataFrame:
     return spanning.unionByName(clean)
 
 
-def _delta(col: str, by_time: Window) -> Column:
+def _delta(col: str, by_time: WindowSpec) -> Column:
     """Increase since the previous sample; NULL across a counter reset (a recreated consumer)."""
     d = F.col(col) - F.lag(col).over(by_time)
     return F.when(d >= 0, d)

@@ -20,10 +20,10 @@ from typing import Any
 import duckdb
 
 from jetwatch import sql
-from jetwatch.store.database import Store, StoreError
+from jetwatch.store.database import Store, StoreError, one_row
 
 GENESIS = "0" * 64
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 # The chained fields, in hash order; `seq` and `prev_hash` are added by append().
 FIELDS = ("ts_us", "actor", "origin", "action", "account", "stream", "consumer", "group_name", "parameters",
           "outcome", "reply", "action_id", "phase")
@@ -118,7 +118,7 @@ def verify(store: Store, kept_head: str | None = None) -> Verdict:
     a chain that no longer holds it (rows cut off its end, or the chain rebuilt)."""
     def read(con: duckdb.DuckDBPyConnection) -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
         chain = _rows(con.execute(sql.query("audit_chain")))
-        unchained = con.execute(sql.query("audit_unchained_count")).fetchone()[0]
+        unchained = one_row(con.execute(sql.query("audit_unchained_count")))[0]
         return chain, unchained, _rows(con.execute(sql.query("audit_outside_chain")))
 
     try:

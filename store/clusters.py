@@ -9,16 +9,15 @@ leaves the file (dashboard/stores.py, pipeline/export.py). A file that no collec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import duckdb
 
 from jetwatch import sql
 from jetwatch.core.settings import DEFAULT_CLUSTER
-from jetwatch.store.database import Store, StoreError, StoreIsDirectory
-
+from jetwatch.store.database import Store, StoreError, StoreIsDirectory, one_row
 
 
 class WrongCluster(StoreError):
@@ -40,7 +39,7 @@ def claim(con: duckdb.DuckDBPyConnection, cluster: str, path: Path | str) -> Non
     """In the collector's first write: record `cluster` as the store's, or refuse (WrongCluster)
     when the store already belongs to another one. Nothing is written then."""
     con.execute(sql.query("claim_cluster"), {"cluster": cluster})
-    owner = con.execute(sql.query("store_cluster")).fetchone()[0]
+    owner = one_row(con.execute(sql.query("store_cluster")))[0]
     if owner != cluster:
         raise WrongCluster(
             f"The store {path} belongs to cluster '{owner}', and this collector watches cluster '{cluster}'. "
@@ -54,7 +53,8 @@ def identity(store: Store) -> Identity:
     frame = store.query("store_cluster")
     cluster, server = (frame.iloc[0]["cluster"], frame.iloc[0]["server_url"]) if not frame.empty else (None, None)
     known = isinstance(cluster, str)
-    return Identity(cluster if known else DEFAULT_CLUSTER, known, server if isinstance(server, str) else None)
+    return Identity(cluster if isinstance(cluster, str) else DEFAULT_CLUSTER, known,
+                    server if isinstance(server, str) else None)
 
 
 def store_paths(dbs: Sequence[str], db: str) -> list[Path]:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-
 import random
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import duckdb
 import pandas as pd
@@ -117,6 +117,14 @@ _CONFLICTS = (
     # In one process, a read-only and a read-write connection to one file cannot coexist either.
     "different configuration than existing connections", "is already attached by database",
 )
+
+
+def one_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
+    """The row of a query that always returns one (an aggregate, a key the first migration wrote)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise StoreError("a query that always returns a row returned none: the store is not one jetwatch wrote")
+    return row
 
 
 def _is_lock_conflict(exc: BaseException) -> bool:
@@ -240,7 +248,8 @@ class _WritingHost:
         """After a failed attach (the attach's own error is the one to tell): nothing of it may stay
         attached, or the instance goes."""
         try:
-            self._duckdb.execute("DETACH DATABASE IF EXISTS store")
+            if self._duckdb is not None:
+                self._duckdb.execute("DETACH DATABASE IF EXISTS store")
         except BaseException:
             self.drop()
 
@@ -337,7 +346,7 @@ class Store:
                 if con is not None:
                     with contextlib.suppress(duckdb.Error):  # the write's own error is the one to tell
                         _close(self._host, con, committed=False)
-                raise corrupt(self.path, exc) or exc
+                raise corrupt(self.path, exc) or exc  # noqa: B904 (the error itself, or one that names it and keeps it as its context)
             _close(self._host, con, committed=True)
             return result
 
@@ -353,11 +362,11 @@ class Store:
         except BaseException as exc:
             with contextlib.suppress(duckdb.Error):
                 con.execute("ROLLBACK")
-            raise _disk_full(self.path, exc) or exc
+            raise _disk_full(self.path, exc) or exc  # noqa: B904 (the error itself, or one that names it and keeps it as its context)
         try:
             con.execute("COMMIT")
         except duckdb.Error as exc:
-            raise _disk_full(self.path, exc) or exc
+            raise _disk_full(self.path, exc) or exc  # noqa: B904 (the error itself, or one that names it and keeps it as its context)
         return result
 
     def read(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
@@ -379,7 +388,7 @@ class Store:
                     "narrow the time range."
                 ) from None
             except duckdb.Error as exc:
-                raise corrupt(self.path, exc) or exc
+                raise corrupt(self.path, exc) or exc  # noqa: B904 (the error itself, or one that names it and keeps it as its context)
             finally:
                 timer.cancel()
                 con.close()
@@ -395,7 +404,7 @@ class Store:
             try:
                 con.execute("CHECKPOINT")
             except duckdb.Error as exc:
-                raise _disk_full(self.path, exc) or corrupt(self.path, exc) or exc
+                raise _disk_full(self.path, exc) or corrupt(self.path, exc) or exc  # noqa: B904 (the error itself, or one that names it and keeps it as its context)
             finally:
                 _close(self._host, con, committed=False)
 
@@ -432,7 +441,7 @@ class Store:
         try:
             con.execute("CREATE TABLE IF NOT EXISTS schema_version "
                         "(version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
-            have = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+            have = one_row(con.execute("SELECT coalesce(max(version), 0) FROM schema_version"))[0]
             if have > latest:
                 raise StoreTooNew(
                     f"The store {self.path} has schema version {have}, newer than this jetwatch knows "

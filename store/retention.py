@@ -9,6 +9,7 @@ sql/queries/retention_covered_hours.sql), so an outage of the pipeline never los
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import duckdb
@@ -27,7 +28,7 @@ class Cutoffs:
     collectors: dt.datetime  # status rows of collectors silent since then
 
     @classmethod
-    def at(cls, now: dt.datetime, raw_retention_s: float, event_retention_s: float) -> "Cutoffs":
+    def at(cls, now: dt.datetime, raw_retention_s: float, event_retention_s: float) -> Cutoffs:
         return cls(now - dt.timedelta(seconds=raw_retention_s), now - dt.timedelta(seconds=event_retention_s),
                    now - COLLECTOR_STATUS_KEEP)
 
@@ -37,7 +38,7 @@ EVENT_TABLES = ("retention_events", "retention_rejects", "retention_inferred", "
                 "retention_pin_holders", "retention_dropped_reads")
 
 
-def _deleted(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object]) -> int:
+def _deleted(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, object]) -> int:
     row = con.execute(sql.query(name), params).fetchone()
     return int(row[0]) if row else 0
 

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import duckdb
 
 from jetwatch import sql
-from jetwatch.store.database import SEALED_ROW_GROUP_ROWS, Store, StoreError
-
+from jetwatch.store.database import SEALED_ROW_GROUP_ROWS, Store, StoreError, one_row
 
 # Most samples sorted at once: a pass sorts its span in parts of its consumers' numbers, since
 # DuckDB holds what it sorts in memory: a whole large span sorted at once would take hundreds of
@@ -50,7 +49,7 @@ def _bounds(con: duckdb.DuckDBPyConnection, params: dict[str, object], due: int)
     inner: list[int] = []
     if parts > 1:
         fractions = [k / parts for k in range(1, parts)]
-        inner = con.execute(sql.query("seal_bounds"), {**params, "fractions": fractions}).fetchone()[0]
+        inner = one_row(con.execute(sql.query("seal_bounds"), {**params, "fractions": fractions}))[0]
     return [0, *inner, NUMBERS_END]
 
 
@@ -59,7 +58,7 @@ def seal(con: duckdb.DuckDBPyConnection, span: dt.timedelta) -> Sealed:
     transaction. Judged on the collector's time of each cycle (`sampled_at`), never the servers'
     clocks: one server minutes ahead or behind would keep every pass due, and each cycle would
     seal a few rows. One clock on both sides of the comparison, so a jump of it costs one odd pass."""
-    oldest, newest = con.execute(sql.query("seal_oldest")).fetchone()
+    oldest, newest = one_row(con.execute(sql.query("seal_oldest")))
     if oldest is None:
         return Sealed(0, None, span)
     if newest - oldest < span:

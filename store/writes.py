@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import array
 import datetime as dt
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -12,7 +13,7 @@ import pyarrow as pa
 from jetwatch import sql
 from jetwatch.core.clock import parse_rfc3339_column
 from jetwatch.core.text import storable
-from jetwatch.store.database import ROW_GROUP_ROWS
+from jetwatch.store.database import ROW_GROUP_ROWS, one_row
 
 _SAMPLE_TYPES = {
     "num_pending": pa.int64(), "num_ack_pending": pa.int64(), "num_waiting": pa.int64(),
@@ -213,7 +214,7 @@ def last_capture_gap(con: duckdb.DuckDBPyConnection) -> dt.datetime | None:
 
 
 def store_id(con: duckdb.DuckDBPyConnection) -> str:
-    return con.execute("SELECT value FROM store_meta WHERE key = 'store_id'").fetchone()[0]
+    return str(one_row(con.execute("SELECT value FROM store_meta WHERE key = 'store_id'"))[0])
 
 
 def latest_config_hashes(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str, str], str]:

@@ -104,7 +104,7 @@ class LiveDashboard:
     uses_left: int = 0  # tests still to use it in this session (conftest's live_site)
 
     @classmethod
-    def start(cls, server_url: str, tmp: Path) -> "LiveDashboard":
+    def start(cls, server_url: str, tmp: Path) -> LiveDashboard:
         db = str(tmp / "jetwatch.duckdb")
         env = {**os.environ, "JETWATCH_INCLUDE_STREAMS": "BROWSER_*", "JETWATCH_INFERENCE_GRACE": "1.5s"}
         live = cls(base="", store=Store(db), work=Workload(server_url))
@@ -116,7 +116,7 @@ class LiveDashboard:
                  # The collector judges, the pages read its verdicts; a short window names the demo's
                  # consumer that nobody ever pulls after half of it.
                  "--interval", "0.5s", "--health-window", "8s", "--health-min-span", "1s"],
-                env=env, stdout=open(tmp / "collector.log", "wb"), stderr=subprocess.STDOUT)
+                env=env, stdout=open(tmp / "collector.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115 (the child's)
             wait_until(lambda: live.store.exists() and not live.store.query("collector_health").empty, timeout=30,
                        message="the collector's first cycle (its advisory capture is open)")
             live.work.start()
@@ -128,7 +128,7 @@ class LiveDashboard:
                 [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", db, "--port", str(port), "--refresh", "1s",
                  "--health-min-span", "1s", "--server", server_url],
                 env={**env, "JETWATCH_OPERATORS_FILE": operators_file(tmp, "oncall")},
-                stdout=open(tmp / "dashboard.log", "wb"), stderr=subprocess.STDOUT)
+                stdout=open(tmp / "dashboard.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115 (the child's)
             live.base = f"http://127.0.0.1:{port}"
             wait_until(lambda: http_ok(live.base + "/_stcore/health"), timeout=60, message="dashboard health endpoint")
         except BaseException:

@@ -7,16 +7,15 @@ import itertools
 import os
 import signal
 import time
-
-import nats
 from pathlib import Path
 
+import nats
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from jetwatch.demo.server import NatsServer, ServerStartError, free_port, nats_server_binary
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.processes import describe, marked, new_tree_token
+from jetwatch.demo.server import NatsServer, ServerStartError, free_port, nats_server_binary
 from jetwatch.store.database import Store
 from tests.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
@@ -135,6 +134,22 @@ def live_dashboard(live_site, chromium):
     if live_site.uses_left <= 0:
         live_site.close()
         assert live_site.collector_exit == 0, "the live dashboard's collector did not end cleanly"
+
+
+@pytest.fixture
+def app_env(monkeypatch):
+    """Settings the app reads, as `jetwatch dashboard` would hand them over (for the pages' tests
+    under AppTest; here, so they need not import it as a name)."""
+    import streamlit as st  # only the tests that use it pay for the import
+    def apply(db: str, **extra: str) -> None:
+        monkeypatch.setenv("JETWATCH_DB", db)
+        monkeypatch.setenv("JETWATCH_HEALTH_MIN_SPAN", "0.5s")
+        monkeypatch.setenv("JETWATCH_STALE_AFTER", "1h")
+        for k, v in extra.items():
+            monkeypatch.setenv(f"JETWATCH_{k.upper()}", v)
+    st.cache_data.clear()
+    yield apply
+    st.cache_data.clear()
 
 
 @pytest.fixture

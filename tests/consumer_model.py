@@ -11,12 +11,12 @@ behaviour in milliseconds.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import pandas as pd
 
-T0 = dt.datetime(2026, 11, 27, 3, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 27, 3, 0, tzinfo=dt.UTC)
 STEP = 5.0  # seconds between samples: the collector's default interval
 
 

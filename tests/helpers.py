@@ -8,8 +8,9 @@ import datetime as dt
 import os
 import subprocess
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
@@ -94,7 +95,7 @@ def collector_settings(server_url: str, db: str, streams: tuple[str, ...] = (), 
 
 
 @contextlib.asynccontextmanager
-async def running(settings: Settings) -> AsyncIterator[tuple[Collector, "asyncio.Task[None]"]]:
+async def running(settings: Settings) -> AsyncIterator[tuple[Collector, asyncio.Task[None]]]:
     """A real collector in the test's event loop that may never complete a cycle, stopped
     cleanly afterwards."""
     nc = await connect(settings, name="test-collector")
@@ -163,7 +164,7 @@ def operators_file(directory: Any, *names: str) -> str:
     return path
 
 
-def stop_process(proc: "subprocess.Popen[bytes] | subprocess.Popen[str]") -> None:
+def stop_process(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
     """SIGTERM a server the test started, SIGKILL it if it has not gone in 20 s, and reap it."""
     proc.terminate()
     try:

@@ -16,8 +16,9 @@ import asyncio
 import datetime as dt
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import nats
 from nats.aio.client import Client as NATS
@@ -86,7 +87,7 @@ class Running:
     subject: str
     config: dict[str, Any]
     clients: list[Client]
-    tasks: list["asyncio.Task[Any]"]
+    tasks: list[asyncio.Task[Any]]
     collector: Any = None  # the running collector, once it runs
     notes: dict[str, Any] = field(default_factory=dict)  # what an incident saw as it acted
 
@@ -160,7 +161,7 @@ async def _unpin_again_and_again(r: Running) -> None:
 
 
 async def _pause(r: Running) -> None:
-    until = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=30)
+    until = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=30)
     await r.api.pause(r.stream, "work", until.isoformat().replace("+00:00", "Z"))
 
 
@@ -334,7 +335,7 @@ async def _feed(nc: NATS, subject: str, rate: float, stop: asyncio.Event, burst:
             n += 1
         try:
             await asyncio.wait_for(stop.wait(), 1.0 / rate)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
 
@@ -392,7 +393,7 @@ async def run_library(server_url: str, db_path: str, uid: str, scenarios: dict[s
             # runs in this event loop would hold its cycles up, and the time each verdict was named
             # is the collector's own (verdict_changes.ts).
             began = time.time()
-            await asyncio.sleep(HEALTHY_FOR)  # noqa: the scenarios' healthy phase, not a wait for a condition
+            await asyncio.sleep(HEALTHY_FOR)  # the scenarios' healthy phase, not a wait for a condition
             now = time.time()
 
             async def start(key: str, s: Scenario) -> None:
@@ -403,7 +404,7 @@ async def run_library(server_url: str, db_path: str, uid: str, scenarios: dict[s
             await asyncio.gather(*(start(key, s) for key, s in scenarios.items()))
             deadline = max([now + s.deadline for s in scenarios.values() if s.verdict] or [now]) + SLACK
             # Two more cycles at least, to see that nothing eases; the look-alikes go on as long as asked.
-            await asyncio.sleep(max(deadline, now + look_alikes_for) + 2 * INTERVAL - time.time())  # noqa: observed time
+            await asyncio.sleep(max(deadline, now + look_alikes_for) + 2 * INTERVAL - time.time())  # observed time
     finally:
         stop.set()
         await asyncio.gather(*feeds, return_exceptions=True)

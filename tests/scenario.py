@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from nats.aio.client import Client
 
-from jetwatch.demo.workers import PullWorker
 from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.workers import PullWorker
 from tests.helpers import eventually, make_consumer, make_stream, publish
 
 

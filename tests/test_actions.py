@@ -10,11 +10,20 @@ import nats
 import pytest
 
 from jetwatch.actions import operations as ops
-from jetwatch.demo.workers import PullWorker
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.settings import parse_instant
+from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
-from tests.helpers import clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
+from tests.helpers import (
+    clean_env,
+    collecting,
+    collector_settings,
+    eventually,
+    make_consumer,
+    make_stream,
+    publish,
+    rows,
+)
 
 
 async def cli(*args: str, db: str | None = None) -> tuple[int, str]:
@@ -199,8 +208,8 @@ def test_cli_pause_then_resume_with_audit(nats_server, db_path, uid, run):
         assert code == 0, out
         info = await api.consumer_info(stream, "c")
         assert info["paused"] is True
-        until = parse_instant(info["config"]["pause_until"], dt.datetime.now(dt.timezone.utc))
-        assert dt.timedelta(minutes=9) < until - dt.datetime.now(dt.timezone.utc) < dt.timedelta(minutes=11)
+        until = parse_instant(info["config"]["pause_until"], dt.datetime.now(dt.UTC))
+        assert dt.timedelta(minutes=9) < until - dt.datetime.now(dt.UTC) < dt.timedelta(minutes=11)
         code, out = await cli("resume", stream, "c", "--yes", "--server", nats_server.url, db=db_path)
         assert code == 0, out
         assert not (await api.consumer_info(stream, "c")).get("paused")

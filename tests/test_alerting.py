@@ -10,9 +10,10 @@ import subprocess
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import nats
 import pytest
@@ -23,8 +24,17 @@ from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import free_port
 from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
-from tests.helpers import (collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows, running,
-                           stop_process)
+from tests.helpers import (
+    collecting,
+    collector_settings,
+    eventually,
+    make_consumer,
+    make_stream,
+    publish,
+    rows,
+    running,
+    stop_process,
+)
 
 RULES_DIR = Path(__file__).resolve().parents[1] / "deploy" / "prometheus"
 RULES = RULES_DIR / "jetwatch-rules.yml"

@@ -4,10 +4,10 @@ server that requires them."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import datetime as dt
 
 import pandas as pd
@@ -297,7 +296,7 @@ def test_a_long_range_on_a_young_install_starts_where_data_starts_at_full_resolu
     from tests.test_oncall_pages import working, write_store
 
     db = str(tmp_path / "young.duckdb")
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     first = write_store(db, {("$G", "S", "c"): working}, cycles=13, step_s=10, end=now)
     Store(db).write(lambda con: con.execute(
         "INSERT INTO rollups (granularity, bucket, account, stream, consumer, samples, pending_mean, ack_pending_mean,"

@@ -7,9 +7,9 @@ import json
 import nats
 import pytest
 
+from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.demo.server import cluster
 from jetwatch.demo.workers import PullWorker
-from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.store.database import Store
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, publish, rows
 from tests.incident_library import cluster_ready, judged, leader_changes, run_library

@@ -37,7 +37,7 @@ def fleet(tmp_path):
     """Cluster a: consumer C with work and nobody pulling (NO_PULLERS), D healthy; cluster b: both
     healthy. The same names in both clusters."""
     base = tmp_path / "stores"
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     dbs = {c: base / f"{c}.duckdb" for c in "ab"}
     _two_consumers(_claimed(dbs["a"], "a"), now, idle_pending=5)
     _two_consumers(_claimed(dbs["b"], "b"), now, idle_pending=0)
@@ -103,7 +103,7 @@ def test_check_is_never_ok_while_one_clusters_store_is_missing_or_stale(fleet, t
 
     # cluster b's collector stopped two hours ago: its verdicts are stale, a's fresh and OK
     old = tmp_path / "old"
-    _two_consumers(_claimed(old / "b.duckdb", "b"), dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2), 0)
+    _two_consumers(_claimed(old / "b.duckdb", "b"), dt.datetime.now(dt.UTC) - dt.timedelta(hours=2), 0)
     assert main(["check", "--dbs", f"{fleet['dbs']['a']},{old / 'b.duckdb'}", *healthy]) == 3
     out = capsys.readouterr().out
     assert out.startswith("JETWATCH UNKNOWN") and "cluster b: the newest verdict is" in out

@@ -23,8 +23,16 @@ from jetwatch.dashboard.tables import link_target
 from jetwatch.demo.server import NatsServer, free_port
 from jetwatch.store.clusters import identity
 from jetwatch.store.database import Store
-from tests.helpers import OPERATOR_PASSWORD, clean_env, make_consumer, make_stream, operators_file, publish, rows, \
-    stop_process, wait_until
+from tests.helpers import (
+    OPERATOR_PASSWORD,
+    clean_env,
+    make_consumer,
+    make_stream,
+    operators_file,
+    publish,
+    rows,
+    wait_until,
+)
 from tests.test_dashboard import frame, run_app
 
 STREAM = "ORDERS"
@@ -301,7 +309,7 @@ def test_one_pipeline_run_over_both_stores_gives_each_cluster_its_own_results(fl
         assert sampled == {SHARED, ONLY[c]}
         assert rows(store, "SELECT outcome FROM pipeline_runs") == [("ok",)]
     # each cluster's rollups are its own samples' (the shared name is not summed over clusters)
-    for c, db in dbs.items():
+    for db in dbs.values():
         [(rolled, raw)] = rows(Store(db), "SELECT (SELECT sum(samples) FROM rollups WHERE granularity = '1m' "
                                           "AND consumer = ?), (SELECT count(*) FROM samples WHERE consumer = ?)",
                                [SHARED, SHARED])

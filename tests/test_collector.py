@@ -12,12 +12,19 @@ from pathlib import Path
 
 import nats
 
+from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import NatsServer
 from jetwatch.demo.workers import PullWorker
-from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.store.database import Store
 from tests.helpers import (
-    collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows, wait_until,
+    collecting,
+    collector_settings,
+    eventually,
+    make_consumer,
+    make_stream,
+    publish,
+    rows,
+    wait_until,
 )
 
 PIN_ROWS = ("SELECT event, pinned_id, reason, source FROM pin_events WHERE stream = ? "

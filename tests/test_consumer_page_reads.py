@@ -16,7 +16,7 @@ from jetwatch.store import writes
 from jetwatch.store.database import Store
 
 CONSUMERS = 600
-NOW = dt.datetime(2026, 11, 23, 8, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 11, 23, 8, 0, tzinfo=dt.UTC)
 
 
 def _samples(at: dt.datetime, n: int) -> dict[str, list]:
@@ -77,7 +77,9 @@ def _before(store: Store, account: str, stream: str, consumer: str, since, until
     """What the page read before: every consumer's latest row and every pin event, then pandas."""
     pins = store.query("pin_events_range", {"since": since, "until": until, **data.EVERY_CONSUMER})
     latest = store.query("fleet_latest")
-    mine = lambda f: f[(f["account"] == account) & (f["stream"] == stream) & (f["consumer"] == consumer)]
+    def mine(f: pd.DataFrame) -> pd.DataFrame:
+        return f[(f["account"] == account) & (f["stream"] == stream) & (f["consumer"] == consumer)]
+
     return mine(pins).reset_index(drop=True), mine(latest).reset_index(drop=True)
 
 

@@ -9,7 +9,8 @@ import copy
 import http.server
 import json
 import threading
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import nats
 import pyarrow as pa
@@ -17,15 +18,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jetwatch.collectors import consumer_list, jsz, list_pages, state_columns
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, ServerReport
-from jetwatch.collectors import consumer_list, jsz, list_pages, state_columns
 from jetwatch.collectors.state_columns import add_consumers
 from jetwatch.core.clock import parse_rfc3339
-from jetwatch.store import writes
 from jetwatch.core.jsapi import JetStreamAPI, NoReply, StreamNotFound
+from jetwatch.store import writes
 from tests.helpers import make_consumer, make_stream, publish
 
 NOW = "2026-11-23T12:00:00Z"

@@ -6,8 +6,6 @@ import datetime as dt
 from pathlib import Path
 
 import pandas as pd
-import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from jetwatch.collectors.judging import judge_cycle
@@ -18,20 +16,6 @@ from jetwatch.store.database import Store
 from tests.conftest import CONSUMER, IDLE_STREAM, STREAM
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
-
-
-@pytest.fixture
-def app_env(monkeypatch):
-    """Settings the app reads, as `jetwatch dashboard` would hand them over."""
-    def apply(db: str, **extra: str) -> None:
-        monkeypatch.setenv("JETWATCH_DB", db)
-        monkeypatch.setenv("JETWATCH_HEALTH_MIN_SPAN", "0.5s")
-        monkeypatch.setenv("JETWATCH_STALE_AFTER", "1h")
-        for k, v in extra.items():
-            monkeypatch.setenv(f"JETWATCH_{k.upper()}", v)
-    st.cache_data.clear()
-    yield apply
-    st.cache_data.clear()
 
 
 def run_app(page: str | None = None, **query: str) -> AppTest:
@@ -195,7 +179,7 @@ def test_every_page_is_sensible_with_an_empty_store(tmp_path, app_env):
 
 
 def _synthetic_fleet(db: str, consumers: int, cycles: int) -> None:
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     for cycle in range(cycles):
         ts = (now - dt.timedelta(seconds=10 * (cycles - cycle))).isoformat()
         n = consumers
@@ -240,7 +224,7 @@ def test_audit_page_lists_actions(tmp_path, app_env):
     from jetwatch.store import audit
 
     db = str(tmp_path / "audit.duckdb")
-    audit.write(Store(db), audit.AuditRow(dt.datetime.now(dt.timezone.utc), "ana", "cli", "unpin", "$G", "S", "C",
+    audit.write(Store(db), audit.AuditRow(dt.datetime.now(dt.UTC), "ana", "cli", "unpin", "$G", "S", "C",
                                           "jobs", "{}", "ok", "{}", "a1", "outcome"))
     app_env(db)
     at = run_app("views/audit.py")

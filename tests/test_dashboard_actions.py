@@ -13,11 +13,19 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from jetwatch.actions.operations import Target
-from jetwatch.demo.workers import PullWorker
 from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
-from tests.helpers import (OPERATOR_PASSWORD, LoopThread, make_consumer, make_stream, operators_file, publish, rows,
-                           wait_until)
+from tests.helpers import (
+    OPERATOR_PASSWORD,
+    LoopThread,
+    make_consumer,
+    make_stream,
+    operators_file,
+    publish,
+    rows,
+    wait_until,
+)
 from tests.test_dashboard import APP
 
 SECRET = OPERATOR_PASSWORD

@@ -19,8 +19,7 @@ from jetwatch.health import rules
 from jetwatch.health.rules import RULES, SEVERITY, VERDICT_NAMES, VERDICTS, Thresholds
 from jetwatch.pipeline import job
 from jetwatch.pipeline.cli import submit_command
-from tests.test_dashboard import app_env, run_app  # noqa: F401 (a fixture)
-
+from tests.test_dashboard import run_app
 
 # Verdicts ---------------------------------------------------------------------------------------
 
@@ -76,7 +75,7 @@ def _job_argv(settings: Settings) -> list[str]:
     from unittest import mock
 
     with mock.patch("jetwatch.pipeline.cli.spark_submit", return_value="spark-submit"):
-        t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+        t = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
         cmd = submit_command(settings, Path("/s"), Path("/i"), Path("/o"), Path("/z.zip"), t, t)
     return cmd[cmd.index(next(c for c in cmd if c.endswith("job.py"))) + 1:]
 

@@ -93,9 +93,7 @@ def broken_links(page: Path) -> list[str]:
     for target in _links(page):
         file, _, anchor = target.partition("#")
         dest = (page.parent / file).resolve() if file else page
-        if not dest.exists():
-            broken.append(target)
-        elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+        if not dest.exists() or (anchor and dest.suffix == ".md" and anchor not in _anchors(dest)):
             broken.append(target)
     return broken
 

@@ -16,12 +16,20 @@ import pytest
 from jetwatch.collectors.advisories import ensure_capture_stream
 from jetwatch.collectors.jsz import HttpJsz, ServerReport
 from jetwatch.core.clock import utcnow
-from jetwatch.core.settings import Settings
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import NatsServer
 from jetwatch.store.database import Store
-from tests.helpers import (clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, publish,
-                           rows, running)
+from tests.helpers import (
+    clean_env,
+    collecting,
+    collector_settings,
+    eventually,
+    make_consumer,
+    make_stream,
+    publish,
+    rows,
+    running,
+)
 
 ADMIN = {"user": "admin", "password": "admin-pw"}
 
@@ -618,7 +626,7 @@ def test_a_collector_host_five_minutes_off_still_judges_and_invents_no_pin_event
         try:
             await eventually(lambda: store.exists() and rows(store, "SELECT capture_caught_up FROM collector_status")
                              == [(True,)], timeout=30, message="the collector running")
-            for round_ in range(6):
+            for _ in range(6):
                 await publish(nc, "pins.x", 2)
                 await eventually(lambda: any(w.pin_id for w in workers), message="a pin")
                 await asyncio.sleep(0.4)  # a sample or two sees this pin before the next switch
@@ -683,9 +691,9 @@ def test_the_collectors_staleness_is_judged_on_the_servers_clock(own_server, db_
     """The collector's host 5 minutes behind the server: while it runs, the Fleet must not say it
     stopped. 5 minutes ahead: once it stopped, the Fleet must say so, and never "-300s ago". Its
     times are read on the server's clock, with the offset it measured, as verdicts are."""
-    from tests.helpers import one_consumer_stream, wait_until
-
     import time
+
+    from tests.helpers import one_consumer_stream, wait_until
 
     store = Store(db_path)
     run(one_consumer_stream(own_server.url, "SKEW", "skew.x"))

@@ -25,14 +25,23 @@ from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.settings import parse_instant
 from jetwatch.dashboard.data import RAW_RANGE_LIMIT, consumer_detail, fleet, staleness
-from jetwatch.pipeline.export import export, prune_archive
 from jetwatch.pipeline.cli import default_since
+from jetwatch.pipeline.export import export, prune_archive
 from jetwatch.pipeline.load import load
 from jetwatch.store import writes
 from jetwatch.store.database import QueryTimeout, Store, StoreFull
-from tests.helpers import (clean_env, collecting, collector_settings, eventually, make_consumer, make_stream,
-                           one_consumer_stream, publish,
-                           rows, wait_until)
+from tests.helpers import (
+    clean_env,
+    collecting,
+    collector_settings,
+    eventually,
+    make_consumer,
+    make_stream,
+    one_consumer_stream,
+    publish,
+    rows,
+    wait_until,
+)
 
 REAL_STORE_ROWS = 100_000
 
@@ -81,7 +90,7 @@ def _garbage(tmp: Path) -> Path:
 
 
 def _truncated(tmp: Path) -> Path:
-    
+
     full = tmp / "full.duckdb"
     con = duckdb.connect(str(full))
     con.execute(f"CREATE TABLE t AS SELECT range AS i FROM range({REAL_STORE_ROWS})")
@@ -241,7 +250,7 @@ def _hourly_rollups(store: Store, stream: str, hours: dict[dt.datetime, int]) ->
 def _per_hour(store: Store, stream: str) -> dict[dt.datetime, int]:
     found = rows(store, "SELECT timezone('UTC', date_trunc('hour', timezone('UTC', ts))), count(*) FROM samples "
                         "WHERE stream = ? GROUP BY ALL", [stream])
-    return {hour.replace(tzinfo=dt.timezone.utc): n for hour, n in found}
+    return {hour.replace(tzinfo=dt.UTC): n for hour, n in found}
 
 
 def _outage_story(store: Store, stream: str) -> tuple[list[dt.datetime], list[dt.datetime]]:
@@ -484,7 +493,7 @@ def test_a_full_disk_costs_the_collector_no_cycle_and_is_said(nats_server, small
     assert missing == [], f"{len(missing)} of {len(stamps)} cycles never reached the store"
 
 
-def _collector_process(server_url: str, db_path: str, stream: str, stderr: int) -> "subprocess.Popen[str]":
+def _collector_process(server_url: str, db_path: str, stream: str, stderr: int) -> subprocess.Popen[str]:
     """`jetwatch collect` as its own process, a cycle every 0.2 s, sampling one stream."""
     return subprocess.Popen(
         [sys.executable, "-m", "jetwatch.cli", "collect", "--server", server_url, "--db", db_path,

@@ -34,7 +34,7 @@ def test_name_filter(stream, consumer, f, watched):
 
 def test_retention_removes_raw_samples_only_once_an_hourly_rollup_covers_them(tmp_path):
     store = Store(tmp_path / "r.duckdb")
-    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
     old = [now - dt.timedelta(days=d) for d in (10, 9, 8)]
 
     def seed(con):

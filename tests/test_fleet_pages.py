@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from jetwatch.dashboard.fleet_filters import FleetFilter, page_of, pages
-from tests.test_dashboard import app_env, consumers, frame, run_app  # noqa: F401 (app_env: a fixture)
+from tests.test_dashboard import consumers, frame, run_app
 from tests.test_oncall_pages import fleet_badges, nobody_pulls, working, write_store
 
 FLEET = pd.DataFrame({

@@ -17,7 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jetwatch.collectors.advisories import (
-    ADVISORY_PREFIX, MAX_ADVISORY_BYTES, TYPE_PREFIX, MalformedAdvisory, ensure_capture_stream, parse_advisory,
+    ADVISORY_PREFIX,
+    MAX_ADVISORY_BYTES,
+    TYPE_PREFIX,
+    MalformedAdvisory,
+    ensure_capture_stream,
+    parse_advisory,
 )
 from jetwatch.collectors.runner import Collector
 from jetwatch.core.connection import connect

@@ -8,7 +8,8 @@ its easing, is tests/test_live_verdicts.py and the real-server library tests/tes
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -178,7 +179,7 @@ def test_the_next_step_fits_the_cause():
     idle_row = evaluate(idle.tail(60), limits(**PINNED), TH).iloc[0]
     assert idle_row["verdict"] == "PIN_IDLE"
     numbers = idle_row["findings"][0]["numbers"]
-    moves_by = dt.datetime.fromtimestamp(numbers["pin_moves_by"], dt.timezone.utc)
+    moves_by = dt.datetime.fromtimestamp(numbers["pin_moves_by"], dt.UTC)
     last_pull = T0 + dt.timedelta(seconds=START * STEP - STEP / 2)
     assert moves_by == last_pull + dt.timedelta(seconds=120), "the last delivery plus priority_timeout"
     assert "priority_timeout moves the pin by itself" in idle_row["reason"]

@@ -24,7 +24,7 @@ from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store
 
-T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 TH = Thresholds(health_window=40, health_min_samples=3, health_min_span=10)
 KEY = ["account", "stream", "consumer"]
 NUMBERS = ["samples", "delivered_per_second", "acked_per_second", "redelivered_per_second",

@@ -83,7 +83,7 @@ def test_fleet_reads_the_kept_verdict_not_a_recomputed_window(db_path):
     """The Fleet shows what the collector judged, even when the samples alone would now say
     something else (the judgement is the collector's, once per cycle)."""
     store = Store(db_path)
-    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
     for i in range(4):
         _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=5, waiting=0)
     assert data.fleet(store).consumers.iloc[0]["verdict"] == "NO_PULLERS"
@@ -97,7 +97,7 @@ def test_fleet_reads_the_kept_verdict_not_a_recomputed_window(db_path):
 
 def test_recent_changes_and_the_band_follow_each_transition(db_path):
     store = Store(db_path)
-    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
     for i in range(4):
         _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=5, waiting=0)
     for i in range(4, 12):
@@ -139,7 +139,7 @@ def _two_consumers(store: Store, now: dt.datetime, idle_pending: int) -> None:
 def test_status_prints_the_fleets_verdicts_and_json_for_scripts(db_path, capsys):
     from jetwatch.cli import main
 
-    _two_consumers(Store(db_path), dt.datetime.now(dt.timezone.utc), idle_pending=5)
+    _two_consumers(Store(db_path), dt.datetime.now(dt.UTC), idle_pending=5)
     assert main(["status", "--db", db_path]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:5] == ["VERDICT", "SINCE", "ACCOUNT", "STREAM", "CONSUMER"]
@@ -155,7 +155,7 @@ def test_status_prints_the_fleets_verdicts_and_json_for_scripts(db_path, capsys)
 def test_check_exits_with_the_monitoring_plugin_status_of_the_worst_verdict(db_path, tmp_path, capsys):
     from jetwatch.cli import main
 
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     _two_consumers(Store(db_path), now, idle_pending=5)
     assert main(["check", "--db", db_path]) == 2
     out = capsys.readouterr().out.strip()
@@ -173,7 +173,7 @@ def test_check_with_a_filter_that_matches_nothing_names_it_and_what_there_is(db_
     and which streams there are, not that the store has no verdicts yet."""
     from jetwatch.cli import main
 
-    _two_consumers(Store(db_path), dt.datetime.now(dt.timezone.utc), idle_pending=5)
+    _two_consumers(Store(db_path), dt.datetime.now(dt.UTC), idle_pending=5)
     assert main(["check", "--db", db_path, "--stream", "TYPO"]) == 3
     out = capsys.readouterr().out.strip()
     assert out == "JETWATCH UNKNOWN - no stream TYPO: the store has stream S", out
@@ -187,7 +187,7 @@ def test_check_warns_on_a_warning_level_verdict(db_path, capsys):
     from jetwatch.cli import main
 
     store = Store(db_path)
-    _two_consumers(store, dt.datetime.now(dt.timezone.utc), idle_pending=0)
+    _two_consumers(store, dt.datetime.now(dt.UTC), idle_pending=0)
     store.write(lambda con: con.execute("UPDATE verdicts_current SET verdict = 'LAGGING', level = 'warning' "
                                         "WHERE consumer = 'C'"))
     assert main(["check", "--db", db_path]) == 1
@@ -200,7 +200,7 @@ def test_check_names_the_worst_consumers_first_whatever_their_names(db_path, cap
     from jetwatch.cli import main
 
     store = Store(db_path)
-    _two_consumers(store, dt.datetime.now(dt.timezone.utc), idle_pending=0)
+    _two_consumers(store, dt.datetime.now(dt.UTC), idle_pending=0)
     store.write(lambda con: (
         con.execute("INSERT INTO verdicts_current SELECT v.* REPLACE ('A' || i AS consumer, 'LAGGING' AS verdict, "
                     "'warning' AS level) FROM verdicts_current v, range(1, 6) t(i) WHERE v.consumer = 'D'"),
@@ -217,7 +217,7 @@ def test_the_kept_verdict_carries_the_drain_eta_of_the_backlogs_trend(db_path):
     import numpy as np
 
     store = Store(db_path)
-    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
     backlog = [600, 540, 500, 420, 390, 320]
     for i, pending in enumerate(backlog):
         at = t0 + dt.timedelta(seconds=10 * i)
@@ -238,7 +238,7 @@ def test_a_backlog_that_falls_with_nothing_acknowledged_has_no_eta(db_path):
     """Messages removed by the stream's limits (max_age) shrink the backlog as a drain would, but
     nobody worked them off: no rate, no number."""
     store = Store(db_path)
-    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
     for i, pending in enumerate([600, 540, 500, 420, 390, 320]):
         _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=pending, waiting=2)
     row = data.fleet(store).consumers.iloc[0]

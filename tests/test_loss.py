@@ -80,7 +80,7 @@ def test_a_slow_consumer_on_limited_streams_is_named_losing_before_the_loss_it_p
                 await nc.request(subject, b"x", timeout=5)
                 try:
                     await asyncio.wait_for(stop.wait(), 0.2)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
 
         async def lost(key: str, worker: PullWorker) -> bool:

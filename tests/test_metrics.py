@@ -8,8 +8,8 @@ import json
 import subprocess
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import nats
 import pytest
@@ -18,8 +18,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from jetwatch.collectors import metrics
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import free_port
-from tests.helpers import (collecting, collector_settings, eventually, make_consumer, make_stream, publish,
-                           stop_process, wait_until)
+from tests.helpers import (
+    collecting,
+    collector_settings,
+    eventually,
+    make_consumer,
+    make_stream,
+    publish,
+    stop_process,
+)
 
 PROMETHEUS = "/usr/bin/prometheus"
 FAST = {"health_window": 4.0, "health_min_samples": 3, "health_min_span": 1.0}
@@ -184,7 +191,7 @@ def test_a_consumer_with_no_recorded_limits_renders_without_limit_series(db_path
     from jetwatch.store import writes
     from jetwatch.store.database import Store
 
-    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
     samples = {"ts": [now.isoformat()], "account": ["$G"], "stream": ["S"], "consumer": ["C"], "num_pending": [3],
                "num_ack_pending": [1], "num_waiting": [0], "num_redelivered": [0], "paused": [False]}
     samples.update({k: [None] for k in ("server", "cluster", "domain", "created", "delivered_consumer_seq",

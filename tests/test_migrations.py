@@ -15,7 +15,7 @@ from jetwatch.store.database import Store, StoreError, StoreTooNew
 from tests.helpers import rows
 
 V1_SCHEMA = Path(__file__).parent / "fixtures" / "schema_v1.sql"  # sql/schema.sql of the first release
-T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
 
 
 def v1_store(path: str) -> None:

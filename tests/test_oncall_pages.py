@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
@@ -15,7 +16,7 @@ from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store
 from tests.conftest import IDLE_STREAM
-from tests.test_dashboard import app_env, consumers, frame, run_app, texts  # noqa: F401 (app_env: a fixture)
+from tests.test_dashboard import consumers, frame, run_app, texts
 
 State = Callable[[int], dict[str, Any]]  # cycle number -> sample fields that differ from an idle consumer
 
@@ -35,7 +36,7 @@ def write_store(db: str, consumers_: dict[tuple[str, str, str], State], cycles: 
                 end: dt.datetime | None = None, policies: dict[tuple[str, str, str], str] | None = None) -> dt.datetime:
     """`cycles` collector cycles `step_s` apart ending at `end` (now), each written and judged as the
     collector does; returns the first cycle's time."""
-    end = end or dt.datetime.now(dt.timezone.utc)
+    end = end or dt.datetime.now(dt.UTC)
     first = end - dt.timedelta(seconds=step_s * (cycles - 1))
     accounts = sorted({k[0] for k in consumers_})
     configs = [{"ts": first.isoformat(), "account": a, "stream": s, "consumer": c, "created": None,
@@ -164,7 +165,7 @@ def _stalled_store(db: str) -> None:
 
     def stalled(cycle: int) -> dict[str, Any]:
         return {**working(3), "num_ack_pending": 20, "num_pending": 0, "pin_group": "jobs", "pinned_id": pin,
-                "pinned_ts": (dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=5)).isoformat()}
+                "pinned_ts": (dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)).isoformat()}
 
     write_store(db, {("A", "ORDERS", "fulfilment"): stalled, ("A", "EVENTS", "notify"): lambda c: {
         **working(3), "num_ack_pending": 20, "num_pending": 0}}, cycles=12,
@@ -218,7 +219,7 @@ def test_a_result_banner_belongs_to_its_consumer_shows_the_drain_as_it_ended_and
 
     db = str(tmp_path / "stalled.duckdb")
     _stalled_store(db)  # one store no collector claimed: the default cluster's
-    started = dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=6)
+    started = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=6)
     Store(db).write(lambda con: con.execute(sql.query("upsert_drain"), [
         "d1", started, started + dt.timedelta(seconds=60), "ana", "A", "ORDERS", "fulfilment", "resume", "timed_out",
         20, 20, "timed out after 60s with 20 still in flight"]))
@@ -249,7 +250,7 @@ def test_a_finished_drains_banner_and_progress_go_once_it_has_ended_a_while_ago(
 
     db = str(tmp_path / "stalled.duckdb")
     _stalled_store(db)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     old, recent = "0ld" + "0" * 29, "5e1f2a3b" + "c" * 24
     for drain_id, consumer, ended in ((old, "fulfilment", now - dt.timedelta(minutes=30)),
                                       (recent, "notify", now - dt.timedelta(minutes=1))):

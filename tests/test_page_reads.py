@@ -8,12 +8,11 @@ import datetime as dt
 import shutil
 from pathlib import Path
 
-
 from jetwatch.core.clock import utcnow
 from jetwatch.dashboard import data, ui
 from jetwatch.store.database import Store
 from tests.conftest import CONSUMER, STREAM
-from tests.test_dashboard import app_env, frame, run_app  # noqa: F401 (app_env is a fixture)
+from tests.test_dashboard import frame, run_app
 
 
 def _copy(db: str, to: Path) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import nats
 
-from jetwatch.demo.workers import PullWorker
 from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
-from tests.helpers import collecting, eventually, make_consumer, make_stream, publish, rows, collector_settings
+from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
 
 PIN_ROWS = "SELECT event, pinned_id, reason, source, group_name FROM pin_events WHERE stream = ? AND consumer = ? ORDER BY ts, event DESC"
 

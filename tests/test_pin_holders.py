@@ -15,13 +15,28 @@ from jetwatch.collectors import metrics
 from jetwatch.collectors.pin_holders import NO_CONNZ_NOTE, PinHolderCapture, check
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.pin_announce import (
-    NO_CONNZ, UNVERIFIED, VERIFIED, Announcement, BadAnnouncement, PinAnnouncer, announce_subject,
+    NO_CONNZ,
+    UNVERIFIED,
+    VERIFIED,
+    Announcement,
+    BadAnnouncement,
+    PinAnnouncer,
+    announce_subject,
     parse_announcement,
 )
 from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
-from tests.helpers import clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
-from tests.test_dashboard import app_env, run_app  # noqa: F401 (app_env: a fixture)
+from tests.helpers import (
+    clean_env,
+    collecting,
+    collector_settings,
+    eventually,
+    make_consumer,
+    make_stream,
+    publish,
+    rows,
+)
+from tests.test_dashboard import run_app
 
 HOLDER = "SELECT name, verification, host, version FROM pin_holders WHERE pin_id = ?"
 

@@ -24,7 +24,7 @@ from tests.helpers import stop_process
 # One worker runs this module: one Spark session (`spark`, session-scoped) for all of it.
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark_session")]
 
-T0 = dt.datetime(2026, 11, 22, 3, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 22, 3, 0, tzinfo=dt.UTC)
 EVENT_SCHEMA = T.StructType([
     T.StructField("ts", T.TimestampType()), T.StructField("account", T.StringType()),
     T.StructField("stream", T.StringType()), T.StructField("consumer", T.StringType()),
@@ -116,8 +116,8 @@ SESSION_CASES = [
 @pytest.mark.parametrize("events,expected", [c[1:] for c in SESSION_CASES], ids=[c[0] for c in SESSION_CASES])
 def test_pin_sessions(spark, events, expected):
     out = pin_sessions(spark.createDataFrame(events, EVENT_SCHEMA), AS_OF).orderBy("end_ts").collect()
-    got = [(r.pinned_id, None if r.start_ts is None else (r.start_ts.replace(tzinfo=dt.timezone.utc) - T0).total_seconds(),
-            (r.end_ts.replace(tzinfo=dt.timezone.utc) - T0).total_seconds(), r.end_reason,
+    got = [(r.pinned_id, None if r.start_ts is None else (r.start_ts.replace(tzinfo=dt.UTC) - T0).total_seconds(),
+            (r.end_ts.replace(tzinfo=dt.UTC) - T0).total_seconds(), r.end_reason,
             None if r.gap_seconds is None else round(r.gap_seconds, 3)) for r in out]
     assert got == expected
 
@@ -449,6 +449,6 @@ def test_collectors_live_verdicts_equal_the_pipelines_verdict_history_across_win
     piped_rows = verdict_history(spark.createDataFrame([r for b in cycles for r in b], SAMPLE_SCHEMA),
                                  spark.createDataFrame(lim_rows, LIMIT_SCHEMA), spark.createDataFrame([], COUNT_SCHEMA),
                                  LIVE_TH).collect()
-    piped = {(int((r.ts.replace(tzinfo=dt.timezone.utc) - T0).total_seconds()) // window, r.consumer): r.verdict
+    piped = {(int((r.ts.replace(tzinfo=dt.UTC) - T0).total_seconds()) // window, r.consumer): r.verdict
              for r in piped_rows}
     assert live == piped

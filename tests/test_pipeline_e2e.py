@@ -127,7 +127,7 @@ def test_the_same_job_runs_on_a_standalone_spark_master(store_copy, tmp_path):
     master_log, worker_log = tmp_path / "master.log", tmp_path / "worker.log"
     master = subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                "--port", str(port), "--webui-port", str(free_port())], env=env,
-                              stdout=open(master_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+                              stdout=open(master_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)  # noqa: SIM115 (the child's)
     worker = None
     try:
         wait_until(lambda: "I have been elected leader" in master_log.read_text(errors="replace"), timeout=90,
@@ -135,7 +135,7 @@ def test_the_same_job_runs_on_a_standalone_spark_master(store_copy, tmp_path):
         worker = subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
                                    "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
                                    "--webui-port", str(free_port())], env=env,
-                                  stdout=open(worker_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+                                  stdout=open(worker_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)  # noqa: SIM115 (the child's)
         wait_until(lambda: "Successfully registered with master" in worker_log.read_text(errors="replace"),
                    timeout=90, message="a worker registered")
         done = pipeline(store_copy, tmp_path / "data", "--master", f"spark://127.0.0.1:{port}")

@@ -16,7 +16,7 @@ from jetwatch.demo.server import free_port
 from jetwatch.store.database import Store
 from tests.helpers import clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, rows
 from tests.incident_library import Client
-from tests.test_dashboard import app_env, frame, run_app  # noqa: F401 (app_env: a fixture)
+from tests.test_dashboard import frame, run_app
 from tests.test_metrics import scrape
 
 DROPPED = ("SELECT dropped_by, stream_seq, deliveries, reason, read_state, message_subject, message_time, read_note "

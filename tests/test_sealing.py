@@ -17,14 +17,21 @@ from jetwatch import sql
 from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
 from jetwatch.core.clock import rfc3339
 from jetwatch.dashboard import data
-from jetwatch.store import writes
+from jetwatch.store import sealing, writes
 from jetwatch.store.database import ROW_GROUP_ROWS, Store, StoreError
 from jetwatch.store.retention import Cutoffs, prune
-from jetwatch.store import sealing
 from jetwatch.store.sealing import seal_pass
-from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, one_consumer_stream, rows
+from tests.helpers import (
+    collecting,
+    collector_settings,
+    eventually,
+    make_consumer,
+    make_stream,
+    one_consumer_stream,
+    rows,
+)
 
-T0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
 SPAN = dt.timedelta(seconds=60)
 HOUR = dt.timedelta(hours=1)
 
@@ -177,6 +184,7 @@ def test_the_collector_seals_between_cycles_and_the_page_reads_every_cycle(nats_
 
     async def scenario() -> None:
         import nats
+
         from jetwatch.core.jsapi import JetStreamAPI
         nc = await nats.connect(nats_server.url)
         api = JetStreamAPI(nc)

@@ -16,10 +16,19 @@ import nats
 import pytest
 
 from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.dashboard import identities
 from jetwatch.demo.server import NatsServer
 from jetwatch.store.database import Store
-from jetwatch.dashboard import identities
-from tests.helpers import OPERATOR_PASSWORD, clean_env, make_consumer, make_stream, one_consumer_stream, operators_file, rows, wait_until
+from tests.helpers import (
+    OPERATOR_PASSWORD,
+    clean_env,
+    make_consumer,
+    make_stream,
+    one_consumer_stream,
+    operators_file,
+    rows,
+    wait_until,
+)
 
 ACCOUNTS_CONF = """
 accounts {
@@ -711,7 +720,7 @@ def test_up_and_its_children_keep_the_password_and_operator_secret_out_of_argv_l
         role = {pid: next((r for r in ("streamlit", "jetwatch.demo", "collect") if r.encode() in cmd), "?")
                 for pid, cmd in children.items()}
         assert {"streamlit", "jetwatch.demo", "collect"} <= set(role.values()), role
-        for pid, cmdline in [(proc.pid, _proc(proc.pid, "cmdline")), *children.items()]:
+        for _pid, cmdline in [(proc.pid, _proc(proc.pid, "cmdline")), *children.items()]:
             assert PASSWORD.encode() not in cmdline and OP_SECRET.encode() not in cmdline, cmdline
         for pid, r in role.items():
             environ = _proc(pid, "environ")
@@ -813,7 +822,7 @@ def test_a_forged_pinned_advisory_is_stored_as_unconfirmed_and_the_readme_permis
     db = str(tmp_path / "f.duckdb")
     store = Store(db)
     forged = json.dumps({"type": "io.nats.jetstream.advisory.v1.consumer_group_pinned", "id": "{id}",
-                         "timestamp": dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z"), "account": "APP", "stream": "P", "consumer": "w",
+                         "timestamp": dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z"), "account": "APP", "stream": "P", "consumer": "w",
                          "group": "jobs", "pinned_id": "{pin}"})
     subject = "$JS.EVENT.ADVISORY.CONSUMER.PINNED.P.w"
     pins = "SELECT pinned_id, vouched FROM pin_events WHERE event = 'pinned' ORDER BY ts"

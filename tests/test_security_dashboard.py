@@ -15,13 +15,21 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from jetwatch.dashboard.tables import link_target
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.settings import DEFAULT_CLUSTER
+from jetwatch.dashboard.tables import link_target
 from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
-from tests.helpers import (OPERATOR_PASSWORD, LoopThread, make_consumer, make_stream, operators_file, publish, rows,
-                           wait_until)
+from tests.helpers import (
+    OPERATOR_PASSWORD,
+    LoopThread,
+    make_consumer,
+    make_stream,
+    operators_file,
+    publish,
+    rows,
+    wait_until,
+)
 from tests.test_dashboard import APP
 
 SECRET = OPERATOR_PASSWORD
@@ -446,7 +454,7 @@ def serve(tmp, **settings: str):
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")},
                "JETWATCH_DB": str(tmp / "jetwatch.duckdb"), **{f"JETWATCH_{k.upper()}": v for k, v in settings.items()}}
         proc = subprocess.Popen([sys.executable, "-m", "jetwatch.cli", "dashboard", "--port", str(port)], env=env,
-                                stdout=open(tmp / "dashboard.log", "wb"), stderr=subprocess.STDOUT)
+                                stdout=open(tmp / "dashboard.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115 (the child's)
 
         def healthy() -> bool:
             try:

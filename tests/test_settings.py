@@ -8,11 +8,14 @@ import json
 import signal
 import subprocess
 import sys
+import types
+import typing
 
 import pytest
 
 from jetwatch import cli
-from jetwatch.core.settings import SettingsError, parse_duration, parse_instant, parse_size, resolve
+from jetwatch.core import settings as settings_mod
+from jetwatch.core.settings import Settings, SettingsError, parse_duration, parse_instant, parse_size, resolve
 
 
 @pytest.mark.parametrize("text,seconds", [("500ms", 0.5), ("5s", 5), ("5", 5), ("2m", 120), ("1h", 3600),
@@ -102,10 +105,38 @@ def test_system_context_gives_a_second_connection_on_the_same_server(tmp_path):
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("2026-11-22T09:08:29.08403Z", dt.datetime(2026, 11, 22, 9, 8, 29, 84030, tzinfo=dt.timezone.utc)),
-    ("2026-11-22T09:08:29.123456789Z", dt.datetime(2026, 11, 22, 9, 8, 29, 123456, tzinfo=dt.timezone.utc)),
-    ("2026-11-22T10:00:00Z", dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.timezone.utc)),
-    ("10m", dt.datetime(2026, 11, 22, 8, 10, tzinfo=dt.timezone.utc)),
+    ("2026-11-22T09:08:29.08403Z", dt.datetime(2026, 11, 22, 9, 8, 29, 84030, tzinfo=dt.UTC)),
+    ("2026-11-22T09:08:29.123456789Z", dt.datetime(2026, 11, 22, 9, 8, 29, 123456, tzinfo=dt.UTC)),
+    ("2026-11-22T10:00:00Z", dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.UTC)),
+    ("10m", dt.datetime(2026, 11, 22, 8, 10, tzinfo=dt.UTC)),
 ])
 def test_instants_take_server_times_with_any_fraction_and_durations(text, expected):
-    assert parse_instant(text, dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.timezone.utc)) == expected
+    assert parse_instant(text, dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.UTC)) == expected
+
+
+def _fits(value: object, hint: object) -> bool:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_fits(value, h) for h in typing.get_args(hint))
+    if typing.get_origin(hint) is tuple:  # tuple[str, ...]
+        return isinstance(value, tuple) and all(_fits(v, typing.get_args(hint)[0]) for v in value)
+    if hint is type(None):
+        return value is None
+    return isinstance(value, hint) and not (hint is int and isinstance(value, bool))
+
+
+def test_each_setting_is_a_typed_attribute_of_settings_that_its_default_and_parse_fit():
+    """The type checker reads `settings.interval` from Settings' annotations: one per setting, in
+    SETTINGS' order, each the type its parse function returns (Optional when the default is None),
+    so a setting added to SETTINGS without its type, or typed wrongly, fails here."""
+    hints = typing.get_type_hints(settings_mod._Typed)
+    assert list(hints) == [s.name for s in settings_mod.SETTINGS]
+    for s in settings_mod.SETTINGS:
+        assert _fits(s.default, hints[s.name]), (s.name, s.default, hints[s.name])
+        parsed = s.parse if isinstance(s.parse, type) else typing.get_type_hints(s.parse)["return"]
+        hint = hints[s.name]
+        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        allowed = {h for h in typing.get_args(hint) if h is not type(None)} if union else {hint}
+        assert allowed == {parsed}, (s.name, parsed, hint)
+    assert isinstance(Settings().interval, float) and Settings({"interval": 2.0}).interval == 2.0
+    with pytest.raises(AttributeError):
+        Settings().not_a_setting  # noqa: B018 (the attribute read is the test)

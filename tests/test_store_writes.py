@@ -47,7 +47,7 @@ def test_the_samples_stored_are_the_collectors_columns_with_the_times_parse_rfc3
     """The write path against an independent one: each value as the collector read it, the times
     by parse_rfc3339 (nanoseconds cut to the microsecond the store keeps)."""
     store = Store(db_path)
-    cycle = _cycle([("A", "S", f"c{i}") for i in range(5)], dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc), 7)
+    cycle = _cycle([("A", "S", f"c{i}") for i in range(5)], dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC), 7)
     store.write(lambda con: writes.write_samples(con, ["A"], cycle))
     expected = sorted(tuple(parse_rfc3339(v) if c in TIMES and v is not None else v for c, v in zip(SAMPLE_COLUMNS, row))
                       for row in zip(*(cycle[c] for c in SAMPLE_COLUMNS)))
@@ -65,12 +65,12 @@ def test_every_time_column_stores_what_parse_rfc3339_reads(tmp_path_factory, tim
     otherwise, a column at a time; either way each stored time is parse_rfc3339's reading (the
     fraction cut to microseconds), compared with Python's parser, not with either of those."""
     if in_range:  # a column Arrow takes whole
-        times = [t for t in times if t is None or dt.datetime(1970, 1, 2, tzinfo=dt.timezone.utc)
-                 < parse_rfc3339(t) < dt.datetime(2262, 1, 1, tzinfo=dt.timezone.utc)] or [None]
+        times = [t for t in times if t is None or dt.datetime(1970, 1, 2, tzinfo=dt.UTC)
+                 < parse_rfc3339(t) < dt.datetime(2262, 1, 1, tzinfo=dt.UTC)] or [None]
     db_path = str(tmp_path_factory.mktemp("times") / "w.duckdb")
     store = Store(db_path)
     keys = [("A", "S", f"c{i}") for i in range(len(times))]
-    cycle = _cycle(keys, dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc), 1)
+    cycle = _cycle(keys, dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC), 1)
     cycle["created"] = times
     cycle["ts"] = [t or "2026-11-22T12:00:00Z" for t in times]  # never null in a sample
     store.write(lambda con: writes.write_samples(con, ["A"], cycle))
@@ -105,7 +105,7 @@ def test_every_column_stores_the_values_handed_over_whatever_their_shape(tmp_pat
     Arrow (store/writes.py); each stored value is the one handed over, compared with the Python values."""
     shaped, accounts = drawn
     keys = [(account, "S", f"c{i}") for i, account in enumerate(accounts)]
-    cycle = _cycle(keys, dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc), 1)
+    cycle = _cycle(keys, dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC), 1)
     cycle.update(shaped)
     store = Store(str(tmp_path_factory.mktemp("shapes") / "w.duckdb"))
     store.write(lambda con: writes.write_samples(con, sorted(set(accounts)), cycle))
@@ -159,7 +159,7 @@ def test_consumer_current_is_the_latest_cycle_of_each_account_but_what_was_kept(
     store = Store(db_path)
     model: dict[tuple[str, str, str], int] = {}
     for i, (accounts, read, kept) in enumerate(cycles):
-        cycle = _cycle(read, dt.datetime(2026, 11, 22, 12, i, tzinfo=dt.timezone.utc), 100 * i)
+        cycle = _cycle(read, dt.datetime(2026, 11, 22, 12, i, tzinfo=dt.UTC), 100 * i)
         store.write(lambda con, c=cycle, a=accounts, k=kept: writes.write_samples(con, a, c, k))
         model = {key: n for key, n in model.items()
                  if key[0] not in accounts or key[:2] in kept or key in kept}
@@ -178,7 +178,7 @@ def test_a_cycle_larger_than_a_row_group_is_stored_in_row_groups_of_the_writers_
     store = Store(db_path)
     n = 2 * ROW_GROUP_ROWS + ROW_GROUP_ROWS // 2
     keys = [("A", f"S{i % 7}", f"c{i:06d}") for i in range(n)]
-    at = dt.datetime(2026, 11, 22, 12, tzinfo=dt.timezone.utc)
+    at = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
     store.write(lambda con: writes.write_samples(con, ["A"], _cycle(keys, at, 0)))
     opened = subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()",
                              str(db_path)], capture_output=True, text=True, timeout=60)

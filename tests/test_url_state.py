@@ -4,7 +4,7 @@ filtered page opens it filtered, and what the viewer picks is written back, so a
 from __future__ import annotations
 
 from tests.conftest import IDLE_STREAM
-from tests.test_dashboard import app_env, consumers, frame, run_app  # noqa: F401 (app_env: a fixture)
+from tests.test_dashboard import consumers, frame, run_app
 
 
 def param(at, name: str) -> list[str]:

@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 
 from jetwatch.collectors import live_state
 from jetwatch.collectors.live_state import LiveState
+from jetwatch.core.clock import parse_rfc3339
 from jetwatch.health import onsets
+from jetwatch.health.features import SAMPLE_FIELDS, window_features_sql
 from jetwatch.health.onsets import ONSET_FEATURES, Lag
 from jetwatch.health.window import FEATURES, NUMBERS, WindowState, _seconds, feature_columns, previous_samples
-from jetwatch.core.clock import parse_rfc3339
-from jetwatch.health.features import SAMPLE_FIELDS, window_features_sql
 from tests.helpers import EDGES, server_time
 
-T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 KEY = ["account", "stream", "consumer"]
 
 
@@ -274,7 +274,7 @@ def test_growing_the_window_holds_at_most_one_array_twice_at_once():
     assert peak - before < growth + 2 * max(a.nbytes for a in arrays), (peak - before, growth)
 
 
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 @settings(max_examples=60, deadline=None)
@@ -285,8 +285,8 @@ def test_the_windows_times_are_parse_rfc3339s_readings_in_epoch_seconds(times, i
     all before, refused those and failed the cycle's judging); either way each is parse_rfc3339's
     reading, to the microsecond, as seconds since the epoch."""
     if in_range:
-        times = [t for t in times if t is None or dt.datetime(1970, 1, 2, tzinfo=dt.timezone.utc)
-                 < parse_rfc3339(t) < dt.datetime(2262, 1, 1, tzinfo=dt.timezone.utc)] or [None]
+        times = [t for t in times if t is None or dt.datetime(1970, 1, 2, tzinfo=dt.UTC)
+                 < parse_rfc3339(t) < dt.datetime(2262, 1, 1, tzinfo=dt.UTC)] or [None]
     expected = [np.nan if t is None else (parse_rfc3339(t) - EPOCH) // dt.timedelta(microseconds=1) / 1e6
                 for t in times]
     np.testing.assert_array_equal(_seconds(list(times)), np.array(expected, dtype=np.float64))

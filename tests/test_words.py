@@ -10,7 +10,7 @@ import pytest
 from jetwatch.dashboard import tables
 from jetwatch.dashboard.text import cell, duration, pin_tail, since, utc
 
-NOW = dt.datetime(2026, 11, 23, 7, 30, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 11, 23, 7, 30, 0, tzinfo=dt.UTC)
 
 
 @pytest.mark.parametrize("seconds, words", [

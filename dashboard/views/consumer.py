@@ -3,12 +3,11 @@ advisories; refreshed like the Fleet."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pandas as pd
 import streamlit as st
-
-import datetime as dt
 
 from jetwatch.actions.operations import THEN_CHOICES, Target
 from jetwatch.core.pin_announce import verification_words

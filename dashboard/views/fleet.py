@@ -8,8 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from jetwatch.actions.operations import Target
-from jetwatch.demo.script import SCRIPT
 from jetwatch.dashboard import data, fleet_filters, operator, selection, stores, tables, ui, url_state
+from jetwatch.demo.script import SCRIPT
 from jetwatch.health.rules import VERDICT_NAMES
 from jetwatch.store.database import StoreError
 

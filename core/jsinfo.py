@@ -1,0 +1,78 @@
+"""Typed views of the JetStream API's info replies: the fields jetwatch reads, by name and type,
+instead of `info.get("config") or {}` at each reader.
+
+JetStreamAPI keeps each reply as the server sent it (core/jsapi.py); a reader that wants fields
+takes this view of it. As tolerant as the readers were: every field has the server's default when
+it is missing, unknown fields are left out (the raw reply still has them), and a number written as
+a string is read as the number. A field of another type than the server's is a ValueError
+(msgspec.ValidationError), as `int(...)` on it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import msgspec
+
+T = TypeVar("T", bound=msgspec.Struct)
+
+
+def _view(reply: Mapping[str, Any], kind: type[T]) -> T:
+    return msgspec.convert(reply, kind, strict=False)
+
+
+class ConsumerConfig(msgspec.Struct, kw_only=True):
+    priority_policy: str | None = None  # "pinned_client", "overflow", ... or none
+    priority_groups: list[str] | None = None
+
+
+class PriorityGroupState(msgspec.Struct, kw_only=True):
+    """One priority group's state in a consumer's info (pinned_client consumers)."""
+
+    group: str | None = None
+    pinned_client_id: str | None = None
+    pinned_ts: str | None = None
+
+
+class ConsumerInfo(msgspec.Struct, kw_only=True):
+    """`$JS.API.CONSUMER.INFO`'s reply (and each entry of CONSUMER.LIST's): the fields read."""
+
+    config: ConsumerConfig | None = None
+    num_ack_pending: int = 0
+    priority_groups: list[PriorityGroupState] | None = None
+
+    @classmethod
+    def of(cls, reply: Mapping[str, Any]) -> ConsumerInfo:
+        return _view(reply, cls)
+
+    @property
+    def settings(self) -> ConsumerConfig:
+        """The consumer's config, empty when the reply had none."""
+        return self.config or ConsumerConfig()
+
+    def pinned(self) -> tuple[str | None, str | None]:
+        """The first priority group and the client pinned in it (None when nothing is)."""
+        if not self.priority_groups:
+            return None, None
+        first = self.priority_groups[0]
+        return first.group, first.pinned_client_id or None
+
+
+class StreamConfig(msgspec.Struct, kw_only=True):
+    allow_direct: bool = False
+
+
+class StreamInfo(msgspec.Struct, kw_only=True):
+    """`$JS.API.STREAM.INFO`'s reply (and each entry of STREAM.LIST's): the fields read."""
+
+    config: StreamConfig | None = None
+
+    @classmethod
+    def of(cls, reply: Mapping[str, Any]) -> StreamInfo:
+        return _view(reply, cls)
+
+    @property
+    def settings(self) -> StreamConfig:
+        """The stream's config, empty when the reply had none."""
+        return self.config or StreamConfig()
