@@ -12,6 +12,7 @@ Within one process, threads take turns on a file (`_FileTurns`): readers togethe
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import random
@@ -66,7 +67,10 @@ class StoreFull(StoreError):
 
 
 def _disk_full(path: Path, exc: BaseException) -> StoreFull | None:
-    if "No space left on device" not in str(exc):
+    """A full disk, by its errno where Python raised it, else by the text DuckDB's error carries
+    (DuckDB raises it as an IOException, or inside the error of the commit that failed)."""
+    if not (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) and not (
+            isinstance(exc, duckdb.Error) and "No space left on device" in str(exc)):
         return None
     return StoreFull(f"The disk under the store {path} is full: the write was not kept. Free space on "
                      f"{path.parent} (or move --db to a larger disk); nothing else needs doing.")
@@ -82,8 +86,25 @@ _UNWRITABLE = ("Permission denied", "Not a directory", "No such file or director
                "No space left on device")
 
 
+# Python's own errors on the store's directory, by errno (DuckDB's carry only the text).
+_UNWRITABLE_ERRNO = {errno.EISDIR: "Is a directory", errno.EACCES: "Permission denied", errno.EPERM: "Permission denied",
+                     errno.ENOTDIR: "Not a directory", errno.ENOENT: "No such file or directory",
+                     errno.EROFS: "Read-only file system", errno.ENOSPC: "No space left on device"}
+
+
 def unusable(path: Path, exc: BaseException) -> StoreError | None:
-    """The error, in words, for a store file jetwatch cannot use at all (None: not such a case)."""
+    """The error, in words, for a store file jetwatch cannot use at all (None: not such a case).
+    DuckDB raises every file problem as one type, IOException, and tells them apart only in its
+    text: only such errors (and Python's OSError, by errno) are read for one."""
+    if isinstance(exc, OSError) and exc.errno in _UNWRITABLE_ERRNO:
+        if exc.errno == errno.EISDIR or path.is_dir():
+            return StoreIsDirectory(
+                f"--db {path} is a directory, not a store file: point --db at a file, such as {path / 'jetwatch.duckdb'}.")
+        return StoreUnwritable(
+            f"Cannot open the store {path}: {_UNWRITABLE_ERRNO[exc.errno].lower()}. Point --db at a file in a "
+            "directory this user can write to (the directory is created if missing).")
+    if not isinstance(exc, duckdb.IOException) and not path.is_dir():
+        return None
     text = " ".join(str(exc).split())
     if "Is a directory" in text or path.is_dir():
         return StoreIsDirectory(
@@ -128,6 +149,13 @@ def one_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
 
 
 def _is_lock_conflict(exc: BaseException) -> bool:
+    """Another connection holds the file: in this process, DuckDB says so by type (a file attached
+    already, or a connection opened with other settings); another process's lock is an
+    IOException that only its text tells apart from the file's other problems."""
+    if isinstance(exc, duckdb.ResourceInUseException):
+        return True
+    if not isinstance(exc, (duckdb.IOException, duckdb.ConnectionException)):
+        return False
     return any(marker in str(exc) for marker in _CONFLICTS)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import errno
 import shutil
 import subprocess
 import sys
@@ -28,8 +29,8 @@ from jetwatch.dashboard.data import RAW_RANGE_LIMIT, consumer_detail, fleet, sta
 from jetwatch.pipeline.cli import default_since
 from jetwatch.pipeline.export import export, prune_archive
 from jetwatch.pipeline.load import load
-from jetwatch.store import writes
-from jetwatch.store.database import QueryTimeout, Store, StoreFull
+from jetwatch.store import database, writes
+from jetwatch.store.database import QueryTimeout, Store, StoreFull, StoreUnwritable
 from tests.helpers import (
     clean_env,
     collecting,
@@ -752,3 +753,22 @@ def test_a_store_cut_short_past_its_header_is_said_in_one_line_never_a_traceback
     assert "Traceback" not in out, out
     assert said in out and "is not a readable DuckDB database: it is truncated or damaged" in out, out
     assert len(done.stderr.strip().splitlines()) <= 1, done.stderr
+
+
+@pytest.mark.parametrize("error, conflict, said", [
+    (duckdb.IOException('IO Error: Could not set lock on file "s.duckdb": Conflicting lock is held in pid 7'), True, None),
+    (duckdb.ResourceInUseException('Unique file handle conflict: Cannot attach "s" - already attached'), True, None),
+    (duckdb.ConnectionException("Can't open a connection to same database file with a different configuration than existing connections"),
+     True, None),
+    (duckdb.IOException('IO Error: Cannot open file "s.duckdb": Permission denied'), False, StoreUnwritable),
+    (PermissionError(errno.EACCES, "Permission denied"), False, StoreUnwritable),
+    # A query's own error that quotes a name or a value is not a file problem, whatever the text says.
+    (duckdb.CatalogException("Table with name Could not set lock does not exist!"), False, None),
+    (duckdb.CatalogException("Table with name Permission denied does not exist!"), False, None),
+    (duckdb.ConversionException("Could not convert string 'not a valid DuckDB database file' to INT32"), False, None),
+])
+def test_store_errors_are_told_apart_by_duckdbs_type_first_and_its_text_only_within_it(error, conflict, said, tmp_path):
+    path = tmp_path / "s.duckdb"
+    assert database._is_lock_conflict(error) is conflict
+    found = database.unusable(path, error)
+    assert (type(found) if found is not None else None) is said, found
