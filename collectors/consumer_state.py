@@ -9,10 +9,14 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from jetwatch.core.clock import parse_rfc3339
+from jetwatch.health import thresholds
+
+log = logging.getLogger("jetwatch.collector")
 
 ZERO_TIME = "0001-01-01T00:00:00Z"
 
@@ -232,8 +236,14 @@ def filter_subjects(config: dict[str, Any]) -> tuple[str, ...]:
 
 def config_row(info: dict[str, Any], config: dict[str, Any], scope: Scope, now_iso: str, digest: str,
                filters: tuple[str, ...]) -> dict[str, Any]:
-    """One consumer_configs row: the config of a consumer whose hash changed."""
-    return {
+    """One consumer_configs row: the config of a consumer whose hash changed, with the thresholds
+    its metadata sets (`threshold_<name>`, None where it sets none: kept in memory for judging,
+    not stored apart from the config). A value that cannot be read is logged, once per change."""
+    own = thresholds.from_metadata(config.get("metadata"))
+    for problem in own.problems:
+        log.warning("consumer %s > %s (account %s): metadata threshold %s", info["stream_name"], info["name"],
+                    scope.account, problem)
+    return {**{thresholds.INPUT + name: own.values.get(name) for name in thresholds.OVERRIDABLE},
         "ts": info.get("ts") or now_iso, "account": scope.account, "stream": info["stream_name"],
         "consumer": info["name"], "created": info.get("created"), "config_hash": digest,
         "is_pull": not config.get("deliver_subject"), "filtered": bool(filters),

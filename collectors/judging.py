@@ -28,7 +28,17 @@ from jetwatch.collectors.live_state import ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, S
 from jetwatch.health import easing
 from jetwatch.health.columns import floats
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
-from jetwatch.health.rules import BY_NAME, COUNT_COLUMNS, Thresholds, acks_in_window, shortest_duration, verdict_columns
+from jetwatch.health.rules import (
+    BY_NAME,
+    COUNT_COLUMNS,
+    DURATIONS,
+    THRESHOLD_COLUMNS,
+    THRESHOLD_INPUT,
+    Thresholds,
+    acks_in_window,
+    shortest_duration,
+    verdict_columns,
+)
 from jetwatch.store.database import Store
 
 KEY = ["account", "stream", "consumer"]
@@ -117,6 +127,8 @@ def _rules(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], a
     n, m = len(state.keys), len(live)
     for c in LIMITS:
         columns[c] = state.state[c][at_row]
+    for c in THRESHOLD_COLUMNS:  # each consumer's own, from its metadata (None: the setting)
+        columns[c] = state.state[c][at_row]
     event = {c: np.zeros(n) for c in COUNT_COLUMNS}
     if not counts.empty:
         rows = np.fromiter((state.window.rows.get(k, -1) for k in zip(counts["account"], counts["stream"],
@@ -203,7 +215,8 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     m = len(live)
     now_s = now.timestamp()
     now_ts = pd.Timestamp(now_s * 1e6, unit="us", tz="UTC")
-    columns = state.feature_columns(now, live, rhythm_after=shortest_duration(thresholds))
+    own = {THRESHOLD_INPUT + name: floats(state.state[THRESHOLD_INPUT + name][live]) for name in DURATIONS}
+    columns = state.feature_columns(now, live, rhythm_after=shortest_duration(thresholds, own))
     activity, folded = state.recent_activity(now, live)
     at_row = columns.pop("row", np.zeros(0, dtype=np.int64))
     position = np.full(n, -1, dtype=np.int64)

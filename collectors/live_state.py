@@ -13,6 +13,7 @@ committed (`commit`), so a failed write leaves it as the store is.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from jetwatch import sql
+from jetwatch.health import thresholds
 from jetwatch.health.window import (
     WindowState,
     feature_columns,
@@ -40,7 +42,9 @@ SAMPLE_STATE = ("ts", "server", "cluster", "num_pending", "num_ack_pending", "nu
                 "oldest_undelivered_age_kind", "time_to_loss_seconds")
 # ... and from the latest config.
 CONFIG_STATE = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy", "priority_groups",
-                "ack_wait_ns", "max_deliver", "priority_timeout_ns")
+                "ack_wait_ns", "max_deliver", "priority_timeout_ns",
+                # the thresholds its metadata sets (None: the setting), health/thresholds.py
+                *(thresholds.INPUT + name for name in thresholds.OVERRIDABLE))
 STATE = SAMPLE_STATE + CONFIG_STATE
 TIMES = ("ts", "pause_until", "pinned_ts")
 # What the collector kept of each consumer's verdict (verdicts_previous.sql).
@@ -71,6 +75,15 @@ def micros(seconds: np.ndarray) -> np.ndarray:
     out = np.round(np.nan_to_num(seconds) * 1e6).astype(np.int64).astype("datetime64[us]")
     out[np.isnan(seconds)] = np.datetime64("NaT")
     return out
+
+
+def _own_thresholds(configs: pd.DataFrame) -> None:
+    """latest_configs' rows with the thresholds their metadata sets (`threshold_<name>`), parsed
+    here once as the collector starts; afterwards each config that changes brings its own."""
+    parsed = [thresholds.from_metadata(json.loads(m)) if isinstance(m, str) else thresholds.NONE
+              for m in configs["monitor_metadata"]]
+    for name in thresholds.OVERRIDABLE:
+        configs[thresholds.INPUT + name] = [p.values.get(name) for p in parsed]
 
 
 class LiveState:
@@ -210,6 +223,7 @@ class LiveState:
         previous = con.execute(sql.query("verdicts_previous")).df()
         configs = con.execute(sql.query("latest_configs")).df()
         if not configs.empty:
+            _own_thresholds(configs)
             columns = [configs[c].astype(object).where(configs[c].notna(), None).tolist() for c in CONFIG_STATE]
             state.configs = {k: v for k, v in zip(zip(configs["account"], configs["stream"], configs["consumer"]),
                                                   zip(*columns))}
@@ -220,6 +234,12 @@ class LiveState:
                 column = np.empty(len(latest), dtype=object)
                 column[:] = latest[c].astype(object).where(latest[c].notna(), None).tolist() if c in latest else None
                 state.state[c][rows] = column
+            own = [thresholds.INPUT + name for name in thresholds.OVERRIDABLE]
+            for row, key in zip(rows, zip(latest["account"], latest["stream"], latest["consumer"])):
+                values = state.configs.get(key)
+                if values is not None:
+                    for c in own:
+                        state.state[c][row] = values[CONFIG_STATE.index(c)]
         if not previous.empty:
             rows = state.rows_of(list(zip(previous["account"], previous["stream"], previous["consumer"])))
             state.written[rows] = True

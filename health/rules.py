@@ -27,8 +27,14 @@ from jetwatch.health.columns import floats
 from jetwatch.health.features import KEY, window_features
 from jetwatch.health.features import Frame as Samples
 from jetwatch.health.onsets import ONSET_FEATURES
+from jetwatch.health.thresholds import INPUT as THRESHOLD_INPUT
+from jetwatch.health.thresholds import OVERRIDABLE
 
 _HEALTH = {s.name: s for s in SETTINGS if s.group == "health"}
+# A consumer's own thresholds (health/thresholds.py), as inputs: `threshold_<name>`, NaN where it
+# sets none; as the rules read them, every row filled: `threshold:<name>`.
+THRESHOLD = "threshold:"
+THRESHOLD_COLUMNS = tuple(THRESHOLD_INPUT + name for name in OVERRIDABLE)
 
 
 def _default(name: str) -> Any:
@@ -93,15 +99,31 @@ RHYTHM = 2.0
 ACK_WAIT_DEFAULT = 30.0  # the server's default ack_wait, for a config that does not say
 
 
-def _after(th: Thresholds, name: str) -> float:
-    """A rule's duration (its `for:`), at most half the health window: the window must hold the evidence."""
-    return min(float(getattr(th, name)), th.health_window / 2)
+def _th(x: Any, name: str) -> Any:
+    """A consumer's threshold: its own, where its metadata sets one (health/thresholds.py), else the
+    setting (`_inputs` puts one or the other in every row's column)."""
+    return x[THRESHOLD + name]
 
 
-def shortest_duration(th: Thresholds) -> float:
+def _after(x: Any, th: Thresholds, name: str) -> Any:
+    """A rule's duration (its `for:`) per consumer, at most half the health window: the window must
+    hold the evidence."""
+    return np.minimum(_th(x, name), th.health_window / 2)
+
+
+DURATIONS = ("stalled_after", "no_pullers_after", "pin_idle_after", "lagging_after")
+
+
+def shortest_duration(th: Thresholds, overrides: Mapping[str, np.ndarray] | None = None) -> float:
     """The shortest time any condition must hold before a rule can fire on it, whatever the
-    consumer's rhythm (which only ever lengthens it)."""
-    return min(_after(th, name) for name in ("stalled_after", "no_pullers_after", "pin_idle_after", "lagging_after"))
+    consumer's rhythm (which only ever lengthens it): of the settings and of the consumers' own
+    thresholds in `overrides` (THRESHOLD_COLUMNS, NaN where a consumer sets none)."""
+    shortest = min(float(getattr(th, name)) for name in DURATIONS)
+    for name in DURATIONS:
+        own = (overrides or {}).get(THRESHOLD_INPUT + name)
+        if own is not None and len(own) and not np.isnan(own).all():
+            shortest = min(shortest, float(np.nanmin(own)))
+    return min(shortest, th.health_window / 2)
 
 
 def _held(x: Any, onset: str) -> Any:
@@ -133,7 +155,7 @@ def _stalled_fast(x: Any, th: Thresholds) -> Any:
     while nothing is acknowledged for longer than the consumer ever went between acks."""
     held = _held(x, "stall_onset")
     known = ~np.isnan(x["ack_gap_max"])
-    slower = held >= _rhythm(x["ack_gap_max"], _after(th, "stalled_after"))
+    slower = held >= _rhythm(x["ack_gap_max"], _after(x, th, "stalled_after"))
     return slower & ((known & (x["stall_grew"] | _stalled_at_limit(x))) | (~known & _stalled_at_limit(x)))
 
 
@@ -158,7 +180,7 @@ def _stalled_failing(x: Any, th: Thresholds) -> Any:
     """Deliveries go on, acknowledgements stopped, and messages are refused: a worker that fails
     every message naks it until max_deliver drops it, so nothing stays in flight and the ack floor
     moves; only the server's clocks (delivered yes, acknowledged no) and the advisories tell."""
-    after = _after(th, "stalled_after")
+    after = _after(x, th, "stalled_after")
     since_ack = x["last_seconds"] - np.fmax(x["acked_last_active"], x["first_ts"])
     delivering = x["last_seconds"] - x["delivered_last_active"] <= after / 2
     return (since_ack >= _rhythm(x["ack_gap_max"], after)) & delivering & _refused(x)
@@ -220,7 +242,7 @@ def _idle_for(x: Any, th: Thresholds, onset: str, name: str) -> Any:
     seen it pull; else at least half the health window (a consumer first seen idle may be one
     that pulls rarely)."""
     seen = x["pullers_seen"] if onset == "idle_onset" else ~np.isnan(x["pull_gap_max"])
-    floor = np.where(seen, _after(th, name), max(_after(th, name), th.health_window / 2))
+    floor = np.where(seen, _after(x, th, name), np.maximum(_after(x, th, name), th.health_window / 2))
     return _held(x, onset) >= _rhythm(x["pull_gap_max"], floor)
 
 
@@ -268,14 +290,14 @@ def _ack_saturated(x: Any, th: Thresholds) -> Any:
     """In flight near max_ack_pending while work waits behind it. A limit of one is strict order by
     design (its worker is always at it): whether such a consumer keeps up is LAGGING's question."""
     return (_limited(x["max_ack_pending"]) & (x["max_ack_pending"] > 1) & (x["pending_last"] > 0)
-            & (x["ack_pending_recent_min"] >= th.saturation_ratio * x["max_ack_pending"]))
+            & (x["ack_pending_recent_min"] >= _th(x, "saturation_ratio") * x["max_ack_pending"]))
 
 
 def _waiting_saturated(x: Any, th: Thresholds) -> Any:
     """Pulls waiting at max_waiting now, and never more than one below it in the latest samples:
     clients re-pull as soon as a pull ends, so a sample taken between the two shows one fewer,
     which is not the limit easing."""
-    at = th.saturation_ratio * x["max_waiting"]
+    at = _th(x, "saturation_ratio") * x["max_waiting"]
     return (x["is_pull"] & _limited(x["max_waiting"]) & (x["waiting_last"] >= at)
             & (x["waiting_recent_min"] >= at - 1))
 
@@ -298,7 +320,7 @@ def _saturated_says(c: Ctx, th: Thresholds) -> Finding:
 
 
 def _unpinned(f: Columns, th: Thresholds) -> np.ndarray:
-    return (f["priority_policy"] == "pinned_client") & (f["pending_last"] > 0) & (f["nopin_seconds"] > th.unpinned_after)
+    return (f["priority_policy"] == "pinned_client") & (f["pending_last"] > 0) & (f["nopin_seconds"] > _th(f, "unpinned_after"))
 
 
 def _unpinned_says(c: Ctx, th: Thresholds) -> Finding:
@@ -319,13 +341,13 @@ def flapping(switches_in_a_window: Any, th: Thresholds) -> Any:
 
 
 def _flapping(f: Columns, th: Thresholds) -> np.ndarray:
-    return flapping(_switches(f), th)
+    return _switches(f) > _th(f, "flapping_switches")
 
 
 def _flapping_says(c: Ctx, th: Thresholds) -> Finding:
     n = _switches(c)
     return Finding("FLAPPING", f"{n} pin switches in {th.health_window / 60:.0f} minutes",
-                   {"switches": n, "limit": th.flapping_switches})
+                   {"switches": n, "limit": _n(_th(c, "flapping_switches"))})
 
 
 def _redeliveries(x: Any) -> Any:
@@ -350,7 +372,7 @@ def _dropped(x: Any) -> Any:
 
 
 def _redelivering(f: Columns, th: Thresholds) -> np.ndarray:
-    return ((f["deliveries"] > 0) & (_share(f) > th.redelivery_share)) | _gauge_rising(f) | _dropped(f)
+    return ((f["deliveries"] > 0) & (_share(f) > _th(f, "redelivery_share"))) | _gauge_rising(f) | _dropped(f)
 
 
 def _redelivering_says(c: Ctx, th: Thresholds) -> Finding:
@@ -360,7 +382,7 @@ def _redelivering_says(c: Ctx, th: Thresholds) -> Finding:
                        "will not be delivered again (redelivered, never acknowledged)",
                        {"max_deliveries": n, "redeliveries": _n(_redeliveries(c))})
     share = float(_share(c))
-    if c["deliveries"] > 0 and share > th.redelivery_share:
+    if c["deliveries"] > 0 and share > _th(c, "redelivery_share"):
         return Finding("REDELIVERING", f"{share:.0%} of {_n(c['deliveries'])} deliveries were redeliveries",
                        {"redeliveries": _n(_redeliveries(c)), "deliveries": _n(c["deliveries"]), "share": round(share, 3)})
     return Finding("REDELIVERING", f"messages awaiting redelivery rose from {_n(c['redelivered_first'])} to "
@@ -377,7 +399,7 @@ BEHIND_GROWTH = 0.1
 def _age_rising(x: Any, th: Thresholds) -> Any:
     """The oldest unacknowledged age rose at every sample, work waiting, for long enough."""
     held = _held(x, "age_rise_onset")
-    return ((x["pending_last"] > 0) & (held >= _rhythm(x["age_rise_gap_max"], _after(th, "lagging_after")))
+    return ((x["pending_last"] > 0) & (held >= _rhythm(x["age_rise_gap_max"], _after(x, th, "lagging_after")))
             & (x["age_rise"] >= AGE_GROWTH * held))
 
 
@@ -386,7 +408,7 @@ def _never_caught_up(x: Any, th: Thresholds) -> Any:
     the time passed, and the backlog's low point higher in the run's second half than in its first:
     a sawtooth whose low points rise (Burrow's "the lag never reached zero")."""
     held = _held(x, "behind_onset")
-    return ((held >= _rhythm(x["behind_gap_max"], _after(th, "lagging_after")))
+    return ((held >= _rhythm(x["behind_gap_max"], _after(x, th, "lagging_after")))
             & (x["behind_rise"] >= BEHIND_GROWTH * held) & (x["behind_backlog_rise"] > 0))
 
 
@@ -410,7 +432,7 @@ def _growing(x: Any) -> Any:
 
 
 def _too_old(f: Columns, th: Thresholds) -> np.ndarray:
-    return f["unacked_age_last"] > th.lagging_age  # unknown (NaN) is not too old
+    return f["unacked_age_last"] > _th(f, "lagging_age")  # unknown (NaN) is not too old
 
 
 def _lagging(f: Columns, th: Thresholds) -> np.ndarray:
@@ -435,10 +457,11 @@ def _lagging_says(c: Ctx, th: Thresholds) -> Finding:
                      f"({c['pending_slope']:.1f}/s) while acks kept coming")
         numbers.update(pending_first=_n(c["pending_first"]), pending_last=_n(c["pending_last"]),
                        per_second=round(float(c["pending_slope"]), 2))
-    if _age(c) > th.lagging_age:
+    lagging_age = float(_th(c, "lagging_age"))
+    if _age(c) > lagging_age:
         parts.append(f"the oldest unacknowledged message has waited {_waited(_age(c))} "
-                     f"(more than {_waited(th.lagging_age)})")
-        numbers.update(lagging_age=round(th.lagging_age))
+                     f"(more than {_waited(lagging_age)})")
+        numbers.update(lagging_age=round(lagging_age))
     if _age(c) > 0:
         numbers.update(oldest_unacked_age_seconds=round(_age(c)))
     return Finding("LAGGING", "; ".join(parts), numbers)
@@ -460,7 +483,7 @@ def _unpinned_since(f: Columns, th: Thresholds) -> np.ndarray:
 def _losing(f: Columns, th: Thresholds) -> np.ndarray:
     """The stream's limits will remove messages the consumer has not processed within
     --loss-within, at the current rates (health/loss.py; NaN: no loss in sight)."""
-    return f["time_to_loss_seconds"] <= th.loss_within
+    return f["time_to_loss_seconds"] <= _th(f, "loss_within")
 
 
 def _losing_says(c: Ctx, th: Thresholds) -> Finding:
@@ -585,7 +608,7 @@ class _Row(Mapping[str, Any]):
 
 def judge(f: Frame, th: Thresholds) -> list[list[Finding]]:
     """All findings per consumer (row of `f`), most severe first; COLLECTING or OK when none."""
-    return _judge(_inputs(f), len(f), th)[0]
+    return _judge(_inputs(f, th), len(f), th)[0]
 
 
 def _judge(f: Columns, n: int, th: Thresholds) -> tuple[list[list[Finding]], np.ndarray, np.ndarray]:
@@ -701,9 +724,10 @@ def _texts(values: Any) -> np.ndarray:
     return array
 
 
-def _inputs(feats: pd.DataFrame | Mapping[str, Any]) -> dict[str, np.ndarray]:
+def _inputs(feats: pd.DataFrame | Mapping[str, Any], th: Thresholds) -> dict[str, np.ndarray]:
     """The columns the rules read, as arrays of one kind each (a frame's or the collector's
-    arrays, converted only where they are not already so)."""
+    arrays, converted only where they are not already so), each consumer's thresholds among them:
+    its own where `threshold_<name>` gives one, else the setting."""
     n = len(feats) if isinstance(feats, pd.DataFrame) else len(feats["samples"])
     out: dict[str, np.ndarray] = {}
     for name in (*NUMBERS, *DEFAULTS):
@@ -713,6 +737,11 @@ def _inputs(feats: pd.DataFrame | Mapping[str, Any]) -> dict[str, np.ndarray]:
     for name, missing in FLAGS.items():
         out[name] = _flags(feats[name], missing) if name in feats else np.full(n, missing)
     out["priority_policy"] = _texts(feats["priority_policy"]) if "priority_policy" in feats else np.full(n, None)
+    for name in OVERRIDABLE:
+        setting = float(getattr(th, name))
+        own = floats(feats[THRESHOLD_INPUT + name]) if THRESHOLD_INPUT + name in feats else None
+        out[THRESHOLD + name] = (np.full(n, setting) if own is None or np.isnan(own).all()
+                                 else np.where(np.isnan(own), setting, own))
     return out
 
 
@@ -720,7 +749,7 @@ def verdict_columns(feats: pd.DataFrame | Mapping[str, Any], thresholds: Thresho
     """The verdict, reason, findings, samples and rates of each row of `feats` (features with the
     limits and event counts beside, a frame or arrays by column, missing ones taken as unknown or
     none), as arrays: the collector's judging reads them so, `evaluate_features` puts them in a frame."""
-    x = _inputs(feats)
+    x = _inputs(feats, thresholds)
     n = len(x["samples"])
     all_findings, speaking, top = _judge(x, n, thresholds)
     since = np.full(n, np.nan)

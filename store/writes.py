@@ -132,7 +132,9 @@ def write_samples(con: duckdb.DuckDBPyConnection, accounts: list[str], samples: 
 def write_configs(con: duckdb.DuckDBPyConnection, configs: list[dict[str, Any]]) -> None:
     if not configs:
         return
-    con.register("configs", _rows_table(configs, _CONFIG_TYPES))
+    # A consumer's own thresholds ride along (`threshold_<name>`, for the collector's memory): numbers.
+    extra = {k: pa.float64() for k in configs[0] if k.startswith("threshold_")}
+    con.register("configs", _rows_table(configs, {**_CONFIG_TYPES, **extra}))
     con.execute(sql.query("insert_configs"))
     con.unregister("configs")
 
