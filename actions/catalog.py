@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from jetwatch.actions import operations as ops
+from jetwatch.actions import silences
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.durations import duration
 from jetwatch.core.errors import UsageError
 from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.store.database import Store
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class Action:
     changes_state: bool
     audit_results: tuple[str, ...] = ()  # what the outcome row adds from the result: the pin dropped, ...
     per_group: bool = False  # acts on one priority group (unpin, a drain's hand-off), not the whole consumer
+    on: str = "server"  # where it acts: the server (a JetStream call), or jetwatch's own store (a silence)
 
 
 ACTIONS: tuple[Action, ...] = (
@@ -45,6 +48,11 @@ ACTIONS: tuple[Action, ...] = (
            "Pause a consumer, wait for in-flight work to finish, then hand over, resume or stay paused.",
            "Drain {target}, then {then} (timeout {timeout_s})", ("then", "timeout_s", "stay_until"), True,
            ("pinned_before", "still_in_flight"), per_group=True),
+    Action("silence", (),
+           "Acknowledge a consumer's current verdict for a while (at most 24 h) with a note: the verdict stays "
+           "shown, its alerts are held back until the silence expires or the verdict turns into another.",
+           "Silence the alerts of {target} for {for_s} (its verdict stays shown), with the note: {note}",
+           ("for_s", "note", "expect_verdict"), False, ("verdict", "until"), on="store"),
 )
 BY_NAME: dict[str, Action] = {a.name: a for a in ACTIONS}
 
@@ -123,5 +131,18 @@ _RUNNERS: dict[str, Runner] = {"unpin": _unpin, "pause": _pause, "resume": _resu
 async def perform(api: JetStreamAPI, name: str, target: ops.Target, params: Mapping[str, Any],
                   progress: ops.Progress | None = None) -> ops.ActionResult:
     """Run the named action; an unknown name raises before anything is sent."""
-    action(name)
+    if action(name).on != "server":
+        raise UnknownAction(f"{name} acts on jetwatch's store, not the server: perform_in_store")
     return await _RUNNERS[name](api, target, params, progress)
+
+
+StoreRunner = Callable[[Store | None, ops.Target, Mapping[str, Any], str, "str | None"], ops.ActionResult]
+_STORE_RUNNERS: dict[str, StoreRunner] = {"silence": silences.silence}
+
+
+def perform_in_store(store: Store | None, name: str, target: ops.Target, params: Mapping[str, Any], actor: str,
+                     action_id: str | None = None) -> ops.ActionResult:
+    """Run an action that acts on jetwatch's store (a silence): no connection to the server."""
+    if action(name).on != "store":
+        raise UnknownAction(f"{name} acts on the server: perform")
+    return _STORE_RUNNERS[name](store, target, params, actor, action_id)

@@ -61,6 +61,9 @@ def action_params(args: argparse.Namespace) -> dict[str, Any]:
         return {"group": args.group}
     if args.command == "pause":
         return {"until": parse_when(args.until)}
+    if args.command == "silence":
+        return {"for_s": parse_duration(args.for_), "note": args.note,
+                "expect_verdict": args.verdict.upper() if args.verdict else None}
     if args.command == "drain":
         if args.then_action == "stay-paused" and not args.stay_until:
             raise SettingsError("--then stay-paused needs --stay-until (an RFC 3339 time or a duration such as 30m)")
@@ -136,12 +139,19 @@ def run_action(args: argparse.Namespace, settings: Settings) -> int:
         params = action_params(args)  # a bad flag is said before anything else
         store = audit_store(settings, getattr(args, "no_audit", False))
         target = ops.Target(args.account, args.stream, args.consumer, getattr(args, "group", None))
-        question = f"{catalog.confirmation(args.command, target, params)} on {shown_servers(settings.server)}?"
+        where = (f"in the store {settings.db}" if catalog.action(args.command).on == "store"
+                 else f"on {shown_servers(settings.server)}")
+        question = f"{catalog.confirmation(args.command, target, params)} {where}?"
         if not confirm(question, args.yes):
             print("nothing sent")
             return 1
         origin = "cli"
         action_id = begin(store, args.command, target, actor, origin, params)
+    if catalog.action(args.command).on == "store":  # a silence: kept in the store, nothing sent
+        result = catalog.perform_in_store(store, args.command, target, params, actor, action_id)
+        finish(store, action_id, result, actor, origin, params)
+        print(f"{result.action} {result.target.describe()}: {result.message}")
+        return 0 if result.ok and not result.details.get("audit_failed") else 1
     tracker = None
     if args.command == "drain" and store is not None and drain_id:
         tracker = DrainTracker(store, drain_id, actor, target, params["then"])

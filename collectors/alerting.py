@@ -30,6 +30,7 @@ import pandas as pd
 
 from jetwatch.core.clock import rfc3339
 from jetwatch.core.urls import split_userinfo
+from jetwatch.health import silences
 
 log = logging.getLogger("jetwatch.alerts")
 
@@ -91,14 +92,34 @@ def _group(row: object) -> str:
     return str(groups[0]) if groups is not None and not isinstance(groups, float) and len(groups) else ""
 
 
+def _silenced(consumers: pd.DataFrame) -> pd.Series:
+    """Which consumers' alerts a silence holds back (the `silenced` column health/silences.py's
+    `attach` adds; none without it)."""
+    if "silenced" not in consumers:
+        return pd.Series(False, index=consumers.index)
+    return consumers["silenced"].fillna(False).astype(bool)
+
+
+def held_back(consumers: pd.DataFrame, now: dt.datetime) -> dict[tuple, str]:
+    """The alerts a silence holds back now, by label set, each with the silence in words."""
+    out: dict[tuple, str] = {}
+    if consumers.empty:
+        return out
+    for row in consumers[_silenced(consumers) & consumers["verdict"].isin(list(BY_VERDICT))].itertuples(index=False):
+        labels = labels_for(BY_VERDICT[row.verdict], row.verdict, _text(getattr(row, "cluster", None)),
+                            row.account, row.stream, row.consumer, _group(row))
+        out[tuple(sorted(labels.items()))] = silences.words(row._asdict(), now)
+    return out
+
+
 def firing(consumers: pd.DataFrame, now: dt.datetime, after_s: float, dashboard_url: str,
            resend_s: float) -> dict[tuple, dict[str, Any]]:
     """The alerts firing now, by label set: consumers whose verdict has an alert and has held
-    for at least `after_s`."""
+    for at least `after_s`, and no silence holds back."""
     out: dict[tuple, dict[str, Any]] = {}
     if consumers.empty:
         return out
-    candidates = consumers[consumers["verdict"].isin(list(BY_VERDICT))]
+    candidates = consumers[consumers["verdict"].isin(list(BY_VERDICT)) & ~_silenced(consumers)]
     for row in candidates.itertuples(index=False):
         since = pd.Timestamp(row.since)
         fired_at = since + pd.Timedelta(seconds=after_s)
@@ -176,10 +197,14 @@ class AlertmanagerClient:
         """This cycle's post: every firing alert, and every alert resolved since the last post."""
         now_firing = firing(consumers, now, self.after_s, self.dashboard_url, self.resend_s)
         resolved = resolved_from_changes(changes, consumers, now, self.after_s, self.dashboard_url)
+        held = held_back(consumers, now)
         with self._lock:
             for key, alert in self.firing.items():
                 if key not in now_firing and key not in resolved:
                     resolved[key] = {**alert, "endsAt": rfc3339(now)}
+                if key in held and key in resolved:  # ended by a silence, not by a recovery: said so
+                    resolved[key] = {**resolved[key], "annotations": {**resolved[key]["annotations"],
+                                                                      "silenced": held[key]}}
             self.unsent_resolved.update({k: v for k, v in resolved.items() if k not in now_firing})
             for key in now_firing:  # firing again: no longer resolved
                 self.unsent_resolved.pop(key, None)

@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from jetwatch import sql
+from jetwatch.collectors import silencing
 from jetwatch.collectors.live_state import ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros, stamps
 from jetwatch.health import easing
 from jetwatch.health.columns import floats
@@ -70,6 +71,8 @@ class JudgedCycle:
         self.stamped: dt.datetime | None = None  # when the verdicts not written this cycle were judged
         # Of each row of `written`: only its numbers or activity changed (its words and since did not).
         self.numbers_only: np.ndarray | None = None
+        # The silences that hold after this cycle (silences_open.sql's columns), once it is kept.
+        self.silences = pd.DataFrame()
 
     @property
     def consumers(self) -> pd.DataFrame:
@@ -372,6 +375,7 @@ def keep(con: duckdb.DuckDBPyConnection, judged: JudgedCycle) -> None:
         con.register("change_batch", changes)
         con.execute(sql.query("insert_verdict_changes"))
         con.unregister("change_batch")
+    judged.silences = silencing.settle(con, judged.at)
 
 
 def event_counts(con: duckdb.DuckDBPyConnection, now: dt.datetime, thresholds: Thresholds) -> pd.DataFrame:

@@ -74,6 +74,8 @@ METRICS: tuple[MetricDef, ...] = (
     _c("jetwatch_consumer_drain_eta_seconds", "gauge", "Time until the backlog (pending + in flight) is gone at the net drain rate of the health window; pull consumers that drain only (absent when not draining, paused or nobody pulls)."),
     _c("jetwatch_consumer_verdict", "gauge", "1 for the consumer's current verdict (label verdict), judged after each cycle.", "verdict"),
     _c("jetwatch_consumer_verdict_since_timestamp_seconds", "gauge", "Since when the current verdict has held (Unix time).", "verdict"),
+    _c("jetwatch_consumer_silenced", "gauge", "1 while an operator's silence holds back the alerts of the consumer's verdict (label verdict: the verdict silenced); absent otherwise. The verdict itself is still exported as judged: the alert rules hold back with `unless on (...) jetwatch_consumer_silenced`.", "verdict"),
+    _c("jetwatch_consumer_silenced_until_timestamp_seconds", "gauge", "When the silence of the consumer's verdict expires (Unix time), unless the verdict turns into another that alerts first.", "verdict"),
     _c("jetwatch_consumer_pinned", "gauge", "pinned_client consumers: 1 while a client holds the pin."),
     _c("jetwatch_consumer_pin_age_seconds", "gauge", "How long the current pin has been held."),
     _c("jetwatch_consumer_pin", "info", "The pin's id and its holder as the worker announced it (`holder`: the name, cut to 64 characters, or `unannounced`).", "pinned_id", "holder"),
@@ -317,6 +319,15 @@ class CycleCollector(Collector):
                 since.add_metric([*lab, v], s.timestamp())
         yield verdict
         yield since
+        silenced = self._family("jetwatch_consumer_silenced")
+        until = self._family("jetwatch_consumer_silenced_until_timestamp_seconds")
+        if "silenced" in f:
+            for lab, held, v, t in zip(labels, f["silenced"], f["silenced_verdict"], f["silenced_until"]):
+                if held is True or (isinstance(held, (bool, np.bool_)) and bool(held)):
+                    silenced.add_metric([*lab, str(v)], 1.0)
+                    until.add_metric([*lab, str(v)], pd.Timestamp(t).timestamp())
+        yield silenced
+        yield until
         pinned_client = (f["priority_policy"] == "pinned_client").to_numpy()
         has_pin = pd.Series(_label(f["pinned_id"])) != ""
         yield gauge("jetwatch_consumer_pinned", has_pin.astype(int), pinned_client)

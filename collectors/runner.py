@@ -53,6 +53,7 @@ from jetwatch.core.connection import connected_account
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import strip_userinfo
+from jetwatch.health import silences
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes
 from jetwatch.store.database import Store, StoreError, StoreTooNew
@@ -445,15 +446,16 @@ class Collector:
         self.durations.observe(time.monotonic() - newest.began)
         await self._after_cycle(self.judged, time.monotonic() - newest.began)
 
-    def labelled(self, consumers: pd.DataFrame) -> pd.DataFrame:
+    def labelled(self, judged: JudgedCycle) -> pd.DataFrame:
         """The consumers as they leave the collector (/metrics, alerts): `cluster` is this
         collector's --cluster label, the fleet's name for the cluster (not the NATS cluster name
-        the server reports, which the samples keep)."""
-        return consumers.assign(cluster=self.settings.cluster)
+        the server reports, which the samples keep); each with its silence where one holds."""
+        silenced = silences.attach(judged.consumers, judged.silences, judged.at)
+        return silenced.assign(cluster=self.settings.cluster)
 
     def snapshot(self, judged: JudgedCycle) -> Snapshot:
         """The cycle as the exporters see it (copies: rendering runs on another thread)."""
-        return Snapshot(at=judged.at, consumers=self.labelled(judged.consumers),
+        return Snapshot(at=judged.at, consumers=self.labelled(judged),
                         holders=dict(self.pin_holders.holders) if self.pin_holders else {},
                         pins=self.pin_counts.copy(), drops=self.drop_counts.copy(),
                         cycle_buckets=list(self.durations.counts), cycle_sum=self.durations.total,
@@ -481,7 +483,7 @@ class Collector:
         is still under way the next one is skipped (firing alerts go again next cycle; resolved
         ones wait in the client until delivered)."""
         assert self.alertmanager is not None
-        alerts = self.alertmanager.alerts_for(self.labelled(judged.consumers), judged.changes, judged.at)
+        alerts = self.alertmanager.alerts_for(self.labelled(judged), judged.changes, judged.at)
         if not alerts:
             return
         if self._alert_post is not None and not self._alert_post.done():

@@ -64,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--group", help="Priority group (default: the consumer's only group).")
         if action.name == "pause":
             p.add_argument("--until", required=True, help="RFC 3339 time, or a duration from now such as 10m.")
+        if action.name == "silence":
+            p.add_argument("--for", dest="for_", required=True, metavar="DURATION",
+                           help="How long alerts are held back (such as 30m or 2h; at most 24h).")
+            p.add_argument("--note", required=True, help="Why: who works on it, the ticket. Shown beside the verdict.")
+            p.add_argument("--verdict", help="The verdict you saw (such as STALLED): refused if it is another now.")
         if action.name == "drain":
             p.add_argument("--then", dest="then_action", choices=list(THEN_CHOICES), default="resume")
             p.add_argument("--timeout", default="60s", help="Longest wait for in-flight work (default 60s).")

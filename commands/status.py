@@ -27,6 +27,7 @@ from jetwatch.core.clock import utcnow
 from jetwatch.core.durations import duration
 from jetwatch.core.pin_announce import holder_words
 from jetwatch.core.settings import Settings
+from jetwatch.health import silences, thresholds
 from jetwatch.health.rules import SEVERITY
 from jetwatch.store import clusters
 from jetwatch.store.database import Store, StoreError
@@ -66,6 +67,7 @@ class Read:
     frame: pd.DataFrame | None
     error: StoreError | None = None
     dropped: pd.DataFrame | None = None  # the newest messages each consumer dropped (dropped_latest)
+    silences: pd.DataFrame | None = None  # the silences not ended (silences_open)
 
     @property
     def name(self) -> str:
@@ -80,9 +82,11 @@ def read_stores(settings: Settings, args: argparse.Namespace) -> list[Read]:
         store = Store(path, lock_timeout=settings.lock_timeout)
         try:
             cluster = clusters.identity(store).cluster
-            verdicts_read, dropped = store.queries([("verdicts_status", {}),
-                                                    ("dropped_latest", {"per_consumer": DROPPED_SHOWN})])
-            found.append(Read(str(path), cluster, verdicts_read, dropped=dropped))
+            verdicts_read, dropped, silenced = store.queries([("verdicts_status", {}),
+                                                              ("dropped_latest", {"per_consumer": DROPPED_SHOWN}),
+                                                              ("silences_open", {})])
+            found.append(Read(str(path), cluster, silences.attach(verdicts_read, silenced, utcnow()),
+                              dropped=dropped, silences=silenced))
         except StoreError as exc:
             found.append(Read(str(path), None, None, exc))
     twice = clusters.duplicates([(r.cluster, r.path) for r in found if r.cluster is not None])
@@ -195,6 +199,21 @@ def _pin(r: Any) -> dict[str, Any] | None:
             "version": _text(getattr(r, "holder_version", None))}
 
 
+def _silence(r: Any) -> dict[str, Any] | None:
+    """The silence holding back the consumer's alerts (None: none holds): its verdict stays as judged."""
+    if not bool(getattr(r, "silenced", False)):
+        return None
+    return {"verdict": r.silenced_verdict, "by": r.silenced_by, "note": r.silence_note,
+            "since": _iso(r.silenced_at), "until": _iso(r.silenced_until)}
+
+
+def _thresholds(r: Any) -> dict[str, Any]:
+    """The thresholds the consumer's metadata sets (each with its key), the keys read and not
+    applied, what could not be read; every threshold not named is the setting."""
+    text = _text(getattr(r, "monitor_metadata", None))
+    return thresholds.from_metadata(json.loads(text) if text else None).as_dict()
+
+
 def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{"cluster": r.cluster, "account": r.account, "stream": r.stream, "consumer": r.consumer,
              "verdict": r.verdict, "level": r.level, "reason": r.reason, "since": _iso(r.since),
@@ -204,7 +223,7 @@ def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
              "oldest_undelivered": {"age_seconds": _num(r.oldest_undelivered_age_seconds),
                                     "kind": _text(r.oldest_undelivered_age_kind)},
              "time_to_loss_seconds": _num(r.time_to_loss_seconds),
-             "pin": _pin(r),
+             "pin": _pin(r), "silence": _silence(r), "thresholds": _thresholds(r),
              "dropped": getattr(r, "dropped", None) or {"count": 0, "latest": []},
              "eta": {"state": _text(r.eta_state), "seconds": _num(r.eta_seconds), "low_seconds": _num(r.eta_low_seconds),
                      "high_seconds": _num(r.eta_high_seconds)}}
@@ -256,14 +275,19 @@ def summary(frame: pd.DataFrame, now: dt.datetime, stale_after: float, named: bo
     age = _stale(frame, now, stale_after)
     if age is not None:
         return "UNKNOWN", f"the newest verdict is {duration(age)} old (collector stopped?); last known below"
-    states = frame["level"].map(lambda lv: LEVEL_STATE.get(lv, "OK"))
+    # A silenced verdict is counted and named, but does not raise the state: its alert is held back.
+    held = frame["silenced"].fillna(False).astype(bool) if "silenced" in frame else pd.Series(False, index=frame.index)
+    states = frame["level"].map(lambda lv: LEVEL_STATE.get(lv, "OK")).where(~held, "OK")
     state = "CRITICAL" if (states == "CRITICAL").any() else "WARNING" if (states == "WARNING").any() else "OK"
     bad = frame[states != "OK"]
     counts = ", ".join(f"{n} {v}" for v, n in frame["verdict"].value_counts().items())
     worst = "; ".join(f"{r.cluster + ': ' if named else ''}{r.stream}/{r.consumer} {r.verdict}"
                       for r in bad.head(5).itertuples())
     more = f" (+{len(bad) - 5} more)" if len(bad) > 5 else ""
-    return state, f"{len(frame)} consumers: {counts}" + (f" | {worst}{more}" if worst else "")
+    hushed = "; ".join(f"{r.cluster + ': ' if named else ''}{r.stream}/{r.consumer} "
+                       f"{silences.words(r._asdict(), now)}" for r in frame[held].head(5).itertuples())
+    return state, (f"{len(frame)} consumers: {counts}" + (f" | {worst}{more}" if worst else "")
+                   + (f" | silenced: {hushed}" if hushed else ""))
 
 
 def unseen(read: Read, args: argparse.Namespace, now: dt.datetime, stale_after: float) -> str | None:

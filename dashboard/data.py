@@ -14,7 +14,9 @@ import numpy as np
 import pandas as pd
 
 from jetwatch.core.clock import utcnow
+from jetwatch.dashboard.tables import since_cell
 from jetwatch.dashboard.text import duration, pin_tail
+from jetwatch.health import silences
 from jetwatch.health.rules import VERDICT_NAMES, Thresholds, flapping
 from jetwatch.store.database import Store, StoreMissing
 
@@ -37,6 +39,8 @@ FLEET_COLUMNS = KEY + [
     "findings", "ts", "since", "oldest_unacked_age_seconds", "oldest_unacked_age_kind", "eta_state", "eta_seconds",
     "eta_low_seconds", "eta_high_seconds",
     "last_pull", "last_ack", "first_seen", "unpins",
+    # An operator's silence beside the verdict, where one holds (health/silences.py): never instead of it.
+    "silenced", *silences.COLUMNS,
 ]
 QUIET = ("NO_PULLERS", "STALLED")  # verdicts about time: their reason says since when the consumer was quiet
 CHANGE_COLUMNS = ["ts", *KEY, "from_verdict", "to_verdict", "reason"]
@@ -67,10 +71,10 @@ def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime |
     window = dt.timedelta(seconds=(thresholds or Thresholds()).health_window)
     now = now or utcnow()
     try:
-        latest, collector, unpins = store.queries([("fleet_verdicts", {"severity": list(VERDICT_NAMES)}),
-                                                   ("collector_health", {}),
-                                                   ("unpin_reasons", {"since": now - window if since_when else now})],
-                                                  arrow=["fleet_verdicts"])
+        latest, collector, unpins, silenced = store.queries(
+            [("fleet_verdicts", {"severity": list(VERDICT_NAMES)}), ("collector_health", {}),
+             ("unpin_reasons", {"since": now - window if since_when else now}), ("silences_open", {})],
+            arrow=["fleet_verdicts"])
         latest = latest.to_pandas()  # Arrow to pandas directly: at 100,000 rows twice as fast as .df()
     except StoreMissing:
         return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), pd.DataFrame(), None, store_exists=False)
@@ -87,6 +91,7 @@ def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime |
     out["verdict"] = out["verdict"].where(judged, "COLLECTING")
     out["reason"] = out["reason"].where(judged, "not judged yet: the collector judges after its next cycle")
     out["findings"] = _findings(out["findings"])
+    out = silences.attach(out, silenced, now)
     ts = latest["ts"]  # already timestamps from the store: no parse of every value for the newest
     as_of = (ts if pd.api.types.is_datetime64_any_dtype(ts) else pd.to_datetime(ts)).max().to_pydatetime()
     return Fleet(out[FLEET_COLUMNS], collector, as_of)  # in the query's order: worst first
@@ -258,6 +263,36 @@ def consumer_detail(store: Store, account: str, stream: str, consumer: str,
         source = (f"raw samples of the last {RAW_RANGE_LIMIT.total_seconds() / 3600:g} h only: the pipeline "
                   "has not rolled up this range yet")
     return ConsumerDetail(samples, source, configs, advisories, pins.reset_index(drop=True), latest)
+
+
+SILENCES_SHOWN = 10  # the Consumer page lists this many of a consumer's silences, newest first
+
+
+def consumer_silences(store: Store, account: str, stream: str, consumer: str) -> pd.DataFrame:
+    """A consumer's silences, newest first: the open one (if any) and how the earlier ones ended.
+    Read on every refresh, not once per cycle: a silence just set shows at once."""
+    return store.query("silences_consumer", {"account": account, "stream": stream, "consumer": consumer,
+                                             "limit": SILENCES_SHOWN})
+
+
+def silences_table(found: pd.DataFrame, now: dt.datetime) -> pd.DataFrame:
+    """A consumer's silences as the page lists them, each with how it ended (or that it holds)."""
+    def state(r: Any) -> str:
+        if isinstance(r.end_reason, str):
+            return f"ended {_ago(r.ended_at, now)}: {r.end_reason}"
+        if pd.Timestamp(r.silenced_until) <= pd.Timestamp(now):
+            return "expired (the collector ends it with its next cycle)"
+        return "holds"
+
+    return pd.DataFrame({
+        "Verdict": found["silenced_verdict"], "By": found["silenced_by"], "Note": found["silence_note"],
+        "Set (UTC)": [_ago(t, now) for t in found["silenced_at"]],
+        "Until (UTC)": [f"{pd.Timestamp(t).tz_convert('UTC'):%Y-%m-%d %H:%M:%S}" for t in found["silenced_until"]],
+        "State": [state(r) for r in found.itertuples()]})
+
+
+def _ago(t: Any, now: dt.datetime) -> str:
+    return since_cell(t, now)
 
 
 def _rollups_reach_further(rollups: pd.DataFrame, raw: pd.DataFrame) -> bool:

@@ -254,6 +254,11 @@ def execute(s: Settings, store: Store, pending: dict[str, Any]) -> ops.ActionRes
         action_id = begin(store, pending["action"], target, who, "dashboard", pending["params"])
     except AuditUnavailable as exc:
         return ops.ActionResult(pending["action"], target, False, str(exc), None, {"refused": True})
+    if catalog.action(pending["action"]).on == "store":  # a silence: kept in this cluster's store
+        result = catalog.perform_in_store(store, pending["action"], target, pending["params"], who, action_id)
+        finish(store, action_id, result, who, "dashboard", pending["params"])
+        result.details["at"] = ops.utcnow()
+        return result
     try:
         result = asyncio.run(perform_on_account(
             s, pending["action"], target, pending["params"], client_name="jetwatch-dashboard-action",
@@ -300,7 +305,9 @@ def dialog(s: Settings, store: Store) -> None:
             st.warning(md(note))
         st.markdown("**" + md(_describe(pending)) + "**")
         where = f"cluster {pending['cluster']}, " if pending.get("cluster") is not None else ""
-        st.caption(f"on {md(where + shown_servers(s.server))}, as {md(operator(s) or 'nobody')}")
+        place = ("in its store (nothing is sent to the server)" if catalog.action(pending["action"]).on == "store"
+                 else "on " + md(where + shown_servers(s.server)))
+        st.caption(f"{place}, as {md(operator(s) or 'nobody')}")
         c1, c2 = st.columns(2)
         if c1.button("Confirm", key="action_confirm", type="primary"):
             result = execute(s, store, pending)

@@ -183,6 +183,22 @@ def _link(f: pd.DataFrame, now: dt.datetime) -> list[str]:
     return [consumer_link(a, s, c, cl) for a, s, c, cl in zip(f["account"], f["stream"], f["consumer"], _clusters(f))]
 
 
+def _any_silenced(f: pd.DataFrame) -> bool:
+    return "silenced" in f and bool(f["silenced"].fillna(False).astype(bool).any())
+
+
+def silenced_cell(row: Any, now: dt.datetime) -> str:
+    """A silence in a cell: '🔕 alice, 52 min left'; empty where none holds."""
+    if not bool(row.get("silenced")):
+        return ""
+    left = (pd.Timestamp(row["silenced_until"]) - pd.Timestamp(now)).total_seconds()
+    return f"🔕 {visible(str(row['silenced_by']))}, {duration(max(left, 0.0))} left"
+
+
+def _silenced(f: pd.DataFrame, now: dt.datetime) -> list[str]:
+    return [silenced_cell(r, now) for r in f[["silenced", "silenced_by", "silenced_until"]].to_dict("records")]
+
+
 def _cluster_column(width: Any = "small") -> Column:
     return Column("Cluster", lambda f, now: f["cluster"], width=width, pinned=True, shown_if=_several_clusters,
                   help="the cluster (its collector's --cluster) the consumer is in")
@@ -196,6 +212,10 @@ FLEET: list[Column] = [
     Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
     Column("Consumer", _link,
            kind="link", width=NAME_WIDTH, pinned=True, help="opens the consumer's page"),
+    # Only while an operator's silence holds somewhere: beside the verdict it annotates, never instead of it.
+    Column("Silenced", _silenced, width=120, shown_if=_any_silenced,
+           help="an operator acknowledged this verdict: its alerts are held back for the time left, or until the "
+                "verdict turns into another; the verdict itself stays as judged (the note is on the consumer's page)"),
     # The impact in view at 1280 px beside the identity: what is owed, how old, when it drains.
     Column("Pending (msgs)", lambda f, now: f["num_pending"], kind="number", number_format="%d", width=95,
            help="messages not yet delivered"),

@@ -27,7 +27,7 @@ from jetwatch.dashboard.text import (  # noqa: F401 (the pages import words from
     visible_frame,
     visible_value,
 )
-from jetwatch.health import advice, rules
+from jetwatch.health import advice, rules, silences
 from jetwatch.health.rules import Thresholds
 from jetwatch.store.database import Store
 
@@ -172,6 +172,31 @@ def ago(ts: object, now: dt.datetime) -> str:
     if -CLOCK_SLACK < seconds < 0:  # a time moved onto the server's clock is only as exact as the offset measured
         seconds = 0.0
     return durations.ago(seconds)
+
+
+SILENCED_NAMED = 5  # the Fleet's line above the table names this many silenced consumers
+
+
+def silenced_caption(frame: pd.DataFrame, now: dt.datetime) -> None:
+    """One line above the Fleet's table naming the consumers whose alerts a silence holds back (the
+    table's Silenced column says it per row): their verdicts are in the table as judged."""
+    if "silenced" not in frame:
+        return
+    held = frame[frame["silenced"].fillna(False).astype(bool)]
+    if held.empty:
+        return
+    named = "; ".join(f"{visible(r['stream'])}/{visible(r['consumer'])} {visible(silences.words(r, now))}"
+                      for _, r in held.head(SILENCED_NAMED).iterrows())
+    more = f" (+{len(held) - SILENCED_NAMED} more)" if len(held) > SILENCED_NAMED else ""
+    st.caption(md(f"🔕 Alerts held back for {len(held)} consumer{'s' if len(held) != 1 else ''} (verdicts shown as "
+                  f"judged): {named}{more}"))
+
+
+def silence_banner(row: pd.Series, now: dt.datetime) -> None:
+    """Beside a consumer's verdict: the silence that holds back its alerts, if one holds."""
+    if bool(row.get("silenced")):
+        st.warning(md(f"Silenced: {visible(silences.words(row, now))}. Its alerts are held back until then, or until "
+                      "the verdict turns into another; the verdict above stays as judged."), icon="🔕")
 
 
 def findings(row: pd.Series, now: dt.datetime) -> None:

@@ -12,7 +12,7 @@ import streamlit as st
 from jetwatch.actions.operations import THEN_CHOICES, Target
 from jetwatch.core.pin_announce import verification_words
 from jetwatch.dashboard import charts, data, dropped, operator, stores, tables, ui, url_state
-from jetwatch.health import advice
+from jetwatch.health import advice, silences, thresholds
 from jetwatch.store.database import StoreError, StoreMissing
 
 s = ui.settings()
@@ -116,6 +116,62 @@ def actions(row: pd.Series, verdict: pd.Series | None) -> None:
     a4.button("Drain", key="action_drain", disabled=not anyway, on_click=lambda: operator.request(
         "drain", target, cluster, then=then, timeout_s=timeout_s,
         stay_until=data.utcnow() + dt.timedelta(minutes=stay_minutes) if then == "stay-paused" else None))
+    silence_action(target, verdict)
+
+
+SILENCE_FOR = {"15 min": 900, "1 h": 3600, "4 h": 4 * 3600, "8 h": 8 * 3600, "24 h": 24 * 3600}
+
+
+def silence_action(target: Target, verdict: pd.Series | None) -> None:
+    """Acknowledge the verdict for a while, with a note: its alerts are held back, it stays shown."""
+    current = str(verdict["verdict"]) if verdict is not None else None
+    can = current is not None and silences.alerting(current)
+    s1, s2, s3 = st.columns([1, 3, 1])
+    length = s1.selectbox("Silence for", list(SILENCE_FOR), index=1, key="silence_for", disabled=not can)
+    note = s2.text_input("Note (why, who is on it)", key="silence_note", disabled=not can,
+                         max_chars=silences.NOTE_CHARS)
+    s3.button(f"Silence {current}" if can else "Silence", key="action_silence",
+              disabled=not can or not note.strip(),
+              help=("hold back this verdict's alerts for the time chosen, or until it turns into another; the "
+                    "verdict stays shown" if can else f"{current or 'no verdict'} raises no alert: nothing to silence"),
+              on_click=lambda: operator.request("silence", target, cluster, for_s=SILENCE_FOR[length], note=note,
+                                                expect_verdict=current))
+
+
+def thresholds_section(configs: pd.DataFrame) -> None:
+    """Which thresholds this consumer's metadata sets (io.nats.monitor.* or io.jetwatch.*), which
+    keys it names that jetwatch does not apply, and what could not be read; the rest are the settings."""
+    st.markdown("#### Thresholds")
+    metadata = None
+    if not configs.empty:
+        config = configs.iloc[0]["config_json"]
+        config = json.loads(config) if isinstance(config, str) else config
+        metadata = config.get("metadata") if isinstance(config, dict) else None
+    own = thresholds.from_metadata(metadata)
+    settings_now = ui.thresholds(s)
+    rows = [{"Threshold": name, "Value": ui.duration(own.values[name]) if name.endswith(("_after", "_age", "_within"))
+             else f"{own.values[name]:g}", "From": f"metadata {own.sources[name]}",
+             "Setting": ui.duration(getattr(settings_now, name)) if name.endswith(("_after", "_age", "_within"))
+             else f"{getattr(settings_now, name):g}"} for name in sorted(own.values)]
+    if rows:
+        st.caption("set by this consumer's metadata; every other threshold is the setting")
+        st.dataframe(ui.visible_frame(pd.DataFrame(rows)), key="consumer_thresholds", hide_index=True)
+    else:
+        st.caption("all from the settings: this consumer's metadata sets none (io.nats.monitor.last-ack-critical, "
+                   "io.nats.monitor.last-delivery-critical or io.jetwatch.<threshold>)")
+    for key, why in own.not_applied.items():
+        st.caption(ui.md(f"{key} is not applied: {why}"))
+    for problem in own.problems:
+        st.warning(ui.md(f"metadata threshold not read: {problem}"), icon="⚠️")
+
+
+def silences_section(found: pd.DataFrame, now: dt.datetime) -> None:
+    st.markdown("#### Silences")
+    if found.empty:
+        st.caption("none: an operator may silence an alerting verdict for up to 24 h with a note (Actions below, "
+                   "or `jetwatch silence`)")
+        return
+    st.dataframe(ui.visible_frame(data.silences_table(found, now)), key="consumer_silences", hide_index=True)
 
 
 def poison(since: dt.datetime) -> None:
@@ -156,6 +212,11 @@ def live() -> None:
         return
     now = data.utcnow()
     operator.show_result({cluster: store}, Target(account, stream, consumer), cluster)  # this consumer's only
+    try:
+        hushes = data.consumer_silences(store, account, stream, consumer)
+    except StoreError as exc:
+        st.error(ui.md(exc))
+        hushes = pd.DataFrame(columns=["ended_at", "end_reason", *silences.COLUMNS])
     st.subheader(f"{ui.md(stream)} / {ui.md(consumer)}")
     if detail.latest.empty:
         st.warning("This consumer is not in the latest sample: it was deleted, or is filtered out.")
@@ -167,6 +228,10 @@ def live() -> None:
         verdict = verdict_of(now)
         if verdict is not None:
             st.markdown(f"### {ui.badge(verdict['verdict'])} since {ui.md(ui.since(verdict['since'], now))}")
+            verdict = silences.attach(pd.DataFrame([verdict]).drop(columns=["silenced", *silences.COLUMNS],
+                                                                   errors="ignore"),
+                                      hushes[hushes["ended_at"].isna()], now).iloc[0]
+            ui.silence_banner(verdict, now)
             ui.findings(row.combine_first(verdict), now)  # the pin as sampled with the numbers
         counts = st.columns(4)
         counts[0].metric("Pending (msgs)", f"{row['num_pending']:,}")
@@ -236,6 +301,9 @@ def live() -> None:
                     key="consumer_pins")
 
     poison(since)
+
+    silences_section(hushes, now)
+    thresholds_section(detail.configs)
 
     st.markdown("#### Configuration")
     if detail.configs.empty:

@@ -66,6 +66,7 @@ def live() -> None:
     counts = shown["verdict"].value_counts()  # the counts follow the filters
     st.markdown("  ".join(f"{ui.badge(v)} {int(counts[v])}" for v in VERDICT_NAMES if v in counts)
                 or "no consumer matches the filters")
+    ui.silenced_caption(shown, now)
 
     size = int(st.session_state.get("fleet_page_size", fleet_filters.PAGE_SIZES[0]))
     pages = fleet_filters.pages(len(shown), size)
@@ -112,6 +113,7 @@ def selected(frame: pd.DataFrame, chosen: selection.Key | None, now: dt.datetime
                     f"{' in cluster ' + ui.md(cluster) if several else ''}: {ui.badge(current['verdict'])} "
                     f"since {ui.md(ui.since(current['since'], now))}  "
                     f"[details]({ui.consumer_link(account, stream_name, consumer_name, cluster)})")
+        ui.silence_banner(current, now)
         ui.findings(current, now)
     st.button("Clear selection", key="fleet_clear", on_click=selection.clear, args=(st.session_state,))
     if current is not None and operator.operator(s) and current["priority_policy"] == "pinned_client":

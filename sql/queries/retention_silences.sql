@@ -1,0 +1,1 @@
+DELETE FROM silences WHERE ended_at IS NOT NULL AND ended_at < $cutoff;
