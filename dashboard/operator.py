@@ -32,6 +32,7 @@ from jetwatch.core.settings import Settings
 from jetwatch.core.urls import shown_servers
 from jetwatch.dashboard import gate, identities, stores
 from jetwatch.dashboard.text import visible_value
+from jetwatch.dashboard import ui
 from jetwatch.dashboard.ui import md
 from jetwatch.store.database import Store, StoreError
 
@@ -258,6 +259,8 @@ def execute(s: Settings, store: Store, pending: dict[str, Any]) -> ops.ActionRes
         result = catalog.perform_in_store(store, pending["action"], target, pending["params"], who, action_id)
         finish(store, action_id, result, who, "dashboard", pending["params"])
         result.details["at"] = ops.utcnow()
+        if result.ok:  # the fleet is read once per collector cycle: a silence shows on every page at once
+            ui.cached_fleet_clear()
         return result
     try:
         result = asyncio.run(perform_on_account(

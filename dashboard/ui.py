@@ -128,6 +128,12 @@ def pin_history(db: str, lock_timeout: float, span: dt.timedelta, th: Thresholds
                                   int(data.utcnow().timestamp() // PIN_HISTORY_EVERY))
 
 
+def cached_fleet_clear() -> None:
+    """Forget the fleets read (each kept for its collector cycle): an operator's silence changes
+    what they show before the next cycle does."""
+    _fleet_for_cycle.clear()
+
+
 PIN_HISTORY_EVERY = 10.0
 
 

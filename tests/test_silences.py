@@ -246,3 +246,86 @@ def test_what_holds_a_silence_and_what_ends_it():
     assert "became LAGGING" in silences.end_reason("LAGGING", "STALLED", later, now)  # another cause
     assert "became STALLED" in silences.end_reason("STALLED", "LAGGING", later, now)
     assert silences.end_reason("STALLED", "STALLED", now, now) == "expired"
+
+
+# -- the pages (AppTest) --------------------------------------------------------------------------
+
+def test_pages_show_the_thresholds_a_consumer_sets_and_a_silence_set_from_the_consumer_page(
+        nats_server, db_path, uid, run, monkeypatch):
+    """A real consumer with natscli's keys in its metadata and work nobody pulls (NO_PULLERS), judged
+    by the real collector. The Consumer page says which thresholds came from metadata; an operator
+    silences the verdict there (confirmed, audited); the verdict stays NO_PULLERS on the Fleet and
+    the Consumer page, each saying the silence beside it."""
+    from streamlit.testing.v1 import AppTest
+
+    import streamlit as st
+    from tests.helpers import operators_file
+    from tests.test_dashboard import APP, frame
+    from tests.test_dashboard_actions import login
+
+    stream = f"{uid}_PAGE"
+    store = Store(db_path)
+    meta = {"io.nats.monitor.last-delivery-critical": "90s", "io.nats.monitor.unprocessed-critical": "100",
+            "io.jetwatch.lagging_age": "later"}
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.>"])
+        await make_consumer(api, stream, "idle", metadata=meta)
+        await publish(nc, f"{uid}.x", 3)
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=4.0,
+                                      health_min_samples=3, health_min_span=1.0)
+        verdict = "SELECT verdict FROM verdicts_current WHERE stream = ?"
+        async with collecting(settings):
+            await eventually(lambda: rows(store, verdict, [stream]) == [("NO_PULLERS",)], timeout=30,
+                             message="NO_PULLERS")
+        await nc.close()
+
+    run(scenario())
+    for k in [k for k in __import__("os").environ if k.startswith("JETWATCH_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("JETWATCH_DB", db_path)
+    monkeypatch.setenv("JETWATCH_STALE_AFTER", "1h")
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", operators_file(Path(db_path).parent, "ana"))
+    st.cache_data.clear()
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["stream"], at.query_params["consumer"] = stream, "idle"
+    at.run()
+    at.switch_page("views/consumer.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    own = frame(at, "Threshold")
+    by_name = dict(zip(own["Threshold"], own["From"]))
+    assert by_name == {"no_pullers_after": "metadata io.nats.monitor.last-delivery-critical",
+                       "pin_idle_after": "metadata io.nats.monitor.last-delivery-critical"}
+    captions = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "io.nats.monitor.unprocessed-critical is not applied" in captions
+    assert any("io.jetwatch.lagging_age" in w.value.replace("\\", "") and "later" in w.value for w in at.warning)
+    assert not any("Silenced" in w.value for w in at.warning)
+
+    login(at)
+    at.text_input(key="silence_note").input("restarting the pullers, INC-7").run()
+    assert at.button(key="action_silence").label == "Silence NO_PULLERS"
+    at.button(key="action_silence").click().run()
+    question = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert f"Silence the alerts of account $G, stream {stream}, consumer idle for 1 h" in question
+    at.button(key="action_confirm").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert rows(store, "SELECT verdict, actor, note FROM silences WHERE stream = ?", [stream]) == [
+        ("NO_PULLERS", "ana", "restarting the pullers, INC-7")]
+    assert [r[0] for r in rows(store, "SELECT phase FROM audit WHERE action = 'silence' AND stream = ? ORDER BY seq",
+                               [stream])] == ["intent", "outcome"]
+    at.run()
+    banner = [w.value.replace("\\", "") for w in at.warning if "Silenced" in w.value]
+    assert banner and "NO_PULLERS silenced by ana until" in banner[0] and "INC-7" in banner[0], banner
+    assert any(m.value.startswith(":red-badge[NO_PULLERS]") or "NO_PULLERS" in m.value for m in at.markdown)
+    assert frame(at, "State")["State"].iloc[0] == "holds"
+
+    at.switch_page("views/fleet.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    table = frame(at, "Silenced")
+    row = table[table["Stream"] == stream].iloc[0]
+    assert row["Verdict"] == "NO_PULLERS" and row["Silenced"].startswith("🔕 ana, ")
+    line = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "Alerts held back for 1 consumer" in line and f"{stream}/idle NO_PULLERS silenced by ana" in line
