@@ -323,7 +323,7 @@ class CycleCollector(Collector):
         until = self._family("jetwatch_consumer_silenced_until_timestamp_seconds")
         if "silenced" in f:
             for lab, held, v, t in zip(labels, f["silenced"], f["silenced_verdict"], f["silenced_until"]):
-                if held is True or (isinstance(held, (bool, np.bool_)) and bool(held)):
+                if bool(held):
                     silenced.add_metric([*lab, str(v)], 1.0)
                     until.add_metric([*lab, str(v)], pd.Timestamp(t).timestamp())
         yield silenced

@@ -1,0 +1,88 @@
+"""A silenced consumer on the Fleet at 1280x800 in headless Chromium: its verdict, the Silenced
+column beside it and the line above the table naming the silence are drawn in view, without
+scrolling. AppTest reads a table's values; only a browser shows what the grid draws in view."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import nats
+import pytest
+
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.server import free_port
+from jetwatch.store.database import Store
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, http_ok, no_errors, stop
+from tests.helpers import (clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, publish,
+                           rows, wait_until)
+from tests.test_browser_fleet_layout import LAPTOP, drawn_grid
+
+pytestmark = [pytest.mark.browser]
+
+
+def test_a_silence_is_drawn_beside_its_verdict_on_the_fleet_at_1280(nats_server, db_path, uid, run, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        pytest.fail("Chromium is not installed: run `make test` (it installs Debian's chromium package)")
+    stream = f"{uid}_SHH"
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid}.>"])
+        for name in ("idle", "quiet"):
+            await make_consumer(api, stream, name, filter_subject=f"{uid}.{name}")
+            await publish(nc, f"{uid}.{name}", 2)
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=4.0,
+                                      health_min_samples=3, health_min_span=1.0)
+        verdict = "SELECT DISTINCT verdict FROM verdicts_current WHERE stream = ?"
+        async with collecting(settings):
+            await eventually(lambda: rows(store, verdict, [stream]) == [("NO_PULLERS",)], timeout=30,
+                             message="both NO_PULLERS")
+        await nc.close()
+
+    run(scenario())
+    done = subprocess.run([sys.executable, "-m", "jetwatch.cli", "silence", stream, "idle", "--for", "2h", "--note",
+                           "draining by hand, INC-9", "--yes", "--actor", "oncall", "--db", db_path],
+                          capture_output=True, text=True, timeout=120, env=clean_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    port = free_port()
+    dashboard = subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", db_path, "--port", str(port), "--refresh", "1s",
+         "--stale-after", "1h"], env=clean_env(), stdout=open(tmp_path / "dashboard.log", "wb"),
+        stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: http_ok(base + "/_stcore/health"), timeout=60, message="dashboard health endpoint")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport=LAPTOP)
+                page.goto(base + "/")
+                line = page.get_by_text("Alerts held back for 1 consumer").filter(visible=True).first
+                line.wait_for(timeout=30_000)
+                assert "draining by hand, INC-9" in line.inner_text() and "silenced by oncall" in line.inner_text()
+                box = line.bounding_box()
+                assert box is not None and box["y"] + box["height"] <= LAPTOP["height"], box
+
+                def drawn() -> dict[str, dict[str, str]] | None:
+                    headers, body = drawn_grid(page)
+                    cells = {r.get("Consumer", ""): r for r in (dict(zip(headers, b)) for b in body)}
+                    return cells if "Silenced" in headers and len(cells) == 2 else None
+
+                cells = wait_until(drawn, timeout=30, message="the grid drew its rows with the Silenced column")
+                idle = next(v for k, v in cells.items() if "idle" in k)
+                quiet = next(v for k, v in cells.items() if "quiet" in k)
+                assert idle["Verdict"] == "NO_PULLERS" and idle["Silenced"].startswith("🔕 oncall, ")
+                assert quiet["Verdict"] == "NO_PULLERS" and quiet["Silenced"] == ""
+                assert page.evaluate("document.documentElement.scrollWidth") <= LAPTOP["width"]
+                no_errors(page)
+            finally:
+                browser.close()
+    finally:
+        stop(dashboard)
