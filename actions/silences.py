@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from jetwatch import sql
 from jetwatch.actions import operations as ops

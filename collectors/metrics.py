@@ -319,8 +319,8 @@ class CycleCollector(Collector):
                 since.add_metric([*lab, v], s.timestamp())
         yield verdict
         yield since
-        silenced = self._family("jetwatch_consumer_silenced")
-        until = self._family("jetwatch_consumer_silenced_until_timestamp_seconds")
+        silenced = self._series("jetwatch_consumer_silenced")
+        until = self._series("jetwatch_consumer_silenced_until_timestamp_seconds")
         if "silenced" in f:
             for lab, held, v, t in zip(labels, f["silenced"], f["silenced_verdict"], f["silenced_until"]):
                 if bool(held):

@@ -30,9 +30,8 @@ from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.core.jsinfo import ConsumerInfo
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import shown_servers
-from jetwatch.dashboard import gate, identities, stores
+from jetwatch.dashboard import gate, identities, stores, ui
 from jetwatch.dashboard.text import visible_value
-from jetwatch.dashboard import ui
 from jetwatch.dashboard.ui import md
 from jetwatch.store.database import Store, StoreError
 

@@ -19,10 +19,10 @@ written by whoever may edit the consumer, and never stops judging.
 
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from jetwatch.core.settings import SETTINGS, Setting, SettingsError, check_range
 
@@ -148,7 +148,8 @@ def from_metadata(metadata: Any) -> ConsumerThresholds:
                 not_applied[key] = "zero or less turns natscli's check off"
                 continue
             for name in NATS_MONITOR[key]:
-                if name in _SETTING and _SETTING[name].maximum is not None and seconds > _SETTING[name].maximum:
+                longest = _SETTING[name].maximum if name in _SETTING else None
+                if longest is not None and seconds > longest:
                     problems.append(f"{key}: {raw} is longer than {name} allows; the setting stands")
                     continue
                 if sources.get(name, "").startswith(JETWATCH_PREFIX):

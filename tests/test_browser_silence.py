@@ -15,8 +15,17 @@ from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import free_port
 from jetwatch.store.database import Store
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, http_ok, no_errors, stop
-from tests.helpers import (clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, publish,
-                           rows, wait_until)
+from tests.helpers import (
+    clean_env,
+    collecting,
+    collector_settings,
+    eventually,
+    make_consumer,
+    make_stream,
+    publish,
+    rows,
+    wait_until,
+)
 from tests.test_browser_fleet_layout import LAPTOP, drawn_grid
 
 pytestmark = [pytest.mark.browser]
@@ -52,10 +61,10 @@ def test_a_silence_is_drawn_beside_its_verdict_on_the_fleet_at_1280(nats_server,
     assert done.returncode == 0, done.stdout + done.stderr
 
     port = free_port()
-    dashboard = subprocess.Popen(
-        [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", db_path, "--port", str(port), "--refresh", "1s",
-         "--stale-after", "1h"], env=clean_env(), stdout=open(tmp_path / "dashboard.log", "wb"),
-        stderr=subprocess.STDOUT)
+    with open(tmp_path / "dashboard.log", "wb") as log:
+        dashboard = subprocess.Popen(
+            [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", db_path, "--port", str(port), "--refresh",
+             "1s", "--stale-after", "1h"], env=clean_env(), stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: http_ok(base + "/_stcore/health"), timeout=60, message="dashboard health endpoint")

@@ -17,7 +17,16 @@ from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.workers import PullWorker
 from jetwatch.health import silences, thresholds
 from jetwatch.store.database import Store
-from tests.helpers import clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
+from tests.helpers import (
+    clean_env,
+    collecting,
+    collector_settings,
+    eventually,
+    make_consumer,
+    make_stream,
+    publish,
+    rows,
+)
 from tests.test_alerting import ALERTMANAGER, Webhook, alertmanager
 from tests.test_metrics import scrape
 
@@ -238,7 +247,7 @@ def test_a_silence_is_refused_when_it_cannot_hold(nats_server, db_path, uid, run
 
 
 def test_what_holds_a_silence_and_what_ends_it():
-    now = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
     later = now + dt.timedelta(minutes=30)
     assert silences.end_reason("STALLED", "STALLED", later, now) is None
     for calmer in ("OK", "PAUSED", "COLLECTING"):  # a recovery does not end it: a relapse stays acknowledged
@@ -256,9 +265,9 @@ def test_pages_show_the_thresholds_a_consumer_sets_and_a_silence_set_from_the_co
     by the real collector. The Consumer page says which thresholds came from metadata; an operator
     silences the verdict there (confirmed, audited); the verdict stays NO_PULLERS on the Fleet and
     the Consumer page, each saying the silence beside it."""
+    import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    import streamlit as st
     from tests.helpers import operators_file
     from tests.test_dashboard import APP, frame
     from tests.test_dashboard_actions import login
