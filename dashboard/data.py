@@ -534,7 +534,10 @@ def audit(store: Store, limit: int = 500) -> pd.DataFrame:
 
 AUDIT_COLUMNS = ["ts", "actor", "origin", "action", *KEY, "group_name", "outcome", "parameters", "message",
                  "summary", "action_id"]
-_VERBS = {"unpin": "unpinned", "pause": "paused", "resume": "resumed", "drain": "drained", "sign-in": "signed in to"}
+_VERBS = {"unpin": "unpinned", "pause": "paused", "resume": "resumed", "drain": "drained", "sign-in": "signed in to",
+          "silence": "silenced"}
+# How a silence that was set ends later, by the collector's audit event: it was set all the same.
+_ENDED = {"silence": ("expired", "ended")}
 
 
 def _json(value: object) -> Any:
@@ -585,7 +588,8 @@ def audit_actions(log: pd.DataFrame) -> pd.DataFrame:
         message = _message(_json(last["reply"])) if not ending.empty else ""
         verb = _VERBS.get(str(first["action"]), str(first["action"]))
         dropped = params.get("unpinned_id") or params.get("expect_pin")
-        summary = (f"{first['actor']} {verb if outcome == 'ok' else 'tried to ' + str(first['action'])} "
+        done = outcome == "ok" or outcome in _ENDED.get(str(first["action"]), ())
+        summary = (f"{first['actor']} {verb if done else 'tried to ' + str(first['action'])} "
                    f"{first['stream']} / {first['consumer']}"
                    + (f" (pin {pin_tail(dropped)})" if dropped and first["action"] == "unpin" else "")
                    + f": {outcome}" + (f", {message}" if message and outcome != "ok" else ""))

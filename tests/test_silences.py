@@ -14,6 +14,7 @@ import nats
 import pytest
 
 from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.dashboard import data
 from jetwatch.demo.workers import PullWorker
 from jetwatch.health import silences, thresholds
 from jetwatch.store.database import Store
@@ -210,6 +211,9 @@ def test_a_silence_is_set_shown_held_and_ended_by_expiry_or_a_worse_verdict(nats
     assert ("turns", "jetwatch collector", "collector", "event", "ended") in audited
     verify = jetwatch("audit", "verify", "--db", db_path)
     assert verify.returncode == 0, verify.stdout
+    said = {r.consumer: r.summary for r in data.audit_actions(data.audit(store)).itertuples() if r.stream == stream}
+    assert said["idle"] == f"ana silenced {stream} / idle: expired, silence ended: expired", said
+    assert said["turns"].startswith(f"ana silenced {stream} / turns: ended, silence ended: the verdict became "), said
 
 
 def test_a_silence_is_refused_when_it_cannot_hold(nats_server, db_path, uid, run):
