@@ -96,10 +96,9 @@ def consumer_page(store: Store, account: str, stream: str, consumer: str, since:
     """What the Consumer page reads on a load with its caches cold (dashboard/views/consumer.py)."""
     store.query("consumer_keys")
     detail = data.consumer_detail(store, account, stream, consumer, since, until)
-    fleet = data.fleet(store, th).consumers
-    fleet[(fleet["account"] == account) & (fleet["stream"] == stream) & (fleet["consumer"] == consumer)]
+    data.fleet(store, th, only=(account, stream, consumer))
     data.verdict_band(store, account, stream, consumer, data.data_start(detail.samples, since), until)
-    sessions = data.drawn_sessions(data.sessions_from_events(detail.pins, until))
+    sessions = detail.sessions
     data.operator_actions(store, since, until)
     dropped.dropped(store, account, stream, consumer)
     dropped.naks_left(store, account, stream, consumer, since)

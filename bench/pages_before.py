@@ -13,11 +13,40 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from jetwatch import sql
 from jetwatch.dashboard import data, dropped
 from jetwatch.health.rules import Thresholds, flapping
 from jetwatch.store.database import Store, StoreMissing
 
 KEY = ["account", "stream", "consumer"]
+# The two queries as they were (sql/queries/pin_events_range.sql and pin_sessions_range.sql before issue 33).
+PIN_EVENTS_RANGE = """
+-- Pin history for a time range (pin events and consumer deletions), with one pin before the
+-- range per consumer so a pin that started earlier still shows as a bar from the range's start.
+-- At one instant a deletion comes first, then an unpin, then a pin. $account, $stream and
+-- $consumer NULL: every consumer; set: that one only (the Consumer page reads no other; $account
+-- NULL: in whichever account).
+WITH ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY account, stream, consumer
+                                 ORDER BY ts DESC, CASE event WHEN 'deleted' THEN 0 WHEN 'unpinned' THEN 1 ELSE 2 END DESC) AS back
+    FROM pin_session_events WHERE ts < $since AND ($consumer IS NULL OR (($account IS NULL OR account = $account) AND stream = $stream AND consumer = $consumer))
+)
+SELECT ts, account, stream, consumer, group_name, event, pinned_id, reason, source, vouched
+FROM pin_session_events WHERE ts >= $since AND ts <= $until
+  AND ($consumer IS NULL OR (($account IS NULL OR account = $account) AND stream = $stream AND consumer = $consumer))
+UNION ALL
+SELECT ts, account, stream, consumer, group_name, event, pinned_id, reason, source, vouched
+FROM ranked WHERE back = 1 AND event = 'pinned'
+ORDER BY account, stream, consumer, ts, CASE event WHEN 'deleted' THEN 0 WHEN 'unpinned' THEN 1 ELSE 2 END;
+"""
+PIN_SESSIONS_RANGE = """
+-- The pipeline's pin sessions overlapping a range.
+SELECT account, stream, consumer, group_name, pinned_id, start_ts, end_ts, duration_seconds,
+       end_reason, gap_seconds
+FROM pin_sessions
+WHERE coalesce(end_ts, $until) >= $since AND start_ts <= $until
+ORDER BY account, stream, consumer, start_ts;
+"""
 SESSION_COLUMNS = KEY + ["group_name", "pinned_id", "start_ts", "end_ts", "duration_seconds",
                          "end_reason", "gap_seconds"]
 
@@ -172,8 +201,9 @@ EVERY_CONSUMER = {"account": None, "stream": None, "consumer": None}
 def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds: Thresholds) -> PinHistory:
     rng = {"since": since, "until": until}
     try:
-        events, nopin, piped = store.queries([
-            ("pin_events_range", {**rng, **EVERY_CONSUMER}), ("nopin_pending", rng), ("pin_sessions_range", rng)])
+        events, nopin, piped = store.read(lambda con: [
+            con.execute(PIN_EVENTS_RANGE, {**rng, **EVERY_CONSUMER}).df(),
+            con.execute(sql.query("nopin_pending"), rng).df(), con.execute(PIN_SESSIONS_RANGE, rng).df()])
     except StoreMissing:
         empty = pd.DataFrame(columns=SESSION_COLUMNS)
         return PinHistory(pd.DataFrame(), empty, pd.DataFrame(), "no store yet")
@@ -185,6 +215,32 @@ def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds
     summary = pin_summary(sessions, in_range, nopin, since, until, thresholds)
     return PinHistory(in_range.reset_index(drop=True), sessions, summary, source)
 
+
+def consumer_detail(store: Store, account: str, stream: str, consumer: str,
+                    since: dt.datetime, until: dt.datetime) -> data.ConsumerDetail:
+    """data.consumer_detail as it was: the same reads, the consumer's pin events with the one pin
+    before the range (the old pin_events_range)."""
+    ident = {"account": account, "stream": stream, "consumer": consumer}
+    rng = {**ident, "since": since, "until": until}
+    span = until - since
+    long = span > data.RAW_RANGE_LIMIT
+    gran = "1h" if span > dt.timedelta(days=3) else "1m"
+
+    def read(con):  # type: ignore[no-untyped-def]
+        out = [con.execute(sql.query("consumer_configs"), ident).df(),
+               con.execute(sql.query("consumer_advisories"), rng).df(), con.execute(PIN_EVENTS_RANGE, rng).df(),
+               con.execute(sql.query("consumer_latest_one"), ident).df()]
+        if long:
+            out.append(con.execute(sql.query("consumer_rollups"), {**rng, "granularity": gran}).df())
+        out.append(con.execute(sql.query("consumer_samples"), {**rng, "since": max(since, until - data.RAW_RANGE_LIMIT)}).df())
+        return out
+
+    frames = store.read(read)
+    configs, advisories, pins, latest = frames[:4]
+    samples, source = frames[-1], "raw samples"
+    if long and not frames[4].empty and data._rollups_reach_further(frames[4], samples):
+        samples, source = frames[4], "rollups"
+    return data.ConsumerDetail(samples, source, configs, advisories, pins.reset_index(drop=True), latest)
 
 
 def pins_page(store: Store, since: dt.datetime, until: dt.datetime, th: Thresholds) -> PinHistory:
@@ -202,7 +258,7 @@ def consumer_page(store: Store, account: str, stream: str, consumer: str, since:
     detail, its verdict out of the whole fleet's, the verdict band, its pin sessions, the operator
     actions and its dropped and naked messages."""
     store.query("consumer_keys")
-    detail = data.consumer_detail(store, account, stream, consumer, since, until)
+    detail = consumer_detail(store, account, stream, consumer, since, until)
     fleet = data.fleet(store, th).consumers
     fleet[(fleet["account"] == account) & (fleet["stream"] == stream) & (fleet["consumer"] == consumer)]
     data.verdict_band(store, account, stream, consumer, data.data_start(detail.samples, since), until)

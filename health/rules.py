@@ -313,9 +313,19 @@ def _switches(x: Any) -> Any:
 
 
 def flapping(switches_in_a_window: Any, th: Thresholds) -> Any:
-    """The FLAPPING rule on a count of pin switches within one health window: the Fleet applies it
-    to the last window, the Pins page to every window of its range."""
+    """The FLAPPING rule on a count of pin switches within the last health window (the collector
+    judges it each cycle; the Fleet and the Pins page both show that verdict)."""
     return switches_in_a_window > th.flapping_switches
+
+
+def flapping_span(th: Thresholds) -> str:
+    """The span FLAPPING is judged over, in words, as every page says it: the last health window."""
+    return f"the last {durations.duration(th.health_window)}"
+
+
+def flapping_words(th: Thresholds) -> str:
+    """The rule in words: what FLAPPING means, over which span."""
+    return f"more than {th.flapping_switches} pin switches in {flapping_span(th)}"
 
 
 def _flapping(f: Columns, th: Thresholds) -> np.ndarray:
@@ -324,7 +334,7 @@ def _flapping(f: Columns, th: Thresholds) -> np.ndarray:
 
 def _flapping_says(c: Ctx, th: Thresholds) -> Finding:
     n = _switches(c)
-    return Finding("FLAPPING", f"{n} pin switches in {th.health_window / 60:.0f} minutes",
+    return Finding("FLAPPING", f"{n} pin switches in {flapping_span(th)} (more than {th.flapping_switches} is flapping)",
                    {"switches": n, "limit": th.flapping_switches})
 
 

@@ -80,8 +80,8 @@ def holder_help(row: pd.Series, pinned: str, now: dt.datetime) -> str:
 
 
 def verdict_of(now: dt.datetime) -> pd.Series | None:
-    fleet = ui.cached_fleet(here.path, s.lock_timeout, ui.thresholds(s)).consumers
-    mine = fleet[(fleet["account"] == account) & (fleet["stream"] == stream) & (fleet["consumer"] == consumer)]
+    """The verdict the collector kept for this consumer, read alone (never the whole fleet's)."""
+    mine = data.fleet(store, ui.thresholds(s), now=now, only=(account, stream, consumer)).consumers
     return None if mine.empty else mine.iloc[0]
 
 
@@ -229,7 +229,7 @@ def live() -> None:
         filtered = bool(not detail.latest.empty and detail.latest["filtered"].fillna(False).astype(bool).iloc[0])
         st.plotly_chart(charts.consumer_rates(data.rates(detail.samples, filtered), "Rates from sequence deltas",
                                               span=(start, until)), key="consumer_rates")
-    sessions = data.drawn_sessions(data.sessions_from_events(detail.pins, until))
+    sessions = detail.sessions
     done = data.operator_actions(store, since, until)
     done = done[(done["stream"] == stream) & (done["consumer"] == consumer)]
     st.plotly_chart(charts.pin_timeline(sessions, data.pin_switches(detail.pins), "Pin timeline", actions=done),
