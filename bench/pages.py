@@ -1,7 +1,8 @@
 """The pages' data at 10,000 consumers and 30 days of pins: what the Pins page and the Consumer page
 read on a load with their caches cold, p50/p95, beside the Fleet page's read (data.fleet) on the
 same store in the same run. The store is real DuckDB, filled as the collector and the pipeline
-fill it: an hour of raw samples of every consumer (judged once, as the collector does), 30 days of
+fill it: an hour of raw samples of every consumer (judged once and sealed span by span, as the
+collector does), 30 days of
 pin advisories for every fifth consumer (a pin every 3 h, ended by a timeout), bursts of pins that
 flapped 37 minutes ago and that flap now, and the pipeline's pin sessions loaded up to the last
 whole hour. Each page is timed over its default range (1 hour) and over 30 days. The baseline, in
@@ -21,15 +22,17 @@ import pandas as pd
 
 from jetwatch.collectors.judging import judge_stored_cycle
 from jetwatch.core.clock import utcnow
-from jetwatch.dashboard import data, dropped
+from jetwatch.dashboard import data
 from jetwatch.health.rules import Thresholds
 from jetwatch.store.database import Store
+from jetwatch.store.sealing import seal_pass
 
 from bench import pages_before
 from bench.fleet import CURRENT, GENERATE
 from bench.machine import print_header
 from bench.timing import p95, timed
 
+SEAL_EVERY = 120.0  # the collector's default seal_every: all but the newest two minutes of samples are sealed
 PINNED = 5  # every fifth consumer is a pinned_client consumer with 30 days of pins
 # The pinned consumers' samples carry their group and pin (one sample in seven with nobody pinned).
 PIN_GROUPS = """
@@ -97,12 +100,8 @@ def consumer_page(store: Store, account: str, stream: str, consumer: str, since:
     store.query("consumer_keys")
     detail = data.consumer_detail(store, account, stream, consumer, since, until)
     data.fleet(store, th, only=(account, stream, consumer))
-    data.verdict_band(store, account, stream, consumer, data.data_start(detail.samples, since), until)
-    sessions = detail.sessions
-    data.operator_actions(store, since, until)
-    dropped.dropped(store, account, stream, consumer)
-    dropped.naks_left(store, account, stream, consumer, since)
-    return sessions
+    detail.band(data.data_start(detail.samples, since), until)
+    return detail.sessions
 
 
 def figures(times: list[float]) -> str:
@@ -128,16 +127,21 @@ def main(consumers: int, cycles: int, runs: int) -> None:
         rows = consumers * cycles
         store.write(lambda con: (con.execute(GENERATE, {"rows": rows, "consumers": consumers}),
                                  con.execute(PIN_GROUPS, {"every": PINNED}), con.execute(CURRENT),
-                                 con.execute(PINS, {"now": now, "consumers": consumers, "every": PINNED}),
-                                 con.execute(BURSTS, {"now": now, "consumers": consumers})))
+                                 con.execute(PINS, {"now": now, "consumers": consumers, "every": PINNED})))
         run_until = now.replace(minute=0, second=0, microsecond=0)
         sessions = load_pipeline_sessions(store, run_until)
-        judge_stored_cycle(store, utcnow(), th)
+        judged_at = utcnow()  # the bursts just before the collector judges: some flap now
+        store.write(lambda con: con.execute(BURSTS, {"now": judged_at, "consumers": consumers}))
+        judge_stored_cycle(store, judged_at, th)
+        while seal_pass(store, dt.timedelta(seconds=SEAL_EVERY)).rows:  # sealed span by span, as the collector does
+            pass
         store.checkpoint()
         pins = int(store.read(lambda con: con.execute("SELECT count(*) FROM advisories").fetchone()[0]))
+        flapping = int(store.read(lambda con: con.execute(
+            "SELECT count(*) FROM verdicts_current WHERE verdict = 'FLAPPING'").fetchone()[0]))
         print(f"store: {rows:,} raw samples of {consumers:,} consumers ({cycles} cycles), {pins:,} pin advisories "
               f"over 30 days for {consumers // PINNED:,} of them, {sessions:,} pipeline pin sessions up to "
-              f"{run_until:%H:%M} UTC ({time.perf_counter() - t:.1f}s to build, "
+              f"{run_until:%H:%M} UTC, {flapping} consumers FLAPPING now ({time.perf_counter() - t:.1f}s to build, "
               f"{store.path.stat().st_size / 2**20:,.0f} MiB)")
 
         f50 = timed(lambda: data.fleet(store, th), runs)[0]

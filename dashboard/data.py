@@ -233,6 +233,19 @@ class ConsumerDetail:
     pins: pd.DataFrame  # pin events in the range
     latest: pd.DataFrame
     sessions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SESSION_COLUMNS))  # drawn, oldest first
+    changes: pd.DataFrame = field(default_factory=pd.DataFrame)  # verdict changes of the range, and the one before
+    actions: pd.DataFrame = field(default_factory=pd.DataFrame)  # operator actions on it in the range
+    dropped: pd.DataFrame = field(default_factory=pd.DataFrame)  # messages it dropped, newest first
+    naks: pd.DataFrame = field(default_factory=pd.DataFrame)  # naked messages of the range still owed
+
+    def band(self, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
+        """Its verdicts from `since` (at or after the range's start) as spans (verdict_band)."""
+        ch = self.changes
+        if not ch.empty:
+            ts = pd.to_datetime(ch["ts"], utc=True)
+            before = ts[ts <= pd.Timestamp(since)]
+            ch = ch[ts >= (before.max() if not before.empty else pd.Timestamp(since))]
+        return band_from_changes(ch, since, until)
 
 
 def consumer_detail(store: Store, account: str, stream: str, consumer: str,
@@ -251,12 +264,17 @@ def consumer_detail(store: Store, account: str, stream: str, consumer: str,
     # Raw samples never for more than RAW_RANGE_LIMIT, however long the range: a "30 days" view
     # reads rollups, and without rollups (no pipeline run yet) only the range's newest hours.
     calls.append(("consumer_samples", {**rng, "since": max(since, until - RAW_RANGE_LIMIT)}))
-    # Its pin sessions as the Pins page reads them: the pipeline's, then the live tail's, up to now.
-    calls.append(("pin_sessions_rows", {"search": None, "reasons": [], "limit": ROWS_SHOWN}))
-    frames = store.queries(calls, stage=pin_range(since, until, Thresholds(), ident))
+    # Its pin sessions as the Pins page reads them: the pipeline's, then the live tail's, up to now;
+    # its verdicts, the operators' actions, its dropped and naked messages: the page's reads in one.
+    extra = [("pin_sessions_rows", {"limit": ROWS_SHOWN}), ("verdict_changes_consumer", rng),
+             ("audit_actions_range", {"since": since, "until": until}), ("consumer_dropped", ident),
+             ("consumer_nak_remaining", {**ident, "since": since})]
+    frames = store.queries(calls + extra, stage=pin_range(since, until, Thresholds(), ident))
     configs, advisories, pins, latest = frames[:4]
-    sessions = _sessions_read(frames[-1]).iloc[::-1].reset_index(drop=True)
-    frames = frames[:-1]
+    rows, changes, actions, dropped, naks = frames[-len(extra):]
+    sessions = _sessions_read(rows).iloc[::-1].reset_index(drop=True)
+    actions = actions[(actions["stream"] == stream) & (actions["consumer"] == consumer)]
+    frames = frames[:-len(extra)]
     samples, source = frames[-1], "raw samples"
     if long and not frames[4].empty and _rollups_reach_further(frames[4], samples):
         samples, source = frames[4], f"{'1-hour' if gran == '1h' else '1-minute'} rollups"
@@ -265,7 +283,8 @@ def consumer_detail(store: Store, account: str, stream: str, consumer: str,
     elif long:
         source = (f"raw samples of the last {RAW_RANGE_LIMIT.total_seconds() / 3600:g} h only: the pipeline "
                   "has not rolled up this range yet")
-    return ConsumerDetail(samples, source, configs, advisories, pins.reset_index(drop=True), latest, sessions)
+    return ConsumerDetail(samples, source, configs, advisories, pins.reset_index(drop=True), latest, sessions,
+                          changes, actions.reset_index(drop=True), dropped, naks)
 
 
 def _rollups_reach_further(rollups: pd.DataFrame, raw: pd.DataFrame) -> bool:
@@ -387,13 +406,16 @@ def _sessions_read(sessions: pd.DataFrame) -> pd.DataFrame:
 
 
 def pin_range(since: dt.datetime, until: dt.datetime, thresholds: Thresholds,
-              ident: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
+              ident: dict[str, Any] | None = None, search: str | None = None,
+              reasons: tuple[str, ...] = ()) -> list[tuple[str, dict[str, Any]]]:
     """The staging of a page's pin reads: the range, the live tail after the pipeline's last run,
-    its sessions, and the sessions of the range (sql/queries/stage_pin_*.sql)."""
+    its sessions, the pipeline's sessions of the range, and the consumers whose sessions are listed
+    (sql/queries/stage_pin_*.sql)."""
+    chosen = ("stage_pin_rows_chosen", {}) if search or reasons else ("stage_pin_rows_all", {})
     return [("set_pin_range", {"since": since, "until": until, "health_window": thresholds.health_window,
-                               **(ident or EVERY_CONSUMER)}),
+                               "search": search or None, "reasons": list(reasons), **(ident or EVERY_CONSUMER)}),
             ("set_sessions_until", {"until": until}), ("stage_pin_tail", {}), ("stage_pin_sessions", {}),
-            ("stage_pin_sessions_range", {})]
+            ("stage_pin_sessions_range", {}), chosen]
 
 
 def _source(run_until: object) -> str:
@@ -412,17 +434,16 @@ def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds
     rng = {"since": since, "until": until}
     chosen = {"search": search or None, "reasons": list(reasons), "limit": limit}
     try:
-        sessions, events, pins, nopin, counts = store.queries([
-            ("pin_sessions_rows", chosen), ("pin_events_newest", {**rng, **chosen}),
-            ("pin_summary_range", {}), ("nopin_pending", rng), ("pin_range_counts", {})],
-            stage=pin_range(since, until, thresholds))
+        sessions, events, pins, nopin, run = store.queries([
+            ("pin_sessions_rows", {"limit": limit}), ("pin_events_newest", {**rng, **chosen}),
+            ("pin_summary_range", {}), ("nopin_pending", rng), ("pin_range_run", {})],
+            stage=pin_range(since, until, thresholds, search=search, reasons=reasons))
     except StoreMissing:
         return PinHistory(pd.DataFrame(), pd.DataFrame(columns=SESSION_COLUMNS), pd.DataFrame(), "no store yet")
-    row = counts.iloc[0]
     summary = pin_summary(pins, nopin, since, until)
     return PinHistory(pin_switches(events).iloc[::-1].reset_index(drop=True), _sessions_read(sessions).reset_index(drop=True),
-                      summary, _source(row["run_until"]),
-                      {"events": int(row["events"]), "sessions": int(row["sessions"])})
+                      summary, _source(run.iloc[0]["run_until"]),
+                      {"events": int(pins["events"].sum()), "sessions": int(pins["sessions"].sum())})
 
 
 def operator_actions(store: Store, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:

@@ -37,7 +37,7 @@ def pin_sessions(events: pd.DataFrame, until: dt.datetime) -> pd.DataFrame:
         con.execute(sql.query("set_sessions_until"), {"until": until})
         con.execute(sql.query("stage_pin_sessions"))
         out = con.execute(sql.query("pin_sessions_live")).df()
-    for column in ("start_ts", "end_ts"):
-        out[column] = pd.to_datetime(out[column], utc=True)
+    for column in ("start_ts", "end_ts"):  # nanoseconds, as pandas makes times
+        out[column] = pd.to_datetime(out[column], utc=True).astype("datetime64[ns, UTC]")
     out = out.sort_values([*KEY, "end_ts", "start_ts", "end_reason", "pinned_id"], na_position="first")
     return out[SESSION_COLUMNS].reset_index(drop=True)

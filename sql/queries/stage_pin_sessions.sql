@@ -7,7 +7,8 @@
 -- the consumer's deletion ('consumer deleted'), or nothing yet ('still pinned', ongoing: ending at
 -- getvariable('sessions_until'), now). An unpin with no pin before it is a session with an unknown
 -- start, so the unpin still counts. At one instant a deletion comes first, then an unpin, then a pin.
-CREATE OR REPLACE TEMP VIEW pin_sessions_live AS
+-- Kept as a temp table (a tail is small): the page's queries read it several times.
+CREATE OR REPLACE TEMP TABLE pin_sessions_live AS
 WITH ev AS (
     SELECT ts, account, stream, consumer, any_value(group_name) AS group_name, event, pinned_id, reason, source
     FROM session_events
