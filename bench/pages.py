@@ -6,7 +6,8 @@ collector does), 30 days of
 pin advisories for every fifth consumer (a pin every 3 h, ended by a timeout), bursts of pins that
 flapped 37 minutes ago and that flap now, and the pipeline's pin sessions loaded up to the last
 whole hour. Each page is timed over its default range (1 hour) and over 30 days. The baseline, in
-the same run, is the same page's reads as they were before issue 33 (bench/pages_before.py)."""
+the same run, is the same page's reads as they were before sessions had one definition and the pages
+read only what they show (bench/pages_before.py)."""
 
 from __future__ import annotations
 
@@ -111,7 +112,7 @@ def figures(times: list[float]) -> str:
 def compare(name: str, runs: int, page: Callable[[], Any], baseline: Callable[[], Any]) -> tuple[Any, Any]:
     times, out = timed(page, runs)
     base, base_out = timed(baseline, max(3, runs // 3))
-    print(f"{name}: {figures(times)}; baseline (the page's reads before issue 33) {figures(base)}; "
+    print(f"{name}: {figures(times)}; baseline (the page's former reads) {figures(base)}; "
           f"ratio {statistics.median(base) / statistics.median(times):.1f}x (p50), {p95(base) / p95(times):.1f}x (p95)")
     return out, base_out
 

@@ -1,5 +1,5 @@
-"""The Pins and Consumer pages' reads as they were before issue 33, frozen here as the page bench's
-baseline (bench/pages.py): the Pins page sessionised every pin event of the range in pandas and
+"""The Pins and Consumer pages' reads as they were before sessions had one definition, frozen here
+as the page bench's baseline (bench/pages.py): the Pins page sessionised every pin event of the range in pandas and
 merged the pipeline's sessions by the newest start of the whole fleet, counted the most switches in
 any health window of the range in a Python loop per consumer, and read every session and event of
 the range; the Consumer page read the whole fleet's verdicts to show one consumer's. Not used by
@@ -19,7 +19,7 @@ from jetwatch.health.rules import Thresholds, flapping
 from jetwatch.store.database import Store, StoreMissing
 
 KEY = ["account", "stream", "consumer"]
-# The two queries as they were (sql/queries/pin_events_range.sql and pin_sessions_range.sql before issue 33).
+# The two queries as they were (sql/queries/pin_events_range.sql and pin_sessions_range.sql as they were).
 PIN_EVENTS_RANGE = """
 -- Pin history for a time range (pin events and consumer deletions), with one pin before the
 -- range per consumer so a pin that started earlier still shows as a bar from the range's start.

@@ -1,4 +1,4 @@
-"""The Pins page between pipeline runs (issue 33, finding 2), under AppTest on stores written by the
+"""The Pins page between pipeline runs, under AppTest on stores written by the
 collector's own write and judge path, with the pipeline's sessions loaded as its load leaves them:
 pins ended since the pipeline ran are not "still pinned", the current holder's pin runs to now, the
 median and p95 count the ongoing pin, and the Pins page says of flapping what the Fleet says, over
