@@ -391,11 +391,14 @@ class PinHistory:
     sessions: pd.DataFrame  # the sessions overlapping the range, newest end first (at most ROWS_SHOWN)
     summary: pd.DataFrame  # one row per consumer (SUMMARY_COLUMNS)
     source: str
-    counts: dict[str, int] = field(default_factory=dict)  # "events", "sessions": how many in the range in all
+    counts: dict[str, int] = field(default_factory=dict)  # "sessions": how many in the range in all
 
 
 EVERY_CONSUMER = {"account": None, "stream": None, "consumer": None}  # the pin queries over the fleet
 ROWS_SHOWN = 2000  # sessions and events a page reads at most (newest first); the summary counts them all
+# Time without a pin comes from raw samples (every consumer's, every cycle): over the range's newest
+# hour at most, so a long range costs what the default one does. Older no-pin time would need rollups.
+NOPIN_RANGE_LIMIT = dt.timedelta(hours=1)
 
 
 def _sessions_read(sessions: pd.DataFrame) -> pd.DataFrame:
@@ -436,14 +439,15 @@ def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds
     try:
         sessions, events, pins, nopin, run = store.queries([
             ("pin_sessions_rows", {"limit": limit}), ("pin_events_newest", {**rng, **chosen}),
-            ("pin_summary_range", {}), ("nopin_pending", rng), ("pin_range_run", {})],
+            ("pin_summary_range", {}), ("nopin_pending", {"since": max(since, until - NOPIN_RANGE_LIMIT), "until": until}),
+            ("pin_range_run", {})],
             stage=pin_range(since, until, thresholds, search=search, reasons=reasons))
     except StoreMissing:
         return PinHistory(pd.DataFrame(), pd.DataFrame(columns=SESSION_COLUMNS), pd.DataFrame(), "no store yet")
     summary = pin_summary(pins, nopin, since, until)
     return PinHistory(pin_switches(events).iloc[::-1].reset_index(drop=True), _sessions_read(sessions).reset_index(drop=True),
                       summary, _source(run.iloc[0]["run_until"]),
-                      {"events": int(pins["events"].sum()), "sessions": int(pins["sessions"].sum())})
+                      {"sessions": int(pins["sessions"].sum()) if not pins.empty else 0})
 
 
 def operator_actions(store: Store, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:

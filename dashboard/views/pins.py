@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from jetwatch.dashboard import charts, stores, tables, ui, url_state
+from jetwatch.dashboard import charts, data, stores, tables, ui, url_state
 from jetwatch.health import rules
 from jetwatch.store.database import StoreError
 
@@ -44,7 +44,7 @@ if not summary.empty:
     if reasons:
         summary = summary[[bool(set(r) & set(reasons)) for r in summary["unpin_reasons"]]]
 
-st.caption(f"Sessions from {history.source}; {history.counts.get('events', len(events)):,} pin events in range")
+st.caption(f"Sessions from {history.source}; {history.counts.get('sessions', len(sessions)):,} pins in range")
 if not actions.empty:
     actions = actions[matches(actions)]
 if len(ui.fleet_stores(s)) > 1:  # one lane per consumer of each cluster: its lane names its cluster
@@ -64,7 +64,9 @@ else:
     st.caption(f"**Flapping now** is the Fleet's verdict: {ui.md(rules.flapping_words(th))} (the health window), as the "
                "collector judged at its last cycle. *Most in one window* is history: the most pin switches within "
                f"any {ui.duration(th.health_window)} of the range. Median and 95th percentile count the ongoing "
-               "pin at its duration so far.")
+               "pin at its duration so far."
+               + (f" The *No pin* columns cover the range's newest {ui.duration(data.NOPIN_RANGE_LIMIT.total_seconds())} "
+                  "(they come from raw samples)." if until - since > data.NOPIN_RANGE_LIMIT else ""))
     table = tables.build(tables.PIN_SUMMARY, summary, now)
     st.dataframe(ui.visible_frame(table), key="pins_summary", hide_index=True,
                  column_config=tables.column_config(tables.PIN_SUMMARY, table))
@@ -82,7 +84,7 @@ else:
     st.dataframe(ui.visible_frame(table), key="pins_sessions", hide_index=True,
                  column_config=tables.column_config(tables.SESSIONS, table))
 
-with st.expander(f"Pin events ({history.counts.get('events', len(events)):,})"):
+with st.expander(f"Pin events ({len(events):,}{', the newest' if len(events) >= data.ROWS_SHOWN else ''})"):
     if events.empty:
         st.caption("no pin events in this range")
     else:

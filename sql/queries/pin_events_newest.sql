@@ -1,13 +1,13 @@
 -- The newest pin history rows of the range (pin events and consumer deletions), at most $limit,
--- newest first; $search and $reasons choose consumers as in pin_sessions_rows. At one instant a
+-- newest first; $search and $reasons choose consumers as stage_pin_rows_chosen does. At one instant a
 -- deletion comes first, then an unpin, then a pin. Without $reasons, the rows are read from the
 -- time the $limit-th newest advisory or inferred event holds on (each table's own newest, found
 -- by its time order), so a long range does not join every advisory of it to its confirmation.
 WITH unpinned AS (
     SELECT DISTINCT account, stream, consumer
-    FROM pin_events
-    WHERE len($reasons::VARCHAR[]) > 0 AND event = 'unpinned' AND ts >= $since AND ts <= $until
-      AND list_contains($reasons::VARCHAR[], CASE WHEN source = 'inferred' THEN 'inferred' ELSE reason END)
+    FROM (SELECT account, stream, consumer, end_ts, end_reason FROM pin_sessions_rolled
+          UNION ALL SELECT account, stream, consumer, end_ts, end_reason FROM pin_sessions_live)
+    WHERE len($reasons::VARCHAR[]) > 0 AND end_ts >= $since AND list_contains($reasons::VARCHAR[], end_reason)
 ),
 named AS (
     SELECT ts FROM advisories

@@ -9,12 +9,12 @@
 -- start, so the unpin still counts. At one instant a deletion comes first, then an unpin, then a pin.
 -- Kept as a temp table (a tail is small): the page's queries read it several times.
 CREATE OR REPLACE TEMP TABLE pin_sessions_live AS
-WITH ev AS (
+WITH ev AS MATERIALIZED (
     SELECT ts, account, stream, consumer, any_value(group_name) AS group_name, event, pinned_id, reason, source
     FROM session_events
     GROUP BY ts, account, stream, consumer, event, pinned_id, reason, source
 ),
-ordered AS (
+ordered AS MATERIALIZED (
     SELECT *, lag(event) OVER w AS prev_event, lead(event) OVER w AS next_event, lead(ts) OVER w AS next_ts,
            lead(reason) OVER w AS next_reason, lead(source) OVER w AS next_source
     FROM ev
@@ -22,7 +22,7 @@ ordered AS (
                  ORDER BY ts, CASE event WHEN 'deleted' THEN 0 WHEN 'unpinned' THEN 1 ELSE 2 END,
                           pinned_id NULLS FIRST, source NULLS FIRST, reason NULLS FIRST)
 ),
-sessions AS (
+sessions AS MATERIALIZED (
     SELECT account, stream, consumer, group_name, pinned_id, ts AS start_ts,
            coalesce(next_ts, getvariable('sessions_until')::TIMESTAMPTZ) AS end_ts,
            CASE WHEN next_event IS NULL THEN 'still pinned'

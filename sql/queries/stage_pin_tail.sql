@@ -3,27 +3,27 @@
 -- cut (its last event at or before it, when that is a pin) so the pin held across the cut ends where
 -- the events say, not where the pipeline's run did. The pin open at the cut is the last of the events
 -- after the pipeline's run and the pins its sessions left open then: history before the run is never
--- scanned (without a run, it is).
+-- scanned (without a run, it is). The range is read with getvariable in the filters themselves, so
+-- they reach the tables' scans.
 CREATE OR REPLACE TEMP VIEW session_events AS
-WITH r AS (SELECT unnest(getvariable('pin_range'))),
-mine AS (
+WITH mine AS (
     SELECT e.ts, e.account, e.stream, e.consumer, e.group_name, e.event, e.pinned_id, e.reason, e.source
-    FROM pin_session_events e, r
-    WHERE (r.consumer IS NULL OR ((r.account IS NULL OR e.account = r.account) AND e.stream = r.stream
-                                  AND e.consumer = r.consumer))
-      AND e.ts > coalesce(r.run_until, '-infinity'::TIMESTAMPTZ)
-      AND e.ts <= r.until
+    FROM pin_session_events e
+    WHERE (getvariable('pin_range').consumer IS NULL OR ((getvariable('pin_range').account IS NULL OR e.account = getvariable('pin_range').account) AND e.stream = getvariable('pin_range').stream
+                                  AND e.consumer = getvariable('pin_range').consumer))
+      AND e.ts > coalesce(getvariable('pin_range').run_until, '-infinity'::TIMESTAMPTZ)
+      AND e.ts <= getvariable('pin_range').until
 ),
 open_at_cut AS (
     SELECT s.start_ts AS ts, s.account, s.stream, s.consumer, s.group_name, 'pinned' AS event, s.pinned_id,
            NULL AS reason, 'advisory' AS source
-    FROM pin_sessions s, r
-    WHERE r.run_until IS NOT NULL AND s.start_ts <= r.cut AND (s.end_ts > r.cut OR s.end_reason = 'still pinned')
-      AND (r.consumer IS NULL OR ((r.account IS NULL OR s.account = r.account) AND s.stream = r.stream
-                                  AND s.consumer = r.consumer))
+    FROM pin_sessions s
+    WHERE getvariable('pin_range').run_until IS NOT NULL AND s.start_ts <= getvariable('pin_range').cut AND (s.end_ts > getvariable('pin_range').cut OR s.end_reason = 'still pinned')
+      AND (getvariable('pin_range').consumer IS NULL OR ((getvariable('pin_range').account IS NULL OR s.account = getvariable('pin_range').account) AND s.stream = getvariable('pin_range').stream
+                                  AND s.consumer = getvariable('pin_range').consumer))
 ),
 before_cut AS (
-    SELECT mine.* FROM mine, r WHERE mine.ts <= r.cut
+    SELECT mine.* FROM mine WHERE mine.ts <= getvariable('pin_range').cut
     UNION ALL
     SELECT * FROM open_at_cut
 )
@@ -34,4 +34,4 @@ QUALIFY row_number() OVER (PARTITION BY account, stream, consumer
                                     pinned_id DESC NULLS LAST, source DESC NULLS LAST, reason DESC NULLS LAST) = 1
     AND event = 'pinned'
 UNION ALL
-SELECT mine.* FROM mine, r WHERE mine.ts > r.cut;
+SELECT mine.* FROM mine WHERE mine.ts > getvariable('pin_range').cut;
