@@ -10,6 +10,11 @@ import datetime as dt
 from typing import Any
 
 import pandas as pd
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from jetwatch.store.database import Store
 from tests.test_dashboard import app_env, consumers, frame, run_app, texts  # noqa: F401 (app_env: a fixture)
@@ -120,3 +125,85 @@ def test_the_pins_page_says_of_flapping_what_the_fleet_says_over_the_span_it_nam
     flapping = dict(zip(consumers(summary), summary["Flapping now"]))
     assert flapping == {"now": "FLAPPING", "past": ""}, flapping
     assert "in the last 1 min" in texts(at)
+
+
+# -- The splice: the pipeline's sessions up to its run, then the live tail, equal one pass over every event --
+
+T0 = dt.datetime(2026, 11, 22, 3, 0, tzinfo=dt.timezone.utc)
+
+
+@st.composite
+def _history(draw, consumer: str) -> list[tuple[int, str, str, str | None, str | None, str]]:
+    """A consumer's pin events as the store may hold them: ties, out of order, inferred events, unpins
+    with no pin before them: (second, consumer, event, pin id, reason, source)."""
+    events = []
+    for _ in range(draw(st.integers(0, 10))):
+        kind = draw(st.sampled_from(["pinned", "pinned", "unpinned"]))
+        source = draw(st.sampled_from(["advisory", "advisory", "inferred"]))
+        pin = draw(st.sampled_from(["a", "b", "c"])) if kind == "pinned" else None
+        reason = draw(st.sampled_from(["admin", "timeout"])) if kind == "unpinned" and source == "advisory" else None
+        events.append((draw(st.integers(0, 60)), consumer, kind, pin, reason, source))
+    return events
+
+
+def _write_events(db: str, events: list[tuple[int, str, str, str | None, str | None, str]]) -> None:
+    advisories = [(f"a{i}", T0 + dt.timedelta(seconds=s), T0, "consumer_group_pinned" if kind == "pinned"
+                   else "consumer_group_unpinned", "t", "A", "S", c, "jobs", pin, reason)
+                  for i, (s, c, kind, pin, reason, source) in enumerate(events) if source == "advisory"]
+    inferred = [(f"i{i}", T0 + dt.timedelta(seconds=s), T0, "A", "S", c, "jobs", kind, pin, None, "test")
+                for i, (s, c, kind, pin, reason, source) in enumerate(events) if source == "inferred"]
+
+    def tx(con: Any) -> None:
+        if advisories:
+            con.executemany("INSERT INTO advisories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}')", advisories)
+        if inferred:
+            con.executemany("INSERT INTO inferred_pin_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", inferred)
+    Store(db).write(tx)
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory) -> str:
+    """An empty store, migrated once: each example starts from a copy."""
+    db = str(tmp_path_factory.mktemp("template") / "empty.duckdb")
+    Store(db).migrate()
+    Store(db).checkpoint()
+    return db
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(histories=st.tuples(*[_history(f"c{i}") for i in range(3)]), run=st.integers(0, 70), since=st.integers(0, 70))
+def test_the_pipelines_sessions_then_the_live_tail_equal_one_pass_over_every_event(migrated, tmp_path_factory, histories,
+                                                                                      run, since):
+    """Whatever the pipeline's run covered (its pins up to `run`, as pipeline/job.py reads them) and
+    whatever the range, the Pins page's sessions are those of one pass over every event up to now."""
+    from jetwatch.dashboard import data
+    from jetwatch.health.sessions import pin_sessions
+    from jetwatch.health.rules import Thresholds
+
+    db = str(tmp_path_factory.mktemp("splice") / "pins.duckdb")
+    shutil.copy(migrated, db)
+    events = [e for h in histories for e in h]
+    _write_events(db, events)
+    until = T0 + dt.timedelta(seconds=80)
+    every = Store(db).query("export_pin_events")
+    run_until = T0 + dt.timedelta(seconds=run)
+    seen = every[pd.to_datetime(every["ts"], utc=True) <= pd.Timestamp(run_until)]
+    piped = pin_sessions(seen, run_until).assign(spans_gap=False)  # as the Spark job makes them (test_pipeline.py)
+
+    def load(con: Any) -> None:
+        con.register("session_batch", piped)
+        con.execute("INSERT INTO pin_sessions BY NAME SELECT * FROM session_batch")
+        con.execute("INSERT INTO pipeline_runs VALUES ('r', ?, ?, ?, ?, 'ok', 0, NULL)", [until, until, T0, run_until])
+    Store(db).write(load)
+
+    start = T0 + dt.timedelta(seconds=since)
+    got = data.pin_history(Store(db), start, until, Thresholds()).sessions
+    whole = data.drawn_sessions(pin_sessions(every, until))
+    expected = whole[pd.to_datetime(whole["end_ts"], utc=True) >= pd.Timestamp(start)]
+
+    def tidy(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+        return sorted((r.consumer, r.pinned_id, pd.Timestamp(r.start_ts), pd.Timestamp(r.end_ts), r.end_reason,
+                       None if pd.isna(r.gap_seconds) else round(float(r.gap_seconds), 3))
+                      for r in frame.itertuples())
+
+    assert tidy(got) == tidy(expected)
