@@ -16,22 +16,22 @@ import datetime as dt
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
+from bench import pages_before
+from bench.fleet import CURRENT, GENERATE
+from bench.machine import print_header
+from bench.timing import p95, timed
 from jetwatch.collectors.judging import judge_stored_cycle
 from jetwatch.core.clock import utcnow
 from jetwatch.dashboard import data
 from jetwatch.health.rules import Thresholds
 from jetwatch.store.database import Store
 from jetwatch.store.sealing import seal_pass
-
-from bench import pages_before
-from bench.fleet import CURRENT, GENERATE
-from bench.machine import print_header
-from bench.timing import p95, timed
 
 SEAL_EVERY = 120.0  # the collector's default seal_every: all but the newest two minutes of samples are sealed
 PINNED = 5  # every fifth consumer is a pinned_client consumer with 30 days of pins

@@ -414,7 +414,7 @@ def pin_range(since: dt.datetime, until: dt.datetime, thresholds: Thresholds,
     """The staging of a page's pin reads: the range, the live tail after the pipeline's last run,
     its sessions, the pipeline's sessions of the range, and the consumers whose sessions are listed
     (sql/queries/stage_pin_*.sql)."""
-    chosen = ("stage_pin_rows_chosen", {}) if search or reasons else ("stage_pin_rows_all", {})
+    chosen: tuple[str, dict[str, Any]] = ("stage_pin_rows_chosen" if search or reasons else "stage_pin_rows_all", {})
     return [("set_pin_range", {"since": since, "until": until, "health_window": thresholds.health_window,
                                "search": search or None, "reasons": list(reasons), **(ident or EVERY_CONSUMER)}),
             ("set_sessions_until", {"until": until}), ("stage_pin_tail", {}), ("stage_pin_sessions", {}),

@@ -59,7 +59,7 @@ def test_sessions_are_per_consumer():
     assert got.loc["D", "end_reason"] == "still pinned"
 
 
-def _history(store, events: list[dict], since: pd.Timestamp, until: pd.Timestamp, th: Thresholds = Thresholds(),
+def _history(store, events: list[dict], since: pd.Timestamp, until: pd.Timestamp, th: Thresholds | None = None,
              flapping: tuple[str, ...] = ()):
     """The Pins page's pin history of `events` (stored as the collector stores advisories), with the
     consumers in `flapping` judged FLAPPING by the collector."""
@@ -76,7 +76,7 @@ def _history(store, events: list[dict], since: pd.Timestamp, until: pd.Timestamp
             con.executemany("INSERT INTO verdicts_current (account, stream, consumer, verdict, level, reason, findings, "
                             "since, judged_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", verdicts)
     store.write(tx)
-    return pin_history(store, since.to_pydatetime(), until.to_pydatetime(), th)
+    return pin_history(store, since.to_pydatetime(), until.to_pydatetime(), th or Thresholds())
 
 
 def test_pin_summary_puts_the_fleets_flapping_consumers_first(store):

@@ -7,17 +7,16 @@ the span it names."""
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from typing import Any
 
 import pandas as pd
-import shutil
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jetwatch.store.database import Store
-from tests.test_dashboard import app_env, consumers, frame, run_app, texts  # noqa: F401 (app_env: a fixture)
+from tests.test_dashboard import consumers, frame, run_app, texts
 from tests.test_oncall_pages import working, write_store
 
 POLICY = "pinned_client"
@@ -60,7 +59,7 @@ def _sessions(at) -> pd.DataFrame:
 def test_pins_ended_since_the_pipeline_ran_are_not_still_pinned_and_the_holder_runs_to_now(tmp_path, app_env):
     """The pipeline ran 30 minutes ago. Since then, c's pin ended on a timeout and a new pin holds;
     e's pin, the one it had then, still holds 45 minutes after it began; d pinned 35 minutes ago."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     m = lambda minutes: now - dt.timedelta(minutes=minutes)  # noqa: E731
     db = _store(tmp_path, ["c", "d", "e"], now)
     _pins(db, [(m(50), "c", "pinned", "PIN-A", None), (m(45), "e", "pinned", "PIN-E", None),
@@ -83,7 +82,7 @@ def test_pins_ended_since_the_pipeline_ran_are_not_still_pinned_and_the_holder_r
 
 def test_median_and_p95_count_the_ongoing_pin_and_say_so(tmp_path, app_env):
     """Two one-minute pins, then a pin held for 40 minutes so far: the longest pin is the ongoing one."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     m = lambda minutes: now - dt.timedelta(minutes=minutes)  # noqa: E731
     db = _store(tmp_path, ["c"], now)
     _pins(db, [(m(44), "c", "pinned", "PIN-1", None), (m(43), "c", "unpinned", None, "timeout"),
@@ -104,7 +103,7 @@ def test_the_pins_page_says_of_flapping_what_the_fleet_says_over_the_span_it_nam
     """`past` flapped 37 minutes ago (five pins within 40 s) and has been still since; `now` flaps
     now (six pins in the last 40 s). Over the health window (one minute here) the Fleet names `now`
     FLAPPING and not `past`: so does the Pins page, and both say over which span."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     s = lambda seconds: now - dt.timedelta(seconds=seconds)  # noqa: E731
     db = str(tmp_path / "pins.duckdb")
     Store(db).migrate()
@@ -129,7 +128,7 @@ def test_the_pins_page_says_of_flapping_what_the_fleet_says_over_the_span_it_nam
 
 # -- The splice: the pipeline's sessions up to its run, then the live tail, equal one pass over every event --
 
-T0 = dt.datetime(2026, 11, 22, 3, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 22, 3, 0, tzinfo=dt.UTC)
 
 
 @st.composite
@@ -177,8 +176,8 @@ def test_the_pipelines_sessions_then_the_live_tail_equal_one_pass_over_every_eve
     """Whatever the pipeline's run covered (its pins up to `run`, as pipeline/job.py reads them) and
     whatever the range, the Pins page's sessions are those of one pass over every event up to now."""
     from jetwatch.dashboard import data
-    from jetwatch.health.sessions import pin_sessions
     from jetwatch.health.rules import Thresholds
+    from jetwatch.health.sessions import pin_sessions
 
     db = str(tmp_path_factory.mktemp("splice") / "pins.duckdb")
     shutil.copy(migrated, db)
