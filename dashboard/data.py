@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,8 @@ from jetwatch.core.clock import utcnow
 from jetwatch.dashboard.tables import since_cell
 from jetwatch.dashboard.text import duration, pin_tail
 from jetwatch.health import silences
-from jetwatch.health.rules import VERDICT_NAMES, Thresholds, flapping
+from jetwatch.health.rules import VERDICT_NAMES, Thresholds
+from jetwatch.health.sessions import SESSION_COLUMNS, pin_sessions
 from jetwatch.store.database import Store, StoreMissing
 
 KEY = ["account", "stream", "consumer"]
@@ -61,18 +62,20 @@ def _findings(texts: pd.Series) -> list[Any]:
 
 
 def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime | None = None,
-          since_when: bool = True) -> Fleet:
+          since_when: bool = True, only: tuple[str | None, str, str] | None = None) -> Fleet:
     """Every consumer in the live state with the verdict the collector judged after its last
     cycle (verdicts_current), worst first. Nothing is recomputed here: the page's cost grows with
     the consumers shown, not with the samples stored. Beside the verdict: when each consumer last
     pulled and acknowledged and was first seen (kept by the collector with the verdict, so a
     NO_PULLERS or STALLED reason says since when), and the unpin reasons of the health window
-    (what a FLAPPING verdict's switches were). `since_when` False leaves both out."""
+    (what a FLAPPING verdict's switches were). `since_when` False leaves both out. `only`
+    (account, stream, consumer): that consumer's row alone (the Consumer page's verdict)."""
     window = dt.timedelta(seconds=(thresholds or Thresholds()).health_window)
     now = now or utcnow()
     try:
+        ident = dict(zip(KEY, only)) if only else {"account": None, "stream": None, "consumer": None}
         latest, collector, unpins, silenced = store.queries(
-            [("fleet_verdicts", {"severity": list(VERDICT_NAMES)}), ("collector_health", {}),
+            [("fleet_verdicts", {"severity": list(VERDICT_NAMES), **ident}), ("collector_health", {}),
              ("unpin_reasons", {"since": now - window if since_when else now}), ("silences_open", {})],
             arrow=["fleet_verdicts"])
         latest = latest.to_pandas()  # Arrow to pandas directly: at 100,000 rows twice as fast as .df()
@@ -232,8 +235,22 @@ class ConsumerDetail:
     source: str  # "raw samples" or "1-minute rollups" / "1-hour rollups"
     configs: pd.DataFrame
     advisories: pd.DataFrame
-    pins: pd.DataFrame
+    pins: pd.DataFrame  # pin events in the range
     latest: pd.DataFrame
+    sessions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SESSION_COLUMNS))  # drawn, oldest first
+    changes: pd.DataFrame = field(default_factory=pd.DataFrame)  # verdict changes of the range, and the one before
+    actions: pd.DataFrame = field(default_factory=pd.DataFrame)  # operator actions on it in the range
+    dropped: pd.DataFrame = field(default_factory=pd.DataFrame)  # messages it dropped, newest first
+    naks: pd.DataFrame = field(default_factory=pd.DataFrame)  # naked messages of the range still owed
+
+    def band(self, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
+        """Its verdicts from `since` (at or after the range's start) as spans (verdict_band)."""
+        ch = self.changes
+        if not ch.empty:
+            ts = pd.to_datetime(ch["ts"], utc=True)
+            before = ts[ts <= pd.Timestamp(since)]
+            ch = ch[ts >= (before.max() if not before.empty else pd.Timestamp(since))]
+        return band_from_changes(ch, since, until)
 
 
 def consumer_detail(store: Store, account: str, stream: str, consumer: str,
@@ -252,8 +269,17 @@ def consumer_detail(store: Store, account: str, stream: str, consumer: str,
     # Raw samples never for more than RAW_RANGE_LIMIT, however long the range: a "30 days" view
     # reads rollups, and without rollups (no pipeline run yet) only the range's newest hours.
     calls.append(("consumer_samples", {**rng, "since": max(since, until - RAW_RANGE_LIMIT)}))
-    frames = store.queries(calls)
+    # Its pin sessions as the Pins page reads them: the pipeline's, then the live tail's, up to now;
+    # its verdicts, the operators' actions, its dropped and naked messages: the page's reads in one.
+    extra = [("pin_sessions_rows", {"limit": ROWS_SHOWN}), ("verdict_changes_consumer", rng),
+             ("audit_actions_range", {"since": since, "until": until}), ("consumer_dropped", ident),
+             ("consumer_nak_remaining", {**ident, "since": since})]
+    frames = store.queries(calls + extra, stage=pin_range(since, until, Thresholds(), ident))
     configs, advisories, pins, latest = frames[:4]
+    rows, changes, actions, dropped, naks = frames[-len(extra):]
+    sessions = _sessions_read(rows).iloc[::-1].reset_index(drop=True)
+    actions = actions[(actions["stream"] == stream) & (actions["consumer"] == consumer)]
+    frames = frames[:-len(extra)]
     samples, source = frames[-1], "raw samples"
     if long and not frames[4].empty and _rollups_reach_further(frames[4], samples):
         samples, source = frames[4], f"{'1-hour' if gran == '1h' else '1-minute'} rollups"
@@ -262,7 +288,8 @@ def consumer_detail(store: Store, account: str, stream: str, consumer: str,
     elif long:
         source = (f"raw samples of the last {RAW_RANGE_LIMIT.total_seconds() / 3600:g} h only: the pipeline "
                   "has not rolled up this range yet")
-    return ConsumerDetail(samples, source, configs, advisories, pins.reset_index(drop=True), latest)
+    return ConsumerDetail(samples, source, configs, advisories, pins.reset_index(drop=True), latest, sessions,
+                          changes, actions.reset_index(drop=True), dropped, naks)
 
 
 SILENCES_SHOWN = 10  # the Consumer page lists this many of a consumer's silences, newest first
@@ -344,54 +371,9 @@ def rates(samples: pd.DataFrame, filtered: bool = False) -> pd.DataFrame:
 
 # -- Pins page -------------------------------------------------------------------------------
 
-SESSION_COLUMNS = KEY + ["group_name", "pinned_id", "start_ts", "end_ts", "duration_seconds",
-                         "end_reason", "gap_seconds"]
-
-
-def sessions_from_events(events: pd.DataFrame, until: dt.datetime) -> pd.DataFrame:
-    """Pin sessions from pin events, for the live view between pipeline runs.
-
-    The same rules as the pipeline's `pin_sessions` (a property test holds them together): a
-    pin ends at its consumer's next event (an unpin, with its reason or 'inferred'; another pin
-    with no unpin seen, 'inferred'; the consumer's deletion; or nothing yet: 'still pinned' at
-    `until`), and an unpin with no pin before it is a session with an unknown start. At one
-    instant a deletion comes first, then an unpin, then a pin.
-    """
-    if events.empty:
-        return pd.DataFrame(columns=SESSION_COLUMNS)
-    ev = events.copy()
-    ev["ts"] = pd.to_datetime(ev["ts"], utc=True)
-    ev["_order"] = ev["event"].map({"deleted": 0, "unpinned": 1}).fillna(2).astype(int)
-    ev = ev.drop_duplicates(["ts", *KEY, "event", "pinned_id", "reason", "source"])
-    ev = ev.sort_values([*KEY, "ts", "_order", "pinned_id", "source", "reason"], na_position="first")
-    grp = ev.groupby(KEY, sort=False, dropna=False)
-    ev["prev_event"] = grp["event"].shift(1)
-    for col in ("event", "ts", "reason", "source"):
-        ev[f"next_{col}"] = grp[col].shift(-1)
-    pins = ev[ev["event"] == "pinned"].copy()
-    pins["end_reason"] = np.select(
-        [pins["next_event"].isna(), pins["next_event"] == "deleted",
-         (pins["next_event"] == "unpinned") & (pins["next_source"] == "inferred"),
-         pins["next_event"] == "unpinned"],
-        ["still pinned", "consumer deleted", "inferred", pins["next_reason"].fillna("unknown").astype(str)],
-        default="inferred")
-    pins["start_ts"] = pins["ts"]
-    pins["end_ts"] = pins["next_ts"].fillna(pd.Timestamp(until))
-    orphans = ev[(ev["event"] == "unpinned") & (ev["prev_event"] != "pinned")].copy()
-    orphans["pinned_id"] = None
-    orphans["start_ts"] = pd.NaT
-    orphans["end_ts"] = orphans["ts"]
-    orphans["end_reason"] = np.where(orphans["source"] == "inferred", "inferred",
-                                     orphans["reason"].fillna("unknown").astype(str))
-    cols = [*KEY, "group_name", "pinned_id", "start_ts", "end_ts", "end_reason"]
-    out = pd.concat([pins[cols], orphans[cols]], ignore_index=True)
-    out["start_ts"] = pd.to_datetime(out["start_ts"], utc=True)
-    out["end_ts"] = pd.to_datetime(out["end_ts"], utc=True)
-    out["duration_seconds"] = (out["end_ts"] - out["start_ts"]).dt.total_seconds()
-    out = out.sort_values([*KEY, "end_ts", "start_ts", "end_reason", "pinned_id"], na_position="first")
-    next_start = out.groupby(KEY, sort=False, dropna=False)["start_ts"].shift(-1)
-    out["gap_seconds"] = (next_start - out["end_ts"]).dt.total_seconds().clip(lower=0)
-    return out[SESSION_COLUMNS].reset_index(drop=True)
+# Pin sessions have one definition, sql/queries/stage_pin_sessions.sql (health/sessions.py runs it
+# over a frame); the pages read them from the store through pin_history.
+sessions_from_events = pin_sessions
 
 
 def pin_switches(events: pd.DataFrame) -> pd.DataFrame:
@@ -405,111 +387,102 @@ def drawn_sessions(sessions: pd.DataFrame) -> pd.DataFrame:
 
 
 SUMMARY_COLUMNS = KEY + ["switches", "hours_with_data", "switches_per_hour", "most_in_a_window",
-                         "median_pin_seconds", "p95_pin_seconds", "nopin_pending_seconds",
-                         "nopin_age_weighted_seconds", "nopin_oldest_age_seconds", "flapping"]
+                         "median_pin_seconds", "p95_pin_seconds", "ongoing_pin_seconds", "nopin_pending_seconds",
+                         "nopin_age_weighted_seconds", "nopin_oldest_age_seconds", "flapping", "unpin_reasons"]
+NOPIN_COLUMNS = ["nopin_pending_seconds", "nopin_age_weighted_seconds", "nopin_oldest_age_seconds"]
 
 
-def _most_in_a_window(pins: pd.DataFrame, window_s: float) -> pd.DataFrame:
-    """Per consumer, the most pins that started within any one window of `window_s` seconds."""
-    if pins.empty:
-        return pd.DataFrame(columns=KEY + ["most_in_a_window"])
-    p = pins[KEY + ["ts"]].copy()
-    p["ts"] = pd.to_datetime(p["ts"], utc=True)
-    p["t"] = p["ts"].astype("int64") / 1e9
-    p = p.sort_values(KEY + ["t"]).reset_index(drop=True)
-    counts = []
-    for _, g in p.groupby(KEY, sort=False, dropna=False):
-        t = g["t"].to_numpy()
-        # pins in [t_i - window, t_i] for each pin i: a window ending at a pin holds the most
-        counts.append((g.iloc[0][KEY].tolist(), int((np.arange(len(t)) - np.searchsorted(t, t - window_s, "left") + 1).max())))
-    return pd.DataFrame([[*k, n] for k, n in counts], columns=KEY + ["most_in_a_window"])
-
-
-def pin_summary(sessions: pd.DataFrame, events: pd.DataFrame, nopin: pd.DataFrame,
-                since: dt.datetime, until: dt.datetime, thresholds: Thresholds) -> pd.DataFrame:
-    """Per consumer: switches, switches per hour of the time with data (from the range's start, or
-    the consumer's first pin event in it when it starts later), median and p95 pin duration, time
-    with work pending and no pin; FLAPPING by the Fleet's own rule (health.rules.flapping) on the
-    most pin switches within any one health window of the range. Flapping consumers first."""
+def pin_summary(pins: pd.DataFrame, nopin: pd.DataFrame, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
+    """Per consumer, from pin_summary_range (`pins`) and nopin_pending (`nopin`): switches, switches
+    per hour of the time with data (from the range's start, or the consumer's first pin data in it
+    when that is later), the most switches in one health window (history), median and p95 pin
+    duration with the ongoing pin at its duration so far, time with work pending and no pin; and
+    `flapping`: the Fleet's verdict, judged by the collector over the last health window
+    (health.rules.flapping_span). Flapping consumers first."""
     cols = SUMMARY_COLUMNS
-    parts = [f[KEY] for f in (sessions, events, nopin) if not f.empty]
-    if not parts:
+    nopin = nopin.reindex(columns=KEY + NOPIN_COLUMNS)
+    if pins.empty and nopin.empty:
         return pd.DataFrame(columns=cols)
-    out = pd.concat(parts).drop_duplicates().reset_index(drop=True)
-    pinned = events[events["event"] == "pinned"] if not events.empty else pd.DataFrame(columns=KEY + ["ts"])
-    switches = pinned.groupby(KEY).size().rename("switches").reset_index()
-    out = out.merge(switches, on=KEY, how="left")
-    seen = [f[KEY].assign(first_ts=pd.to_datetime(f[col], utc=True)) for f, col in
-            ((events, "ts"), (sessions, "start_ts")) if not f.empty]  # a pin carried in starts before the range
-    if seen:
-        out = out.merge(pd.concat(seen).groupby(KEY)["first_ts"].min().reset_index(), on=KEY, how="left")
-    else:
-        out["first_ts"] = pd.NaT
+    out = pins.merge(nopin, on=KEY, how="outer") if not nopin.empty else pins.reindex(columns=list(pins.columns) + NOPIN_COLUMNS)
     start = pd.to_datetime(out["first_ts"], utc=True).fillna(pd.Timestamp(since)).clip(lower=pd.Timestamp(since))
     out["hours_with_data"] = ((pd.Timestamp(until) - start).dt.total_seconds() / 3600).clip(lower=1 / 3600)
-    out = out.merge(_most_in_a_window(pinned, thresholds.health_window), on=KEY, how="left")
-    closed = sessions[sessions["end_reason"] != "still pinned"] if not sessions.empty else pd.DataFrame(
-        columns=KEY + ["duration_seconds"])
-    durations = closed.groupby(KEY)["duration_seconds"].agg(
-        median_pin_seconds="median", p95_pin_seconds=lambda d: d.quantile(0.95)).reset_index()
-    out = out.merge(durations, on=KEY, how="left")
-    nopin_cols = ["nopin_pending_seconds", "nopin_age_weighted_seconds", "nopin_oldest_age_seconds"]
-    nopin = nopin.reindex(columns=KEY + nopin_cols) if not nopin.empty else pd.DataFrame(columns=KEY + nopin_cols)
-    out = out.merge(nopin, on=KEY, how="left")
-    out["switches"] = out["switches"].fillna(0).astype(int)
+    out["switches"] = pd.to_numeric(out["switches"]).fillna(0).astype(int)
     out["most_in_a_window"] = pd.to_numeric(out["most_in_a_window"]).fillna(0).astype(int)
     out["switches_per_hour"] = out["switches"] / out["hours_with_data"]
+    for column in ("median_pin_seconds", "p95_pin_seconds", "ongoing_pin_seconds", "nopin_oldest_age_seconds"):
+        out[column] = pd.to_numeric(out[column]).astype(float)
     out["nopin_pending_seconds"] = pd.to_numeric(out["nopin_pending_seconds"]).fillna(0.0)
     out["nopin_age_weighted_seconds"] = pd.to_numeric(out["nopin_age_weighted_seconds"]).fillna(0.0)
-    out["nopin_oldest_age_seconds"] = pd.to_numeric(out["nopin_oldest_age_seconds"]).astype(float)
-    out["flapping"] = flapping(out["most_in_a_window"], thresholds).astype(bool)
+    out["flapping"] = out["flapping"].fillna(False).astype(bool)
+    out["unpin_reasons"] = [list(r) if isinstance(r, (list, np.ndarray)) else [] for r in out["unpin_reasons"]]
     out = out.sort_values(["flapping", "switches_per_hour", "stream", "consumer"],
                           ascending=[False, False, True, True])
     return out[cols].reset_index(drop=True)
 
 
-def merge_sessions(piped: pd.DataFrame, live: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The pipeline's sessions, brought up to date with the pins seen since its last run."""
-    if piped.empty:
-        return live, "pin events (live)"
-    piped = drawn_sessions(piped).copy()
-    for col in ("start_ts", "end_ts"):
-        piped[col] = pd.to_datetime(piped[col], utc=True)
-    if live.empty:
-        return piped.reset_index(drop=True), "pipeline pin_sessions"
-    newest = piped["start_ts"].max()
-    recent = live[pd.to_datetime(live["start_ts"], utc=True) >= newest]
-    kept = piped[~piped["pinned_id"].isin(recent["pinned_id"])]
-    merged = pd.concat([kept, recent[kept.columns]], ignore_index=True).sort_values(KEY + ["start_ts"])
-    return merged.reset_index(drop=True), "pipeline pin_sessions, with pins since its last run"
-
-
 @dataclass
 class PinHistory:
-    events: pd.DataFrame
-    sessions: pd.DataFrame
-    summary: pd.DataFrame
+    events: pd.DataFrame  # pins, unpins and deletions in the range, newest last (at most ROWS_SHOWN)
+    sessions: pd.DataFrame  # the sessions overlapping the range, newest end first (at most ROWS_SHOWN)
+    summary: pd.DataFrame  # one row per consumer (SUMMARY_COLUMNS)
     source: str
+    counts: dict[str, int] = field(default_factory=dict)  # "sessions": how many in the range in all
 
 
-EVERY_CONSUMER = {"account": None, "stream": None, "consumer": None}  # pin_events_range over the fleet
+EVERY_CONSUMER = {"account": None, "stream": None, "consumer": None}  # the pin queries over the fleet
+ROWS_SHOWN = 2000  # sessions and events a page reads at most (newest first); the summary counts them all
+# Time without a pin comes from raw samples (every consumer's, every cycle): over the range's newest
+# hour at most, so a long range costs what the default one does. Older no-pin time would need rollups.
+NOPIN_RANGE_LIMIT = dt.timedelta(hours=1)
 
 
-def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds: Thresholds) -> PinHistory:
+def _sessions_read(sessions: pd.DataFrame) -> pd.DataFrame:
+    """Sessions as pin_sessions_rows gives them, with UTC times, those a timeline can draw."""
+    for column in ("start_ts", "end_ts"):
+        sessions[column] = pd.to_datetime(sessions[column], utc=True)
+    return drawn_sessions(sessions)
+
+
+def pin_range(since: dt.datetime, until: dt.datetime, thresholds: Thresholds,
+              ident: dict[str, Any] | None = None, search: str | None = None,
+              reasons: tuple[str, ...] = ()) -> list[tuple[str, dict[str, Any]]]:
+    """The staging of a page's pin reads: the range, the live tail after the pipeline's last run,
+    its sessions, the pipeline's sessions of the range, and the consumers whose sessions are listed
+    (sql/queries/stage_pin_*.sql)."""
+    chosen: tuple[str, dict[str, Any]] = ("stage_pin_rows_chosen" if search or reasons else "stage_pin_rows_all", {})
+    return [("set_pin_range", {"since": since, "until": until, "health_window": thresholds.health_window,
+                               "search": search or None, "reasons": list(reasons), **(ident or EVERY_CONSUMER)}),
+            ("set_sessions_until", {"until": until}), ("stage_pin_tail", {}), ("stage_pin_sessions", {}),
+            ("stage_pin_sessions_range", {}), chosen]
+
+
+def _source(run_until: object) -> str:
+    if run_until is None or pd.isna(run_until):
+        return "pin events (live)"
+    return (f"pipeline pin_sessions up to {pd.Timestamp(run_until).tz_convert('UTC'):%Y-%m-%d %H:%M} UTC, "
+            "then the pin events since (live)")
+
+
+def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds: Thresholds,
+                search: str | None = None, reasons: tuple[str, ...] = (), limit: int = ROWS_SHOWN) -> PinHistory:
+    """The fleet's pin history over the range: what the pipeline rolled up, then the collector's
+    live pin events since its last run, as one set of sessions up to now; per consumer its summary.
+    The newest `limit` sessions and events of the consumers whose name holds `search` and that were
+    unpinned for one of `reasons` (any, when empty); the summary of every consumer."""
     rng = {"since": since, "until": until}
+    chosen = {"search": search or None, "reasons": list(reasons), "limit": limit}
     try:
-        events, nopin, piped = store.queries([
-            ("pin_events_range", {**rng, **EVERY_CONSUMER}), ("nopin_pending", rng), ("pin_sessions_range", rng)])
+        sessions, events, pins, nopin, run = store.queries([
+            ("pin_sessions_rows", {"limit": limit}), ("pin_events_newest", {**rng, **chosen}),
+            ("pin_summary_range", {}), ("nopin_pending", {"since": max(since, until - NOPIN_RANGE_LIMIT), "until": until}),
+            ("pin_range_run", {})],
+            stage=pin_range(since, until, thresholds, search=search, reasons=reasons))
     except StoreMissing:
-        empty = pd.DataFrame(columns=SESSION_COLUMNS)
-        return PinHistory(pd.DataFrame(), empty, pd.DataFrame(), "no store yet")
-    live = sessions_from_events(events, until)
-    sessions, source = merge_sessions(piped, live)
-    sessions = drawn_sessions(sessions)
-    events = pin_switches(events)
-    in_range = events[pd.to_datetime(events["ts"], utc=True) >= pd.Timestamp(since)] if not events.empty else events
-    summary = pin_summary(sessions, in_range, nopin, since, until, thresholds)
-    return PinHistory(in_range.reset_index(drop=True), sessions, summary, source)
+        return PinHistory(pd.DataFrame(), pd.DataFrame(columns=SESSION_COLUMNS), pd.DataFrame(), "no store yet")
+    summary = pin_summary(pins, nopin, since, until)
+    return PinHistory(pin_switches(events).iloc[::-1].reset_index(drop=True), _sessions_read(sessions).reset_index(drop=True),
+                      summary, _source(run.iloc[0]["run_until"]),
+                      {"sessions": int(pins["sessions"].sum()) if not pins.empty else 0})
 
 
 def operator_actions(store: Store, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:

@@ -198,8 +198,9 @@ def fleet(stores: Sequence[ClusterStore], read: Callable[[ClusterStore], data.Fl
 def pin_history(stores: Sequence[ClusterStore], read: Callable[[ClusterStore], data.PinHistory]) -> data.PinHistory:
     views = each(stores, read)
     sources = sorted({v.source for _, v in views})
+    counts = {k: sum(v.counts.get(k, 0) for _, v in views) for k in ("sessions",)}
     return data.PinHistory(union([(c, v.events) for c, v in views]), union([(c, v.sessions) for c, v in views]),
-                           union([(c, v.summary) for c, v in views]), "; ".join(sources))
+                           union([(c, v.summary) for c, v in views]), "; ".join(sources), counts)
 
 
 def audit_actions(stores: Sequence[ClusterStore], limit: int = 500) -> tuple[pd.DataFrame, pd.DataFrame]:

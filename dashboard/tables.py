@@ -281,15 +281,22 @@ PIN_SUMMARY: list[Column] = [
     _cluster_column(),
     Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
     Column("Consumer", _link, kind="link", width=NAME_WIDTH, pinned=True),
-    Column("Flapping", lambda f, now: ["FLAPPING" if x else "" for x in f["flapping"]], width="small",
-           help="the Fleet's rule: more pin switches within one health window than flapping_switches"),
+    Column("Flapping now", lambda f, now: ["FLAPPING" if x else "" for x in f["flapping"]], width="small",
+           help="the Fleet's verdict, as the collector judged it at its last cycle: more than flapping_switches "
+                "pin switches in the last health window"),
     Column("Switches", lambda f, now: f["switches"], kind="number", number_format="%d", width="small"),
     Column("Most in one window", lambda f, now: f["most_in_a_window"], kind="number", number_format="%d", width="small",
-           help="the most pin switches within any one health window of the range"),
+           help="history: the most pin switches within any one health window of the range (flapping is judged "
+                "on the last one)"),
     Column("Switches per hour", lambda f, now: f["switches_per_hour"], kind="number", number_format="%.1f",
            width="small", help="over the time with data in the range, not the whole range"),
-    Column("Median pin", _durations("median_pin_seconds"), width="small", help="how long a pin lasts, median"),
-    Column("95th percentile pin", _durations("p95_pin_seconds"), width="small"),
+    Column("Median pin", _durations("median_pin_seconds"), width="small",
+           help="how long a pin lasts, median; the ongoing pin counts at its duration so far"),
+    Column("95th percentile pin", _durations("p95_pin_seconds"), width="small",
+           help="the ongoing pin counts at its duration so far"),
+    Column("Ongoing pin", lambda f, now: [f"{duration(v)} so far" if v is not None and not pd.isna(v) else ""
+                                          for v in f["ongoing_pin_seconds"]], width="small",
+           help="the pin held now, from its start to now"),
     Column("No pin, work pending", _durations("nopin_pending_seconds"), width="small",
            help="time with messages pending and nobody pinned"),
     Column("No pin, weighted by age", _durations("nopin_age_weighted_seconds"), width="small",
@@ -310,7 +317,9 @@ SESSIONS: list[Column] = [
     Column("Start (UTC)", _utc_cells("start_ts"), width="small"),
     Column("End (UTC)", lambda f, now: ["still pinned" if r == "still pinned" else since_cell(t, now)
                                         for t, r in zip(f["end_ts"], f["end_reason"])], width="small"),
-    Column("Duration", _durations("duration_seconds"), width="small"),
+    Column("Duration", lambda f, now: [f"{duration(d)} (ongoing)" if r == "still pinned" else duration(d)
+                                       for d, r in zip(f["duration_seconds"], f["end_reason"])], width="small",
+           help="an ongoing pin: from its start to now"),
     Column("End reason", lambda f, now: ["" if r == "still pinned" else r for r in f["end_reason"]], width="small",
            help="timeout: the pinned client stopped pulling; admin: an operator unpinned; inferred: seen in samples"),
     Column("Gap after", _durations("gap_seconds"), width="small", help="time until the next pin of the consumer"),

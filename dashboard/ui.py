@@ -94,8 +94,9 @@ def _in_this_script(read: Callable[[], T]) -> Callable[[], T]:
     return run
 
 
-def fleet_pin_history(s: Settings, span: dt.timedelta, th: Thresholds) -> data.PinHistory:
-    return stores.pin_history(fleet_stores(s), lambda cs: pin_history(cs.path, s.lock_timeout, span, th))
+def fleet_pin_history(s: Settings, span: dt.timedelta, th: Thresholds, search: str | None = None,
+                      reasons: tuple[str, ...] = ()) -> data.PinHistory:
+    return stores.pin_history(fleet_stores(s), lambda cs: pin_history(cs.path, s.lock_timeout, span, th, search, reasons))
 
 
 def fleet_capture_gaps(s: Settings, start: dt.datetime, until: dt.datetime) -> pd.DataFrame:
@@ -119,13 +120,15 @@ def _fleet_for_cycle(db: str, lock_timeout: float, th: Thresholds, cycle: object
     return data.fleet(Store(db, lock_timeout=lock_timeout), th)
 
 
-def pin_history(db: str, lock_timeout: float, span: dt.timedelta, th: Thresholds) -> data.PinHistory:
+def pin_history(db: str, lock_timeout: float, span: dt.timedelta, th: Thresholds, search: str | None = None,
+                reasons: tuple[str, ...] = ()) -> data.PinHistory:
     """The fleet's pin history over the last `span`, read once per collector cycle (and at least
     every PIN_HISTORY_EVERY seconds) however many viewers refresh: keyed on what repeats (the
-    range's length and the last cycle), never on the time of the request."""
+    range's length, the viewer's search and reasons, and the last cycle), never on the time of the
+    request."""
     store = Store(db, lock_timeout=lock_timeout)
-    return _pin_history_for_cycle(db, lock_timeout, span, th, data.last_cycle(store),
-                                  int(data.utcnow().timestamp() // PIN_HISTORY_EVERY))
+    return _pin_history_for_cycle(db, lock_timeout, span, th, search or None, tuple(sorted(reasons)),
+                                  data.last_cycle(store), int(data.utcnow().timestamp() // PIN_HISTORY_EVERY))
 
 
 def cached_fleet_clear() -> None:
@@ -138,10 +141,10 @@ PIN_HISTORY_EVERY = 10.0
 
 
 @st.cache_data(ttl=60.0, max_entries=16, show_spinner=False)
-def _pin_history_for_cycle(db: str, lock_timeout: float, span: dt.timedelta, th: Thresholds, cycle: object,
-                           bucket: int) -> data.PinHistory:
+def _pin_history_for_cycle(db: str, lock_timeout: float, span: dt.timedelta, th: Thresholds, search: str | None,
+                           reasons: tuple[str, ...], cycle: object, bucket: int) -> data.PinHistory:
     until = data.utcnow()
-    return data.pin_history(Store(db, lock_timeout=lock_timeout), until - span, until, th)
+    return data.pin_history(Store(db, lock_timeout=lock_timeout), until - span, until, th, search, reasons)
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=^])")

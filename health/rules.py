@@ -335,9 +335,19 @@ def _switches(x: Any) -> Any:
 
 
 def flapping(switches_in_a_window: Any, th: Thresholds) -> Any:
-    """The FLAPPING rule on a count of pin switches within one health window: the Fleet applies it
-    to the last window, the Pins page to every window of its range."""
+    """The FLAPPING rule on a count of pin switches within the last health window (the collector
+    judges it each cycle; the Fleet and the Pins page both show that verdict)."""
     return switches_in_a_window > th.flapping_switches
+
+
+def flapping_span(th: Thresholds) -> str:
+    """The span FLAPPING is judged over, in words, as every page says it: the last health window."""
+    return f"the last {durations.duration(th.health_window)}"
+
+
+def flapping_words(th: Thresholds) -> str:
+    """The rule in words: what FLAPPING means, over which span."""
+    return f"more than {th.flapping_switches} pin switches in {flapping_span(th)}"
 
 
 def _flapping(f: Columns, th: Thresholds) -> np.ndarray:
@@ -346,8 +356,9 @@ def _flapping(f: Columns, th: Thresholds) -> np.ndarray:
 
 def _flapping_says(c: Ctx, th: Thresholds) -> Finding:
     n = _switches(c)
-    return Finding("FLAPPING", f"{n} pin switches in {th.health_window / 60:.0f} minutes",
-                   {"switches": n, "limit": _n(_th(c, "flapping_switches"))})
+    limit = _n(_th(c, "flapping_switches"))  # the consumer's own, where its metadata sets one
+    return Finding("FLAPPING", f"{n} pin switches in {flapping_span(th)} (more than {limit} is flapping)",
+                   {"switches": n, "limit": limit})
 
 
 def _redeliveries(x: Any) -> Any:

@@ -69,7 +69,9 @@ def run(spark: SparkSession, samples_uri: str, input_uri: str, output_uri: str, 
                .where((F.col("date") >= since[:10]) & (F.col("date") <= until[:10]))  # partition pruning
                .where((F.col("ts") >= lo) & (F.col("ts") < hi))
                .drop("date", "hour"))
-    events = _read(spark, f"{input_uri}/pin_events")
+    # Pins up to the run's end only: the export reads every event there is, and a pin after `until`
+    # would be a session ending before it starts. The pages take what came after from the live tail.
+    events = _read(spark, f"{input_uri}/pin_events").where(F.col("ts") <= hi)
     limits = _read(spark, f"{input_uri}/limits")
     counts = _read(spark, f"{input_uri}/event_counts")
 

@@ -27,6 +27,7 @@ SMALL = {
     "consumer_page": ["--rows", "20000", "--consumers", "500", "--runs", "3", "--seal-every", "60"],
     "fleet_page": ["--rows", "20000", "--consumers", "500", "--runs", "3"],
     "fleet_clusters": ["--rows", "20000", "--consumers", "200", "--runs", "3"],
+    "pages": ["--consumers", "500", "--cycles", "20", "--runs", "3"],
 }
 
 

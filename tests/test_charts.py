@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from jetwatch.dashboard import charts
-from jetwatch.dashboard.data import pin_summary, rates, sessions_from_events
+from jetwatch.dashboard.data import rates, sessions_from_events
 from jetwatch.health.rules import Thresholds
 
 T0 = pd.Timestamp("2026-11-22 03:00:00", tz="UTC")
@@ -59,34 +59,52 @@ def test_sessions_are_per_consumer():
     assert got.loc["D", "end_reason"] == "still pinned"
 
 
-def test_pin_summary_puts_flapping_consumers_first():
-    events = pd.DataFrame([ev(i * 10, "pinned", f"p{i}") for i in range(6)] + [ev(0, "pinned", "q", consumer="D")])
-    sessions = sessions_from_events(events, UNTIL)
-    out = pin_summary(sessions, events, pd.DataFrame(), T0, T0 + pd.Timedelta(hours=1),
-                      Thresholds(health_window=300, flapping_switches=4))
+def _history(store, events: list[dict], since: pd.Timestamp, until: pd.Timestamp, th: Thresholds | None = None,
+             flapping: tuple[str, ...] = ()):
+    """The Pins page's pin history of `events` (stored as the collector stores advisories), with the
+    consumers in `flapping` judged FLAPPING by the collector."""
+    from jetwatch.dashboard.data import pin_history
+
+    rows = [(f"e{i}", e["ts"], e["ts"], "consumer_group_pinned" if e["event"] == "pinned" else "consumer_group_unpinned",
+             "t", e["account"], e["stream"], e["consumer"], e["group_name"], e["pinned_id"], e["reason"])
+            for i, e in enumerate(events)]
+    verdicts = [(KEY["account"], KEY["stream"], c, "FLAPPING", "warning", "r", "[]", until, until) for c in flapping]
+
+    def tx(con) -> None:
+        con.executemany("INSERT INTO advisories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}')", rows)
+        if verdicts:
+            con.executemany("INSERT INTO verdicts_current (account, stream, consumer, verdict, level, reason, findings, "
+                            "since, judged_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", verdicts)
+    store.write(tx)
+    return pin_history(store, since.to_pydatetime(), until.to_pydatetime(), th or Thresholds())
+
+
+def test_pin_summary_puts_the_fleets_flapping_consumers_first(store):
+    events = [ev(i * 10, "pinned", f"p{i}") for i in range(6)] + [ev(0, "pinned", "q", consumer="D")]
+    out = _history(store, events, T0, T0 + pd.Timedelta(hours=1), flapping=("C",)).summary
     assert list(out["consumer"]) == ["C", "D"]
     assert list(out["flapping"]) == [True, False]
     assert out.iloc[0]["median_pin_seconds"] == 10.0
 
 
-@pytest.mark.parametrize("times, flapping", [
-    ([0, 10, 20, 30, 40], True),  # five pins within one 300 s window: more than 4
-    ([0, 100, 200, 310, 420, 530], False),  # six pins in the range, never more than 3 in one window
-    ([0, 400, 800, 810, 820, 830, 840], True),  # a burst late in the range
+@pytest.mark.parametrize("times, most", [
+    ([0, 10, 20, 30, 40], 5),  # five pins within one 300 s window
+    ([0, 100, 200, 310, 420, 530], 3),  # six pins in the range, never more than 3 in one window
+    ([0, 400, 800, 810, 820, 830, 840], 5),  # a burst late in the range
 ])
-def test_pins_flag_flapping_by_the_fleets_rule_on_any_window_of_the_range(times, flapping):
-    events = pd.DataFrame([ev(t, "pinned", f"p{i}") for i, t in enumerate(times)])
-    until = T0 + pd.Timedelta(hours=6)
-    out = pin_summary(sessions_from_events(events, until), events, pd.DataFrame(), T0, until,
-                      Thresholds(health_window=300, flapping_switches=4))
-    assert bool(out.iloc[0]["flapping"]) == flapping
+def test_pins_count_the_most_switches_in_any_window_of_the_range_as_history_not_as_flapping(store, times, most):
+    """The most switches in one health window of the range is history: whether a consumer flaps is
+    the Fleet's verdict over the last window, not a count over any window of the range."""
+    events = [ev(t, "pinned", f"p{i}") for i, t in enumerate(times)]
+    out = _history(store, events, T0, T0 + pd.Timedelta(hours=6), Thresholds(health_window=300, flapping_switches=4)).summary
+    assert out.iloc[0]["most_in_a_window"] == most
+    assert not out.iloc[0]["flapping"]
 
 
-def test_switches_per_hour_divide_by_the_time_with_data_not_the_whole_range():
+def test_switches_per_hour_divide_by_the_time_with_data_not_the_whole_range(store):
     until = T0 + pd.Timedelta(hours=1)
-    events = pd.DataFrame([ev(3000 + i * 60, "pinned", f"p{i}") for i in range(6)])  # the last 10 minutes only
-    out = pin_summary(sessions_from_events(events, until), events, pd.DataFrame(), T0 - pd.Timedelta(hours=23), until,
-                      Thresholds(health_window=300, flapping_switches=4))
+    events = [ev(3000 + i * 60, "pinned", f"p{i}") for i in range(6)]  # the last 10 minutes only
+    out = _history(store, events, T0 - pd.Timedelta(hours=23), until).summary
     assert out.iloc[0]["hours_with_data"] == pytest.approx(600 / 3600)
     assert out.iloc[0]["switches_per_hour"] == pytest.approx(36.0)
 

@@ -91,10 +91,13 @@ def test_consumer_detail_reads_the_same_pins_and_live_state_as_filtering_the_who
     assert len(latest) == 1
     pd.testing.assert_frame_equal(detail.latest[latest.columns].reset_index(drop=True), latest, check_dtype=False)
     pd.testing.assert_frame_equal(detail.pins.reset_index(drop=True), pins, check_dtype=False)
-    if i % 5 == 0:  # a pin from before the range, an unpin and a pin inside it
-        assert len(pins) == 3 and list(pins["event"]) == ["pinned", "unpinned", "pinned"]
+    if i % 5 == 0:  # a pin from before the range (a session, not an event of it), an unpin and a pin inside it
+        assert list(pins["event"]) == ["unpinned", "pinned"]
+        sessions = detail.sessions
+        assert list(sessions["end_reason"]) == ["timeout", "still pinned"]
+        assert sessions["start_ts"].iloc[0] < pd.Timestamp(since) < sessions["end_ts"].iloc[0]
     else:
-        assert pins.empty
+        assert pins.empty and detail.sessions.empty
 
 
 def _rows_scanned(store: Store, name: str, params: dict) -> dict[str, int]:

@@ -80,8 +80,8 @@ def holder_help(row: pd.Series, pinned: str, now: dt.datetime) -> str:
 
 
 def verdict_of(now: dt.datetime) -> pd.Series | None:
-    fleet = ui.cached_fleet(here.path, s.lock_timeout, ui.thresholds(s)).consumers
-    mine = fleet[(fleet["account"] == account) & (fleet["stream"] == stream) & (fleet["consumer"] == consumer)]
+    """The verdict the collector kept for this consumer, read alone (never the whole fleet's)."""
+    mine = data.fleet(store, ui.thresholds(s), now=now, only=(account, stream, consumer)).consumers
     return None if mine.empty else mine.iloc[0]
 
 
@@ -174,15 +174,9 @@ def silences_section(found: pd.DataFrame, now: dt.datetime) -> None:
     st.dataframe(ui.visible_frame(data.silences_table(found, now)), key="consumer_silences", hide_index=True)
 
 
-def poison(since: dt.datetime) -> None:
+def poison(gone: pd.DataFrame, naks: pd.DataFrame) -> None:
     """Messages the consumer dropped, and naked ones about to be, each with the line that reads it."""
     st.markdown("#### Dropped messages")
-    try:
-        gone = dropped.dropped(store, account, stream, consumer)
-        naks = dropped.naks_left(store, account, stream, consumer, since)
-    except StoreError as exc:
-        st.error(ui.md(exc))
-        return
     if gone.empty:
         st.caption("none retained: no message of this consumer reached max_deliver or was terminated")
     else:
@@ -284,7 +278,7 @@ def live() -> None:
     start = data.data_start(detail.samples, since)  # a young install: the range starts where its data does
     st.caption(f"Showing {detail.source}" + (f" from {ui.md(ui.since(start, now))}, where this consumer's data starts"
                                              if start > since else ""))
-    band = data.verdict_band(store, account, stream, consumer, start, until)
+    band = detail.band(start, until)
     st.plotly_chart(charts.consumer_gauges(detail.samples, max_ack, max_wait, band=band, span=(start, until)),
                     key="consumer_gauges")
     if not band.empty:
@@ -294,13 +288,11 @@ def live() -> None:
         filtered = bool(not detail.latest.empty and detail.latest["filtered"].fillna(False).astype(bool).iloc[0])
         st.plotly_chart(charts.consumer_rates(data.rates(detail.samples, filtered), "Rates from sequence deltas",
                                               span=(start, until)), key="consumer_rates")
-    sessions = data.drawn_sessions(data.sessions_from_events(detail.pins, until))
-    done = data.operator_actions(store, since, until)
-    done = done[(done["stream"] == stream) & (done["consumer"] == consumer)]
+    sessions, done = detail.sessions, detail.actions
     st.plotly_chart(charts.pin_timeline(sessions, data.pin_switches(detail.pins), "Pin timeline", actions=done),
                     key="consumer_pins")
 
-    poison(since)
+    poison(detail.dropped, detail.naks)
 
     silences_section(hushes, now)
     thresholds_section(detail.configs)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from jetwatch.dashboard import charts, stores, tables, ui, url_state
+from jetwatch.dashboard import charts, data, stores, tables, ui, url_state
+from jetwatch.health import rules
 from jetwatch.store.database import StoreError
 
 s = ui.settings()
@@ -17,13 +18,15 @@ with c1:
 reasons = url_state.multiselect(c2, "Unpin reason", ["timeout", "admin", "inferred"], key="pins_reason", param="reasons")
 search = url_state.text_input(c3, "Consumer or stream", key="pins_search", param="search")
 
+th = ui.thresholds(s)
 try:
-    history = ui.fleet_pin_history(s, until - since, ui.thresholds(s))
+    history = ui.fleet_pin_history(s, until - since, th, search or None, tuple(reasons or ()))
     gaps = ui.fleet_capture_gaps(s, since, until)
     actions = stores.operator_actions(ui.fleet_stores(s), since, until)
 except StoreError as exc:  # held by another process for longer than --lock-timeout
     st.error(ui.md(exc))
     st.stop()
+# The sessions and events come chosen by the search and the reasons; the summary holds every consumer.
 events, sessions, summary = history.events, history.sessions, history.summary
 ui.gap_warnings(gaps)
 
@@ -36,20 +39,12 @@ def matches(frame: pd.DataFrame) -> pd.Series:
             | frame["stream"].str.lower().str.contains(needle, regex=False))
 
 
-if not events.empty:
-    events = events[matches(events)]
-    if reasons:
-        why = events["reason"].where(events["source"] != "inferred", "inferred")
-        keep = events[(events["event"] == "unpinned") & why.isin(reasons)]
-        consumers = keep[["cluster", "account", "stream", "consumer"]].drop_duplicates()
-        events = events.merge(consumers, on=["cluster", "account", "stream", "consumer"], how="inner")
-if not sessions.empty:
-    sessions = sessions.merge(events[["cluster", "account", "stream", "consumer"]].drop_duplicates(),
-                              on=["cluster", "account", "stream", "consumer"], how="inner") if not events.empty else sessions.iloc[0:0]
 if not summary.empty:
     summary = summary[matches(summary)]
+    if reasons:
+        summary = summary[[bool(set(r) & set(reasons)) for r in summary["unpin_reasons"]]]
 
-st.caption(f"Sessions from {history.source}; {len(events)} pin events in range")
+st.caption(f"Sessions from {history.source}; {history.counts.get('sessions', len(sessions)):,} pins in range")
 if not actions.empty:
     actions = actions[matches(actions)]
 if len(ui.fleet_stores(s)) > 1:  # one lane per consumer of each cluster: its lane names its cluster
@@ -66,6 +61,12 @@ st.markdown("#### Per consumer")
 if summary.empty:
     st.caption("no pins in this range")
 else:
+    st.caption(f"**Flapping now** is the Fleet's verdict: {ui.md(rules.flapping_words(th))} (the health window), as the "
+               "collector judged at its last cycle. *Most in one window* is history: the most pin switches within "
+               f"any {ui.duration(th.health_window)} of the range. Median and 95th percentile count the ongoing "
+               "pin at its duration so far."
+               + (f" The *No pin* columns cover the range's newest {ui.duration(data.NOPIN_RANGE_LIMIT.total_seconds())} "
+                  "(they come from raw samples)." if until - since > data.NOPIN_RANGE_LIMIT else ""))
     table = tables.build(tables.PIN_SUMMARY, summary, now)
     st.dataframe(ui.visible_frame(table), key="pins_summary", hide_index=True,
                  column_config=tables.column_config(tables.PIN_SUMMARY, table))
@@ -74,14 +75,16 @@ st.markdown("#### Sessions")
 if sessions.empty:
     st.caption("no pin sessions in this range")
 else:
-    shown_sessions = sessions[matches(sessions)].sort_values("start_ts", ascending=False)
+    shown_sessions = sessions.sort_values("start_ts", ascending=False)
     table = tables.build(tables.SESSIONS, shown_sessions, now)
     st.caption("One row per pin: who held it (a pin id names one pin, not a client), from when to when, why it "
-               "ended and how long the consumer then went without one.")
+               "ended and how long the consumer then went without one; the pin still held runs to now (ongoing)."
+               + (f" The newest {len(sessions):,} of {history.counts['sessions']:,}: search to narrow."
+                  if history.counts.get("sessions", 0) > len(sessions) and not search and not reasons else ""))
     st.dataframe(ui.visible_frame(table), key="pins_sessions", hide_index=True,
                  column_config=tables.column_config(tables.SESSIONS, table))
 
-with st.expander(f"Pin events ({len(events)})"):
+with st.expander(f"Pin events ({len(events):,}{', the newest' if len(events) >= data.ROWS_SHOWN else ''})"):
     if events.empty:
         st.caption("no pin events in this range")
     else:
