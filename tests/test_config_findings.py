@@ -107,3 +107,134 @@ def test_a_reset_read_from_the_samples(dcs: list[int], afs: list[int], created: 
     assert found[0]["numbers"]["way"] == way
     assert found[0]["numbers"]["at"] == "2026-01-01T00:00:15Z"
     assert found[0]["numbers"]["ack_floor_before"] == 30
+
+
+# --- On a real nats-server, with real pull clients and the real collector -------------------------
+
+async def _fetch(nc: Any, stream: str, consumer: str, batch: int, ack: bool) -> int:
+    """One no_wait pull of up to `batch` messages, acknowledged or held; how many came."""
+    import asyncio
+    import json
+
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    got = 0
+    try:
+        await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}",
+                         json.dumps({"batch": batch, "no_wait": True}).encode(), reply=inbox)
+        while got < batch:
+            try:
+                msg = await sub.next_msg(timeout=2)
+            except (asyncio.TimeoutError, Exception):  # nats' timeout: the pull is over
+                break
+            if (msg.headers or {}).get("Status"):
+                break
+            got += 1
+            if ack:
+                await nc.request(msg.reply, b"+ACK", timeout=5)  # +ACK with a reply: confirmed
+    finally:
+        await sub.unsubscribe()
+    return got
+
+
+def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_server, db_path, uid, run):
+    """max_ack_pending held at 2 while work waits; three clients pulling at max_waiting 2 (the
+    third refused: 409 Exceeded MaxWaiting); two clients whose jobs outlast a 1 s ack_wait,
+    redelivered while they work; a consumer reset back and one reset forward with
+    `$JS.API.CONSUMER.RESET` (nats-server 2.14+). Look-alikes: the same with room (max_ack_pending
+    50, max_waiting 10), the same long jobs kept alive with +WPI, a consumer deleted and recreated
+    under its name. Each finding in the store and `status --json` within a deadline, no look-alike
+    with one, no verdict changed by one."""
+    import asyncio
+    import json
+    import subprocess
+    import sys
+
+    import nats
+
+    from jetwatch.core.jsapi import JetStreamAPI
+    from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, rows
+    from tests.incident_library import Client
+
+    store_path = db_path
+    expect = {"MAP": "max_ack_pending_reached", "MAXW": "max_waiting_reached", "AW": "ack_wait_short",
+              "BACK": "reset", "FWD": "reset"}
+    alike = ("MAP_OK", "MAXW_OK", "WPI", "RECREATED")
+    streams = {k: f"{uid}_{k}" for k in (*expect, *alike)}
+
+    async def scenario() -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        workers: list[Client] = []
+        try:
+            for key, stream in streams.items():
+                await make_stream(api, stream, [f"{stream}.x"])
+            config = {"MAP": {"max_ack_pending": 2}, "MAP_OK": {"max_ack_pending": 50},
+                      "MAXW": {"max_waiting": 2}, "MAXW_OK": {"max_waiting": 10},
+                      "AW": {"ack_wait": 1_000_000_000}, "WPI": {"ack_wait": 1_000_000_000}}
+            for key, stream in streams.items():
+                await make_consumer(api, stream, "c", **config.get(key, {}))
+            for key in ("MAP", "MAP_OK", "AW", "WPI", "BACK", "FWD", "RECREATED"):
+                for i in range(20):
+                    await nc.request(f"{streams[key]}.x", str(i).encode(), timeout=5)
+            for key in ("MAP", "MAP_OK"):  # pull and hold: in flight at 2 (MAP), 20 of 50 (MAP_OK)
+                w = Client(nc, streams[key], "c", name=key, batch=5, expires_s=1.0)
+                w.acking = False
+                workers.append(w.start())
+            for key in ("MAXW", "MAXW_OK"):  # three clients keep a long pull open each
+                workers += [Client(nc, streams[key], "c", name=f"{key}{i}", batch=1, expires_s=5.0).start()
+                            for i in range(3)]
+            for key, progress in (("AW", 0.0), ("WPI", 0.3)):  # jobs of 3 s, ack_wait 1 s
+                workers += [Client(nc, streams[key], "c", name=f"{key}{i}", batch=1, expires_s=1.0, job_s=3.0,
+                                   progress_s=progress).start() for i in range(2)]
+            assert await _fetch(nc, streams["BACK"], "c", 10, ack=True) == 10  # ack floor 10
+            assert await _fetch(nc, streams["FWD"], "c", 3, ack=False) == 3  # delivered 3, ack floor 0
+            assert await _fetch(nc, streams["RECREATED"], "c", 10, ack=True) == 10
+
+            settings = collector_settings(nats_server.url, store_path, tuple(streams.values()), interval=0.5)
+            async with collecting(settings) as collector:
+                def found() -> dict[str, list[dict[str, Any]]]:
+                    return {s: json.loads(f or "[]") for s, f in rows(
+                        collector.store, "SELECT stream, config_findings::VARCHAR FROM verdicts_current")}
+
+                await eventually(lambda: len(found()) == len(streams) and collector.cycles >= 4, timeout=60,
+                                 message="every consumer judged a few times")
+                for key, seq in (("BACK", 3), ("FWD", 9)):
+                    reply = await api.reset(streams[key], "c", seq)
+                    assert reply.get("reset_seq") == seq, reply
+                await api.delete_consumer(streams["RECREATED"], "c")
+                await make_consumer(api, streams["RECREATED"], "c")
+                assert await _fetch(nc, streams["RECREATED"], "c", 5, ack=True) == 5
+
+                def all_raised() -> bool:
+                    now = found()
+                    return all(expect[k] in {f["kind"] for f in now.get(s, [])}
+                               for k, s in streams.items() if k in expect)
+
+                await eventually(all_raised, timeout=90, interval=0.25,
+                                 message=f"every config finding raised: {expect}")
+                got = found()
+        finally:
+            for w in workers:
+                await w.stop()
+            await nc.close()
+        statuses = [s for w in workers if w.name.startswith("MAXW") for s in w.stats.statuses]
+        return got, statuses
+
+    got, statuses = run(scenario())
+    print("\nconfig findings:", {k: [(f["kind"], f["numbers"]) for f in got[s]] for k, s in streams.items()})
+    for key, stream in streams.items():
+        kinds = {f["kind"] for f in got[stream]}
+        assert kinds == ({expect[key]} if key in expect else set()), (key, got[stream])
+    assert "409" in statuses  # the refused pull, as the server answers it (Exceeded MaxWaiting)
+    ways = {k: next(f for f in got[streams[k]] if f["kind"] == "reset")["numbers"] for k in ("BACK", "FWD")}
+    assert (ways["BACK"]["way"], ways["BACK"]["ack_floor_before"], ways["BACK"]["ack_floor_after"]) == ("back", 10, 2)
+    assert (ways["FWD"]["way"], ways["FWD"]["ack_floor_before"], ways["FWD"]["ack_floor_after"]) == ("forward", 0, 8)
+
+    out = subprocess.run([sys.executable, "-m", "jetwatch", "status", "--db", store_path, "--json"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    said = {c["stream"]: c for c in json.loads(out.stdout)}
+    for key, stream in streams.items():
+        assert {f["kind"] for f in said[stream]["config_findings"]} == ({expect[key]} if key in expect else set())
+    # Beside the verdict, never in it.
+    assert all(f["verdict"] != "CONFIG" for c in said.values() for f in c["findings"])
