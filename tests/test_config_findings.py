@@ -6,14 +6,26 @@ clients and the real collector, in `status --json`'s `config_findings`."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
+import subprocess
+import sys
 from typing import Any
 
+import nats
 import numpy as np
 import pandas as pd
 import pytest
+from streamlit.testing.v1 import AppTest
 
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.server import free_port
 from jetwatch.health.config_findings import KINDS, config_findings
 from jetwatch.health.features import window_features
+from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, rows
+from tests.incident_library import Client
+from tests.test_dashboard import APP
+from tests.test_metrics import scrape
 
 BASE: dict[str, Any] = {
     "samples": 12, "max_ack_pending": 100, "max_waiting": 512, "ack_wait_ns": 30e9, "filtered": False,
@@ -113,9 +125,6 @@ def test_a_reset_read_from_the_samples(dcs: list[int], afs: list[int], created: 
 
 async def _fetch(nc: Any, stream: str, consumer: str, batch: int, ack: bool) -> int:
     """One no_wait pull of up to `batch` messages, acknowledged or held; how many came."""
-    import asyncio
-    import json
-
     inbox = nc.new_inbox()
     sub = await nc.subscribe(inbox)
     got = 0
@@ -125,7 +134,7 @@ async def _fetch(nc: Any, stream: str, consumer: str, batch: int, ack: bool) -> 
         while got < batch:
             try:
                 msg = await sub.next_msg(timeout=2)
-            except (asyncio.TimeoutError, Exception):  # nats' timeout: the pull is over
+            except Exception:  # nats' timeout (or asyncio's): the pull is over
                 break
             if (msg.headers or {}).get("Status"):
                 break
@@ -137,25 +146,15 @@ async def _fetch(nc: Any, stream: str, consumer: str, batch: int, ack: bool) -> 
     return got
 
 
-def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_server, db_path, uid, run):
+def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_server, db_path, uid, run,
+                                                                        monkeypatch):
     """max_ack_pending held at 2 while work waits; three clients pulling at max_waiting 2 (the
     third refused: 409 Exceeded MaxWaiting); two clients whose jobs outlast a 1 s ack_wait,
     redelivered while they work; a consumer reset back and one reset forward with
     `$JS.API.CONSUMER.RESET` (nats-server 2.14+). Look-alikes: the same with room (max_ack_pending
     50, max_waiting 10), the same long jobs kept alive with +WPI, a consumer deleted and recreated
-    under its name. Each finding in the store and `status --json` within a deadline, no look-alike
-    with one, no verdict changed by one."""
-    import asyncio
-    import json
-    import subprocess
-    import sys
-
-    import nats
-
-    from jetwatch.core.jsapi import JetStreamAPI
-    from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, rows
-    from tests.incident_library import Client
-
+    under its name. Each finding in the store, `status --json`, /metrics' gauge and the Consumer page
+    within a deadline, no look-alike with one, no verdict changed by one."""
     store_path = db_path
     expect = {"MAP": "max_ack_pending_reached", "MAXW": "max_waiting_reached", "AW": "ack_wait_short",
               "BACK": "reset", "FWD": "reset"}
@@ -167,7 +166,7 @@ def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_se
         api = JetStreamAPI(nc)
         workers: list[Client] = []
         try:
-            for key, stream in streams.items():
+            for stream in streams.values():
                 await make_stream(api, stream, [f"{stream}.x"])
             config = {"MAP": {"max_ack_pending": 2}, "MAP_OK": {"max_ack_pending": 50},
                       "MAXW": {"max_waiting": 2}, "MAXW_OK": {"max_waiting": 10},
@@ -191,7 +190,8 @@ def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_se
             assert await _fetch(nc, streams["FWD"], "c", 3, ack=False) == 3  # delivered 3, ack floor 0
             assert await _fetch(nc, streams["RECREATED"], "c", 10, ack=True) == 10
 
-            settings = collector_settings(nats_server.url, store_path, tuple(streams.values()), interval=0.5)
+            settings = collector_settings(nats_server.url, store_path, tuple(streams.values()), interval=0.5,
+                                          metrics_address=f"127.0.0.1:{free_port()}")
             async with collecting(settings) as collector:
                 def found() -> dict[str, list[dict[str, Any]]]:
                     return {s: json.loads(f or "[]") for s, f in rows(
@@ -214,6 +214,16 @@ def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_se
                 await eventually(all_raised, timeout=90, interval=0.25,
                                  message=f"every config finding raised: {expect}")
                 got = found()
+                # /metrics (the default cardinality, non_ok): every consumer with a finding, by kind.
+                def gauged() -> dict[str, set[str]] | None:
+                    series = scrape(collector.metrics_bound).get("jetwatch_consumer_config_finding", [])
+                    out: dict[str, set[str]] = {}
+                    for x in series:
+                        out.setdefault(x.labels["stream"], set()).add(x.labels["kind"])
+                    return out if all(expect[k] in out.get(s, set()) for k, s in streams.items() if k in expect) else None
+
+                on_metrics = await eventually(gauged, timeout=30, message="each config finding on /metrics")
+                assert not {s for k, s in streams.items() if k in alike} & set(on_metrics), on_metrics
         finally:
             for w in workers:
                 await w.stop()
@@ -238,3 +248,19 @@ def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_se
         assert {f["kind"] for f in said[stream]["config_findings"]} == ({expect[key]} if key in expect else set())
     # Beside the verdict, never in it.
     assert all(f["verdict"] != "CONFIG" for c in said.values() for f in c["findings"])
+
+    # The Consumer page shows them beside the verdict, each with its fix.
+    for k in [k for k in os.environ if k.startswith("JETWATCH_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("JETWATCH_DB", store_path)
+    for key, title in (("AW", "ack_wait shorter than the work"), ("WPI", None)):
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.query_params["stream"], at.query_params["consumer"] = streams[key], "c"
+        at.run()
+        at.switch_page("views/consumer.py").run()
+        assert not at.exception, [e.message for e in at.exception]
+        text = "\n".join(m.value for m in at.markdown).replace("\\", "")  # md() escapes
+        if title is None:
+            assert "Configuration findings" not in text
+        else:
+            assert "Configuration findings" in text and title in text and "**Fix:** raise ack_wait" in text, text[-2000:]
