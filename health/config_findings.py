@@ -117,7 +117,9 @@ def config_findings(x: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
                 "kind": "reset",
                 "reason": (f"reset at {_ts(reset_at[i])} (the delivered sequence started over, `created` unchanged), "
                            f"{words}; the server audits no reset"),
-                "fix": "check who reset it ($JS.API.CONSUMER.RESET in the API audit advisories) and whether that was meant",
+                "fix": ("check whether the reset was meant: no advisory names who sent it (the server answers "
+                        "$JS.API.CONSUMER.RESET on the consumer's own subscription, with no API audit); only a "
+                        "subscriber to $JS.API.CONSUMER.RESET.> sees the requests"),
                 "numbers": {"at": _ts(reset_at[i]), "way": way, "ack_floor_before": _n(before),
                             "ack_floor_after": _n(after)}})
         out[i] = found
