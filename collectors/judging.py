@@ -28,6 +28,7 @@ from jetwatch.collectors import silencing
 from jetwatch.collectors.live_state import ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros, stamps
 from jetwatch.health import easing
 from jetwatch.health.columns import floats
+from jetwatch.health.config_findings import NONE, config_findings
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
 from jetwatch.health.rules import (
     BY_NAME,
@@ -236,6 +237,13 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     verdict, reason, findings, samples, onset, rates = _rules(state, live, columns, at_row, pos, counts, thresholds)
 
     eta = _eta(state, live, columns, at_row, pos, verdict)
+    # Config findings beside the verdict (never changing it), from the same features and limits.
+    config: list[Any] = [NONE] * m
+    if len(at_row):
+        for p, f in zip(pos.tolist(), config_findings(columns)):
+            if f:
+                config[p] = f
+    config_json = _findings_json(config)
     _say_recreated(verdict, reason, findings, recreated_at)
 
     kept = state.kept_text["verdict"][live]
@@ -257,6 +265,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     numbers = {"samples": samples, **rates, **{c: eta[c] for c in ETA_COLUMNS[1:]}}
     worded = ~state.written[live] | ~same | (reason != state.kept_text["reason"][live])
     worded |= findings_json != kept_findings
+    worded |= config_json != state.kept_text["config_findings"][live]
     worded |= eta["eta_state"] != state.kept_text["eta_state"][live]
     worded |= _differ(calmer_since, state.calmer_since[live])
     changed = worded.copy()
@@ -271,6 +280,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         **{c: pa.array(keys[i], pa.string()) for i, c in enumerate(KEY)},
         "verdict": pa.array(verdict[at], pa.string()), "level": pa.array(level[at], pa.string()),
         "reason": pa.array(reason[at], pa.string()), "findings": pa.array(findings_json[at], pa.string()),
+        "config_findings": pa.array(config_json[at], pa.string()),
         "since": _stamp_array(since[at]),
         "judged_at": _stamp_array(judged_at[at]),
         "samples": pa.array(samples[at].astype(np.int64), pa.int64()),
@@ -301,6 +311,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
             out[c] = pd.to_datetime(out[c], utc=True, format="ISO8601")
         out["verdict"], out["reason"], out["level"] = verdict, reason, level
         out["findings"] = [json.loads(f) if isinstance(f, str) else f for f in findings]
+        out["config_findings"] = config
         out["samples"] = samples.astype(np.int64)
         for c in RATES:
             out[c] = rates[c]
@@ -323,7 +334,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         rows = live[at]
         state.written[live] = True
         for c, values in (("verdict", verdict), ("reason", reason), ("findings", findings_json),
-                          ("eta_state", eta["eta_state"])):
+                          ("eta_state", eta["eta_state"]), ("config_findings", config_json)):
             state.kept_text[c][rows] = values[at]
         for c in KEPT_NUMBERS:
             state.kept_numbers[c][rows] = numbers[c][at]

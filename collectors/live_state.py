@@ -48,7 +48,7 @@ CONFIG_STATE = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priori
 STATE = SAMPLE_STATE + CONFIG_STATE
 TIMES = ("ts", "pause_until", "pinned_ts")
 # What the collector kept of each consumer's verdict (verdicts_previous.sql).
-KEPT_TEXT = ("verdict", "reason", "findings", "eta_state")
+KEPT_TEXT = ("verdict", "reason", "findings", "eta_state", "config_findings")
 KEPT_NUMBERS = ("samples", "delivered_per_second", "acked_per_second", "redelivered_per_second",
                 "eta_seconds", "eta_low_seconds", "eta_high_seconds")
 ACTIVITY = ("last_pull", "last_ack", "first_seen")

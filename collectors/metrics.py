@@ -33,6 +33,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
 from jetwatch.core.errors import JetwatchError
+from jetwatch.health.config_findings import KINDS as CONFIG_KINDS
 from jetwatch.health.rules import VERDICT_NAMES
 
 log = logging.getLogger("jetwatch.metrics")
@@ -68,6 +69,7 @@ METRICS: tuple[MetricDef, ...] = (
     _c("jetwatch_consumer_waiting_limit_requests", "gauge", "max_waiting, when the consumer has one."),
     _c("jetwatch_consumer_redelivered_messages", "gauge", "Messages redelivered and not yet acknowledged (num_redelivered, a gauge)."),
     _c("jetwatch_consumer_paused", "gauge", "1 while the consumer is paused."),
+    _c("jetwatch_consumer_config_finding", "gauge", "1 for each config finding of the consumer (settings that defeat themselves, a reset; never its verdict), by kind: `max_ack_pending_reached`, `max_waiting_reached`, `ack_wait_short` or `reset`; absent without one. Under `--metrics-cardinality non_ok` an OK consumer with a config finding is exported too.", "kind"),
     _c("jetwatch_consumer_time_to_loss_seconds", "gauge", "Seconds until the stream's limits (max_age, max_msgs, max_bytes with discard old) remove messages the consumer has not processed, at the current arrival and acknowledgement rates; 0: they already have; absent where no loss is in sight."),
     _c("jetwatch_consumer_oldest_unacked_age_seconds", "gauge", "Age of the oldest unacknowledged message (the first after the ack floor that the filter matches), from the stream's timestamp or, where it could not be read, an estimate (the store and the pages say which); absent with nothing unacknowledged."),
     _c("jetwatch_consumer_oldest_undelivered_age_seconds", "gauge", "Age of the oldest message not yet delivered (the first after the delivered sequence that the filter matches); absent with nothing pending."),
@@ -277,7 +279,11 @@ class CycleCollector(Collector):
     def _shown(self, frame: pd.DataFrame) -> pd.DataFrame:
         if self.cardinality == "all" or frame.empty:
             return frame
-        return frame[frame["verdict"] != "OK"]
+        # Non-OK consumers, and those with a config finding (few: a finding is the exception).
+        shown = (frame["verdict"] != "OK").to_numpy()
+        if "config_findings" in frame:
+            shown |= np.fromiter((bool(f) for f in frame["config_findings"]), dtype=bool, count=len(frame))
+        return frame[shown]
 
     def _consumer_families(self, snap: Snapshot) -> Iterator[Metric]:
         f = self._shown(snap.consumers)
@@ -319,6 +325,12 @@ class CycleCollector(Collector):
                 since.add_metric([*lab, v], s.timestamp())
         yield verdict
         yield since
+        config = self._series("jetwatch_consumer_config_finding")
+        if "config_findings" in f:
+            for lab, found in zip(labels, f["config_findings"]):
+                for kind in sorted({str(x.get("kind")) for x in found or ()} & set(CONFIG_KINDS)):
+                    config.add_metric([*lab, kind], 1.0)
+        yield config
         silenced = self._series("jetwatch_consumer_silenced")
         until = self._series("jetwatch_consumer_silenced_until_timestamp_seconds")
         if "silenced" in f:

@@ -218,6 +218,7 @@ def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{"cluster": r.cluster, "account": r.account, "stream": r.stream, "consumer": r.consumer,
              "verdict": r.verdict, "level": r.level, "reason": r.reason, "since": _iso(r.since),
              "judged_at": _iso(r.judged_at), "findings": json.loads(r.findings),
+             "config_findings": json.loads(getattr(r, "config_findings", None) or "[]"),
              "oldest_unacked": {"age_seconds": _num(r.oldest_unacked_age_seconds),
                                 "kind": _text(r.oldest_unacked_age_kind)},
              "oldest_undelivered": {"age_seconds": _num(r.oldest_undelivered_age_seconds),

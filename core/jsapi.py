@@ -215,6 +215,14 @@ class JetStreamAPI:
             {"group": check_group(group)},
         )
 
+    async def reset(self, stream: str, consumer: str, seq: int = 0) -> dict[str, Any]:
+        """Reset the consumer to start again at stream sequence `seq` (0: just after its ack floor),
+        nats-server 2.14+: its delivered consumer sequence starts over; `reset_seq` in the reply."""
+        return await self.request(
+            f"CONSUMER.RESET.{check_name('stream', stream)}.{check_name('consumer', consumer)}",
+            {"seq": seq} if seq else None,
+        )
+
     async def pause(self, stream: str, consumer: str, until_rfc3339: str | None) -> dict[str, Any]:
         """Pause until the given time; None resumes (an empty body)."""
         subject = f"CONSUMER.PAUSE.{check_name('stream', stream)}.{check_name('consumer', consumer)}"

@@ -40,6 +40,8 @@ FLEET_COLUMNS = KEY + [
     "findings", "ts", "since", "oldest_unacked_age_seconds", "oldest_unacked_age_kind", "eta_state", "eta_seconds",
     "eta_low_seconds", "eta_high_seconds",
     "last_pull", "last_ack", "first_seen", "unpins",
+    # Settings that defeat themselves and resets (health/config_findings.py): beside the verdict, never in it.
+    "config_findings",
     # An operator's silence beside the verdict, where one holds (health/silences.py): never instead of it.
     "silenced", *silences.COLUMNS,
 ]
@@ -94,6 +96,7 @@ def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime |
     out["verdict"] = out["verdict"].where(judged, "COLLECTING")
     out["reason"] = out["reason"].where(judged, "not judged yet: the collector judges after its next cycle")
     out["findings"] = _findings(out["findings"])
+    out["config_findings"] = _findings(out["config_findings"]) if "config_findings" in out else [[]] * len(out)
     out = silences.attach(out, silenced, now)
     ts = latest["ts"]  # already timestamps from the store: no parse of every value for the newest
     as_of = (ts if pd.api.types.is_datetime64_any_dtype(ts) else pd.to_datetime(ts)).max().to_pydatetime()

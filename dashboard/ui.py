@@ -222,6 +222,23 @@ def findings(row: pd.Series, now: dt.datetime) -> None:
         st.markdown(f"- **{md(verdict)}**: {md(reason)}  \n  **Next step:** {md(advice.next_step(verdict, numbers, context))}")
 
 
+CONFIG_TITLES = {"max_ack_pending_reached": "max_ack_pending always reached", "max_waiting_reached":
+                 "max_waiting reached: pulls refused", "ack_wait_short": "ack_wait shorter than the work",
+                 "reset": "consumer reset"}
+
+
+def config_findings(row: pd.Series) -> None:
+    """The consumer's config findings (health/config_findings.py) beside its verdict, each with its
+    fix: settings that defeat themselves and resets. They never change the verdict."""
+    listed = row.get("config_findings")
+    if not isinstance(listed, list) or not listed:
+        return
+    st.markdown("**Configuration findings** (beside the verdict, not part of it)")
+    for f in listed:
+        title = CONFIG_TITLES.get(f.get("kind"), str(f.get("kind")))
+        st.markdown(f"- **{md(title)}**: {md(f.get('reason', ''))}  \n  **Fix:** {md(f.get('fix', ''))}")
+
+
 @st.cache_data(ttl=2.0, show_spinner=False)
 def capture_gaps(db: str, lock_timeout: float, start: dt.datetime, until: dt.datetime) -> pd.DataFrame:
     return data.capture_gaps(Store(db, lock_timeout=lock_timeout), start, until)

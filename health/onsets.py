@@ -327,7 +327,9 @@ def onset_features(x: Samples, rhythm_after: float | None = None) -> dict[str, n
         held = x.t_last - np.fmin.reduce([stall_onset, idle_onset, pin_idle_onset, age_rise_onset, behind_onset,
                                           np.fmax(acked_last, x.t_first)])
         with np.errstate(invalid="ignore"):
-            wanted = held >= rhythm_after
+            # Also where messages were redelivered: ack_gap_max is the evidence of an ack_wait
+            # shorter than the work (health/config_findings.py), rare enough to cost little.
+            wanted = (held >= rhythm_after) | (x.redelivered.max(axis=0) > 0)
     rhythms = _only_many(x, wanted, lambda y, _: _rhythms(y), np.nan)
     rhythms = {name: rhythms.get(name, np.full(len(wanted), np.nan)) for name in RHYTHMS}
 

@@ -412,11 +412,20 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     reset_rows = np.flatnonzero(reset.any(axis=0))
     reset_t = np.full(t.shape[1], _NEVER)
     recreated_t = np.full(t.shape[1], np.nan)  # the latest sample showing a new `created` (NaN: none)
+    reset_only_t, floor_before, floor_after = (np.full(t.shape[1], np.nan) for _ in range(3))
     if len(reset_rows):
         found = np.where(reset[:, reset_rows], t[:, reset_rows], -np.inf).max(axis=0)
         reset_t[reset_rows] = np.where(np.isinf(found), _NEVER, found)
         found = np.where(recreated[:, reset_rows], t[:, reset_rows], -np.inf).max(axis=0)
         recreated_t[reset_rows] = np.where(np.isinf(found), np.nan, found)
+        # The latest reset with `created` unchanged (health/config_findings.py: when, which way).
+        fell = reset[:, reset_rows] & ~recreated[:, reset_rows]
+        col = last_true(fell)
+        hit = col >= 0
+        sub = _take.sub(reset_rows)
+        reset_only_t[reset_rows[hit]] = _at(t[:, reset_rows], col)[hit]
+        floor_after[reset_rows[hit]] = _at(afs[:, reset_rows], col)[hit]
+        floor_before[reset_rows[hit]] = sub.at(afs[:, reset_rows], np.maximum(col, 0))[hit]
     nopin = (pins == NO_PIN) & (pending > 0)
 
     if len(reset_rows):
@@ -532,6 +541,7 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
         "sample_pin_switches": switches.astype(np.int64),
         **onsets,
         "recreated_ts": recreated_t,
+        "reset_ts": reset_only_t, "reset_floor_before": floor_before, "reset_floor_after": floor_after,
         "row": np.asarray(rows, dtype=np.int64),
     }
 

@@ -227,6 +227,7 @@ def live() -> None:
                                       hushes[hushes["ended_at"].isna()], now).iloc[0]
             ui.silence_banner(verdict, now)
             ui.findings(row.combine_first(verdict), now)  # the pin as sampled with the numbers
+            ui.config_findings(verdict)
         counts = st.columns(4)
         counts[0].metric("Pending (msgs)", f"{row['num_pending']:,}")
         counts[1].metric("In flight (msgs)", f"{row['num_ack_pending']:,}")

@@ -6,6 +6,7 @@
 -- batch's, and inserts only the consumers that have no row.
 UPDATE verdicts_current v
 SET verdict = b.verdict, level = b.level, reason = b.reason, findings = b.findings::JSON,
+    config_findings = b.config_findings::JSON,
     since = b.since::TIMESTAMPTZ, judged_at = b.judged_at::TIMESTAMPTZ, samples = b.samples,
     delivered_per_second = b.delivered_per_second, acked_per_second = b.acked_per_second,
     redelivered_per_second = b.redelivered_per_second,
@@ -17,6 +18,7 @@ FROM verdict_batch b
 WHERE v.account = b.account AND v.stream = b.stream AND v.consumer = b.consumer;
 INSERT INTO verdicts_current BY NAME
 SELECT account, stream, consumer, verdict, level, reason, findings::JSON AS findings,
+       config_findings::JSON AS config_findings,
        since::TIMESTAMPTZ AS since, judged_at::TIMESTAMPTZ AS judged_at, samples,
        delivered_per_second, acked_per_second, redelivered_per_second,
        eta_state, eta_seconds, eta_low_seconds, eta_high_seconds,

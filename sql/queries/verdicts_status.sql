@@ -2,6 +2,7 @@
 -- its pin's announced holder, and the metadata of those whose config names an `io.` key (their own
 -- thresholds, health/thresholds.py).
 SELECT v.account, v.stream, v.consumer, v.verdict, v.level, v.reason, v.since, v.judged_at, v.findings,
+       coalesce(v.config_findings::VARCHAR, '[]') AS config_findings,
        c.oldest_unacked_age_seconds, c.oldest_unacked_age_kind, c.oldest_undelivered_age_seconds,
        c.oldest_undelivered_age_kind, c.time_to_loss_seconds, v.eta_state, v.eta_seconds, v.eta_low_seconds, v.eta_high_seconds,
        c.pinned_id, h.name AS holder_name, h.verification AS holder_verification, h.host AS holder_host,
