@@ -1,0 +1,211 @@
+"""Why each pin moved, and whether a standby waits: real workers on a real server, a real collector.
+
+One consumer's pin is moved every way a single server can move it: an unpin from another client (named
+by the server's API audit advisory), an operator unpin from the dashboard (named by jetwatch's audit
+log), a holder that stops pulling while connected (priority_timeout), and a holder that disconnects.
+Each move's cause is read back where people read it: `status --json`, /metrics and the Pins page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+
+import nats
+import pytest
+import streamlit as st
+
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.pin_announce import PinAnnouncer
+from jetwatch.core.settings import Settings
+from jetwatch.demo.server import free_port
+from jetwatch.demo.workers import PullWorker
+from jetwatch.health import pin_causes
+from jetwatch.store.database import Store
+from tests.helpers import LoopThread, clean_env, make_consumer, make_stream, operators_file, publish, rows, wait_until
+
+PINS = "SELECT event, reason FROM pin_events WHERE stream = ? ORDER BY ts, CASE event WHEN 'unpinned' THEN 0 ELSE 1 END"
+
+
+def _moves(store: Store, stream: str) -> list[dict]:
+    import datetime as dt
+    now = dt.datetime.now(dt.timezone.utc)
+    frame = store.read(lambda con: pin_causes.moves(con, now - dt.timedelta(hours=1), now + dt.timedelta(minutes=1),
+                                                    Settings({"deploy_window": 1.0}), stream=stream, consumer="work"))
+    return frame.to_dict("records")
+
+
+def _metrics(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        return reply.read().decode()
+
+
+class Worker:
+    """A pull worker on a connection of its own (named, so its announcement verifies), announcing its pin."""
+
+    def __init__(self, loop: LoopThread, url: str, stream: str, name: str, version: str):
+        self.loop, self.name = loop, name
+
+        async def start():
+            nc = await nats.connect(url, name=name)
+            announcer = PinAnnouncer(nc, stream, "work", group="jobs", version=version)
+            return nc, PullWorker(nc, stream, "work", "jobs", name=name, announcer=announcer).start()
+
+        self.nc, self.pull = loop.call(start())
+
+    def stop(self, close: bool = True) -> None:
+        async def stop():
+            await self.pull.stop()
+            if close:
+                await self.nc.close()
+        self.loop.call(stop())
+
+
+@pytest.fixture
+def site(nats_server, db_path, uid, monkeypatch):
+    stream = f"{uid}_WHY"
+    loop = LoopThread()
+
+    async def setup():
+        nc = await nats.connect(nats_server.url, name="test-publisher")
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid.lower()}.why"])
+        await make_consumer(api, stream, "work", "pinned_client", timeout_s=2)
+        return nc
+
+    nc = loop.call(setup())
+    port = free_port()
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url, "--db", db_path,
+         "--interval", "0.3s", "--inference-grace", "1.5s", "--include-streams", stream, "--deploy-window", "1s",
+         "--monitor-url", nats_server.monitor_url, "--metrics-address", f"127.0.0.1:{port}",
+         "--metrics-cardinality", "all"], env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for k in list(os.environ):
+        if k.startswith("JETWATCH_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("JETWATCH_DB", db_path)
+    monkeypatch.setenv("JETWATCH_SERVER", nats_server.url)
+    monkeypatch.setenv("JETWATCH_DATA_DIR", os.path.dirname(db_path))
+    st.cache_data.clear()
+    store = Store(db_path)
+    wait_until(lambda: store.exists() and rows(store, "SELECT count(*) FROM verdicts_current")[0][0], timeout=60,
+               message="the collector's first cycle judged")
+    yield {"stream": stream, "loop": loop, "nc": nc, "url": nats_server.url, "store": store, "port": port,
+           "subject": f"{uid.lower()}.why", "operators": operators_file(os.path.dirname(db_path), "ana"), "db": db_path}
+    collector.send_signal(signal.SIGTERM)
+    collector.wait(30)
+    loop.close()
+
+
+def _holder(workers: list[Worker], store: Store, stream: str) -> Worker:
+    """The worker the server pinned now (as sampled and as the worker itself knows)."""
+    def found():
+        sampled = rows(store, "SELECT pinned_id FROM consumer_latest WHERE stream = ?", [stream])
+        pin = sampled[0][0] if sampled else None
+        return next((w for w in workers if pin and w.pull.pin_id == pin), None)
+    return wait_until(found, timeout=30, message="the pin sampled and its holder known")
+
+
+def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monkeypatch):
+    from tests.test_dashboard_actions import login, consumer_page
+
+    stream, store, loop = site["stream"], site["store"], site["loop"]
+    more = lambda: loop.call(publish(site["nc"], site["subject"], 2))  # noqa: E731
+    a = Worker(loop, site["url"], stream, "worker-a", "1.0")
+    more()
+    wait_until(lambda: rows(store, "SELECT count(*) FROM pin_holders WHERE verification = 'verified'")[0][0] == 1,
+               timeout=30, message="worker-a pinned, announced and verified")
+    b = Worker(loop, site["url"], stream, "worker-b", "1.0")
+    workers = [a, b]
+
+    def moved(n: int) -> None:
+        wait_until(lambda: len(rows(store, PINS, [stream])) >= 2 * n + 1, timeout=30, message=f"move {n} stored")
+        _holder(workers, store, stream)
+
+    def status() -> dict:
+        out = subprocess.run([sys.executable, "-m", "jetwatch.cli", "status", "--json", "--db", site["db"]],
+                             env=clean_env(), capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return next(r for r in json.loads(out.stdout) if r["stream"] == stream)
+
+    # Both workers pull: a standby waits behind the holder.
+    wait_until(lambda: status()["failover"]["readiness"] == "standby", timeout=30, message="a standby seen")
+
+    # 1. Another client unpins, with the server's API (not jetwatch).
+    async def unpin_elsewhere():
+        nc = await nats.connect(site["url"], name="ops-script")
+        reply = await nc.request(f"$JS.API.CONSUMER.UNPIN.{stream}.work", b'{"group":"jobs"}', timeout=5)
+        await nc.close()
+        return json.loads(reply.data)
+    assert "error" not in loop.call(unpin_elsewhere())
+    more()
+    moved(1)
+
+    # 2. An operator unpins from the dashboard.
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", site["operators"])
+    at = login(consumer_page({"stream": stream, "consumer": "work"}))
+    at.button(key="action_unpin").click().run()
+    at.button(key="action_confirm").click().run()
+    assert not at.exception
+    more()
+    moved(2)
+
+    # 3. The holder stops pulling and stays connected: priority_timeout moves the pin.
+    holder = _holder(workers, store, stream)
+    holder.pull.stalled = True
+    more()
+    moved(3)
+    holder.pull.stalled = False
+
+    # 4. The holder disconnects: its pin times out too, but CONNZ shows its connection closed.
+    holder = _holder(workers, store, stream)
+    holder.stop()
+    more()
+    moved(4)
+    workers.remove(holder)
+
+    wait_until(lambda: len(_moves(store, stream)) == 4 and all(m["exit_state"] for m in _moves(store, stream)[2:]),
+               timeout=30, message="four moves with their facts")
+    got = _moves(store, stream)
+    assert [m["cause"] for m in got] == ["operator_unpin", "operator_unpin", "priority_timeout", "holder_disconnected"]
+    assert got[0]["requester_name"] == "ops-script" and got[0]["operator"] is None
+    assert "client ops-script" in pin_causes.why(got[0])
+    assert got[1]["operator"] == "ana" and "operator ana" in pin_causes.why(got[1])
+    assert got[2]["exit_state"] == "open" and got[2]["priority_timeout_seconds"] == 2.0
+    assert "stopped pulling at" in pin_causes.why(got[2]) and "still connected" in pin_causes.why(got[2])
+    assert got[3]["exit_state"] == "closed" and got[3]["stop_reason"] == "Client Closed"
+    assert got[3]["from_holder"] == holder.name and f"the holder {holder.name} disconnected" in pin_causes.why(got[3])
+
+    # Only the unpin requests are kept of the API audit advisories (the collector's own listing is not).
+    assert rows(store, "SELECT client_name, error FROM unpin_requests WHERE stream = ? ORDER BY ts", [stream])[0] == \
+        ("ops-script", None)
+    assert {r[0] for r in rows(store, "SELECT stream FROM unpin_requests")} == {stream}
+    assert rows(store, "SELECT count(*) FROM unpin_requests")[0][0] == 2  # ops-script's and the dashboard's
+
+    # status --json: the causes in the health window, the newest moves in words, and no standby left.
+    mine = wait_until(lambda: (s := status())["failover"]["readiness"] == "no_standby" and s, timeout=30,
+                      message="no standby once one worker is gone")
+    assert mine["failover"]["finding"] == "No standby: if the holder stops, work stops until a new client pulls"
+    assert mine["pin_moves"]["by_cause"] == {"operator_unpin": 2, "holder_disconnected": 1, "priority_timeout": 1}
+    assert mine["pin_moves"]["dominant"] == "operator_unpin"
+    assert [m["cause"] for m in mine["pin_moves"]["latest"]] == ["holder_disconnected", "priority_timeout",
+                                                                 "operator_unpin", "operator_unpin"]
+    assert mine["pin_moves"]["latest"][3]["requested_by"].startswith("client ops-script")
+
+    # /metrics: each move counted once by cause, once its cause is settled; readiness as a label.
+    def counted() -> str | None:
+        text = _metrics(site["port"])
+        want = [f'jetwatch_consumer_pin_moves_total{{account="$G",cause="{c}",cluster="default",consumer="work",'
+                f'group="jobs",stream="{stream}"}} {n}' for c, n in
+                (("operator_unpin", "2.0"), ("priority_timeout", "1.0"), ("holder_disconnected", "1.0"))]
+        return text if all(w in text for w in want) else None
+    text = wait_until(counted, timeout=30, message="the moves counted in /metrics")
+    assert f'jetwatch_consumer_failover{{account="$G",cluster="default",consumer="work",group="jobs",' \
+           f'readiness="no_standby",stream="{stream}"}} 1.0' in text
+    assert 'jetwatch_pinned_groups{readiness="no_standby"} 1.0' in text
+    for w in workers:
+        w.stop()
