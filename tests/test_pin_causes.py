@@ -209,3 +209,96 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     assert 'jetwatch_pinned_groups{readiness="no_standby"} 1.0' in text
     for w in workers:
         w.stop()
+
+
+def test_a_deploy_is_told_from_one_workers_restart(nats_server, db_path, uid, run):
+    """Three consumers, one worker each. Restarting every worker with a new version is a deploy (the
+    version changed); restarting them all again with the same version is one too (three groups
+    re-pinned within --deploy-window); restarting one worker alone, later, is not: its holder
+    disconnected."""
+    import asyncio
+    import datetime as dt
+
+    from tests.helpers import collecting, collector_settings, eventually
+
+    stream, window = f"{uid}_DEPLOY", 8.0
+    names = ("c1", "c2", "c3")
+    store = Store(db_path)
+    settings = collector_settings(nats_server.url, db_path, (stream,), monitor_url=(nats_server.monitor_url,),
+                                  deploy_window=window, interval=0.3)
+
+    async def worker(consumer: str, version: str, generation: int) -> tuple:
+        nc = await nats.connect(nats_server.url, name=f"{consumer}-worker-{generation}")
+        announcer = PinAnnouncer(nc, stream, consumer, group="jobs", version=version)
+        return nc, PullWorker(nc, stream, consumer, "jobs", name=f"{consumer}-{generation}", announcer=announcer).start()
+
+    async def restart(old: tuple, consumer: str, version: str, generation: int) -> tuple:
+        await old[1].stop()
+        await old[0].close()
+        return await worker(consumer, version, generation)
+
+    def moves() -> list[dict]:
+        now = dt.datetime.now(dt.timezone.utc)
+        return store.read(lambda con: pin_causes.moves(con, now - dt.timedelta(hours=1), now, settings)).to_dict("records")
+
+    async def scenario() -> list[dict]:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid.lower()}.deploy.>"])
+        for c in names:
+            await make_consumer(api, stream, c, "pinned_client", timeout_s=2)
+        async with collecting(settings):
+            workers = {c: await worker(c, "1.0", 0) for c in names}
+
+            async def work_and_wait(count: int) -> None:
+                for c in names:
+                    await publish(nc, f"{uid.lower()}.deploy.{c}", 1)
+                await eventually(lambda: rows(store, "SELECT count(*) FROM pin_events WHERE stream = ? AND event = 'pinned'"
+                                              " AND source = 'advisory'", [stream])[0][0] >= count, timeout=30,
+                                 message=f"{count} pins")
+
+            await work_and_wait(3)
+            # A deploy: every worker restarted with a new version.
+            workers = {c: await restart(workers[c], c, "1.1", 1) for c in names}
+            await work_and_wait(6)
+            # Again with the same version: three groups re-pinned within the window.
+            workers = {c: await restart(workers[c], c, "1.1", 2) for c in names}
+            await work_and_wait(9)
+            last = max(m["ts"] for m in await asyncio.to_thread(moves))
+            await eventually(lambda: dt.datetime.now(dt.timezone.utc) > last + dt.timedelta(seconds=window + 1),
+                             timeout=30, message="the deploy window passed")
+            # One worker restarted alone, same version: not a deploy.
+            workers["c1"] = await restart(workers["c1"], "c1", "1.1", 3)
+            await work_and_wait(10)
+            def settled() -> bool:
+                done = moves()
+                return len(done) == 7 and max(done, key=lambda m: m["ts"])["exit_state"] is not None
+            try:
+                await eventually(settled, timeout=30, interval=1, message="seven moves with the last holder's exit checked")
+            except AssertionError:
+                for m in moves():
+                    print("MOVE", m["consumer"], m["ts"], m["cause"], m["exit_state"], m["reason"], m["source"], m["from_pin"], m["to_pin"])
+                for r in rows(store, "SELECT consumer, ts, event, pinned_id, reason, source FROM pin_events WHERE stream = ? ORDER BY consumer, ts", [stream]):
+                    print("EV", r)
+                for r in rows(store, "SELECT * FROM pin_holder_exits"):
+                    print("EXIT", r)
+                raise
+            got = await asyncio.to_thread(moves)
+            for w in workers.values():
+                await w[1].stop()
+                await w[0].close()
+        await nc.close()
+        return got
+
+    got = run(scenario())
+    by_consumer = {c: [m for m in got if m["consumer"] == c] for c in names}
+    for c in names:
+        first, second = by_consumer[c][0], by_consumer[c][1]
+        assert first["cause"] == "deploy" and (first["from_version"], first["to_version"]) == ("1.0", "1.1"), first
+        assert "version 1.0, the next holder 1.1" in pin_causes.why(first)
+        assert second["cause"] == "deploy" and second["from_version"] == second["to_version"] == "1.1", second
+        assert second["burst_groups"] >= 3 and "pins of 3 consumers moved" in pin_causes.why(second)
+    alone = by_consumer["c1"][2]
+    assert alone["cause"] == "holder_disconnected", alone
+    assert alone["burst_groups"] == 1 and alone["exit_state"] == "closed"
+    assert "disconnected at" in pin_causes.why(alone)
