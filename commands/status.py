@@ -27,7 +27,7 @@ from jetwatch.core.clock import utcnow
 from jetwatch.core.durations import duration
 from jetwatch.core.pin_announce import holder_words
 from jetwatch.core.settings import Settings
-from jetwatch.health import failover, pin_causes, silences, thresholds
+from jetwatch.health import advice, failover, pin_causes, silences, thresholds
 from jetwatch.health.rules import SEVERITY
 from jetwatch.store import clusters
 from jetwatch.store.database import Store, StoreError
@@ -252,9 +252,29 @@ def _thresholds(r: Any) -> dict[str, Any]:
     return thresholds.from_metadata(json.loads(text) if text else None).as_dict()
 
 
+def _reason(r: Any) -> str:
+    """The verdict's reason; FLAPPING's with the dominant cause of its pin moves (status --json)."""
+    moves = getattr(r, "pin_moves", None)
+    if r.verdict != "FLAPPING" or not isinstance(moves, dict):
+        return r.reason
+    return advice.flapping_reason(r.reason, advice.Context(moves=moves["by_cause"]))
+
+
+def _next_step(r: Any) -> str | None:
+    """What to do about the verdict (health/advice.py), with what status knows of the consumer."""
+    moves = getattr(r, "pin_moves", None)
+    if not isinstance(moves, dict):
+        return None
+    findings = json.loads(r.findings) if isinstance(r.findings, str) else []
+    context = advice.Context(pinned_id=_text(getattr(r, "pinned_id", None)),
+                             priority_policy=_text(getattr(r, "priority_policy", None)), moves=moves["by_cause"])
+    return advice.next_step(r.verdict, findings[0].get("numbers") if findings else {}, context)
+
+
 def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{"cluster": r.cluster, "account": r.account, "stream": r.stream, "consumer": r.consumer,
-             "verdict": r.verdict, "level": r.level, "reason": r.reason, "since": _iso(r.since),
+             "verdict": r.verdict, "level": r.level, "reason": _reason(r), "next_step": _next_step(r),
+             "since": _iso(r.since),
              "judged_at": _iso(r.judged_at), "findings": json.loads(r.findings),
              "oldest_unacked": {"age_seconds": _num(r.oldest_unacked_age_seconds),
                                 "kind": _text(r.oldest_unacked_age_kind)},

@@ -8,6 +8,7 @@ Each move's cause is read back where people read it: `status --json`, /metrics a
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
@@ -24,7 +25,7 @@ from jetwatch.core.pin_announce import PinAnnouncer
 from jetwatch.core.settings import Settings
 from jetwatch.demo.server import free_port
 from jetwatch.demo.workers import PullWorker
-from jetwatch.health import pin_causes
+from jetwatch.health import advice, pin_causes
 from jetwatch.store.database import Store
 from tests.helpers import LoopThread, clean_env, make_consumer, make_stream, operators_file, publish, rows, wait_until
 
@@ -83,7 +84,7 @@ def site(nats_server, db_path, uid, monkeypatch):
         [sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url, "--db", db_path,
          "--interval", "0.3s", "--inference-grace", "1.5s", "--include-streams", stream, "--deploy-window", "1s",
          "--monitor-url", nats_server.monitor_url, "--metrics-address", f"127.0.0.1:{port}",
-         "--metrics-cardinality", "all"], env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+         "--metrics-cardinality", "all", "--flapping-switches", "3"], env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for k in list(os.environ):
         if k.startswith("JETWATCH_"):
             monkeypatch.delenv(k)
@@ -148,6 +149,8 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     # 2. An operator unpins from the dashboard.
     monkeypatch.setenv("JETWATCH_OPERATORS_FILE", site["operators"])
     at = login(consumer_page({"stream": stream, "consumer": "work"}))
+    [tile] = [m for m in at.metric if m.label == "Standby"]  # two workers: one holds, one waits
+    assert tile.value == "1 waiting", tile.value
     at.button(key="action_unpin").click().run()
     at.button(key="action_confirm").click().run()
     assert not at.exception
@@ -157,6 +160,9 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     # 3. The holder stops pulling and stays connected: priority_timeout moves the pin.
     holder = _holder(workers, store, stream)
     holder.pull.stalled = True
+    unpinned = lambda n: wait_until(lambda: len(rows(store, PINS, [stream])) >= 2 * n, timeout=30,  # noqa: E731
+                                    message=f"unpin {n} stored")
+    unpinned(3)  # then work: the standby takes it and the pin
     more()
     moved(3)
     holder.pull.stalled = False
@@ -164,6 +170,7 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     # 4. The holder disconnects: its pin times out too, but CONNZ shows its connection closed.
     holder = _holder(workers, store, stream)
     holder.stop()
+    unpinned(4)
     more()
     moved(4)
     workers.remove(holder)
@@ -195,6 +202,11 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     assert [m["cause"] for m in mine["pin_moves"]["latest"]] == ["holder_disconnected", "priority_timeout",
                                                                  "operator_unpin", "operator_unpin"]
     assert mine["pin_moves"]["latest"][3]["requested_by"].startswith("client ops-script")
+    # Five pins in the window, more than --flapping-switches 3: FLAPPING, said with its dominant cause.
+    assert mine["verdict"] == "FLAPPING", mine
+    assert "mostly operator unpin (2 of 4 moves: 2 operator unpin, 1 holder disconnected, 1 priority_timeout)" \
+        in mine["reason"], mine["reason"]
+    assert mine["next_step"].endswith(advice.FLAPPING_STEP["operator_unpin"]), mine["next_step"]
 
     # /metrics: each move counted once by cause, once its cause is settled; readiness as a label.
     def counted() -> str | None:
@@ -207,6 +219,10 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     assert f'jetwatch_consumer_failover{{account="$G",cluster="default",consumer="work",group="jobs",' \
            f'readiness="no_standby",stream="{stream}"}} 1.0' in text
     assert 'jetwatch_pinned_groups{readiness="no_standby"} 1.0' in text
+    at = consumer_page({"stream": stream, "consumer": "work"})
+    [tile] = [m for m in at.metric if m.label == "Standby"]
+    assert tile.value == "none" and "No standby: if the holder stops, work stops until a new client pulls" in \
+        [c.value for c in at.caption]
     for w in workers:
         w.stop()
 
@@ -302,3 +318,35 @@ def test_a_deploy_is_told_from_one_workers_restart(nats_server, db_path, uid, ru
     assert alone["cause"] == "holder_disconnected", alone
     assert alone["burst_groups"] == 1 and alone["exit_state"] == "closed"
     assert "disconnected at" in pin_causes.why(alone)
+
+
+# FLAPPING's next step, judged like a detector's words: each dominant cause gets its own step, and
+# look-alikes (a tie, a cause among others, no causes at all) get the step that fits them.
+FLAPPING_CASES = [
+    ({"priority_timeout": 5, "operator_unpin": 1}, "priority_timeout", "mostly priority_timeout (5 of 6 moves"),
+    ({"operator_unpin": 4}, "operator_unpin", "mostly operator unpin (4 of 4 moves)"),
+    ({"leader_change": 3, "unknown": 1}, "leader_change", "mostly leader change (3 of 4 moves"),
+    ({"deploy": 6}, "deploy", "mostly deploy (6 of 6 moves)"),
+    ({"holder_disconnected": 3, "priority_timeout": 2}, "holder_disconnected", "mostly holder disconnected (3 of 5"),
+    # A tie goes to the cause the query tries first (the more specific fact).
+    ({"deploy": 2, "priority_timeout": 2}, "deploy", "mostly deploy (2 of 4 moves"),
+    ({"unknown": 5}, "unknown", "mostly unknown (5 of 5 moves)"),
+]
+
+
+@pytest.mark.parametrize("moves,cause,said", FLAPPING_CASES)
+def test_flapping_names_its_dominant_cause_and_the_step_that_fits(moves, cause, said):
+    context = advice.Context(priority_policy="pinned_client", pinned_id="PIN", moves=moves,
+                             unpins={"timeout": 9})  # the server's reasons alone would say timeouts
+    step = advice.next_step("FLAPPING", {"switches": 6, "limit": 4}, context)
+    assert step.startswith(said) and step.endswith(advice.FLAPPING_STEP[cause]), step
+    reason = advice.reason_since("FLAPPING", "6 pin switches in 5 minutes", {}, context, dt.datetime.now(dt.timezone.utc))
+    assert reason.startswith("6 pin switches in 5 minutes; " + said), reason
+    # Every other verdict keeps its words: the causes are FLAPPING's.
+    assert advice.reason_since("LAGGING", "backlog grew", {}, context, dt.datetime.now(dt.timezone.utc)) == "backlog grew"
+
+
+def test_flapping_without_stored_causes_keeps_the_servers_reasons():
+    context = advice.Context(priority_policy="pinned_client", unpins={"timeout": 3, "admin": 1})
+    assert advice.next_step("FLAPPING", {}, context).startswith("3 timeouts and 1 admin unpin: the pinned client stops")
+    assert advice.reason_since("FLAPPING", "5 pin switches", {}, context, dt.datetime.now(dt.timezone.utc)) == "5 pin switches"

@@ -2,8 +2,9 @@
 -- unpin jetwatch inferred from sampled state), with the pin it ended, the pin that followed, and its cause,
 -- the first of these that the stored facts show:
 --   operator_unpin       the server's reason is `admin`: by whom from jetwatch's audit log (an unpin or a
---                        drain's hand-off, done within $match_seconds), else from the captured API unpin
---                        request (unpin_requests: the client that asked), else nobody captured
+--                        drain's hand-off, done within $match_seconds, the audit row's nearest admin unpin),
+--                        else from the captured API unpin request (unpin_requests: the client that asked,
+--                        matched the same way), else nobody captured
 --   leader_change        the pin was replaced with no unpinned advisory and the consumer elected a leader
 --                        between the two pins (the pin lives in the leader's memory only)
 --   deploy               the holder's announced version differs from the next holder's, or pins of at least
@@ -50,25 +51,39 @@ moves AS (
            coalesce(s.ts, a.before_ts) AS from_ts,
            CASE WHEN a.next_pin IS DISTINCT FROM coalesce(a.closes_id, a.before_pin) THEN a.next_pin END AS to_pin,
            CASE WHEN a.next_pin IS DISTINCT FROM coalesce(a.closes_id, a.before_pin) THEN a.next_ts END AS to_ts,
-           row_number() OVER () AS n
+           row_number() OVER (ORDER BY a.account, a.stream, a.consumer, a.ts, a.source) AS n
     FROM after a
     LEFT JOIN pin_starts s ON s.account = a.account AND s.stream = a.stream AND s.consumer = a.consumer
                           AND s.pinned_id = a.closes_id
 ),
+-- An admin unpin and the request behind it: each audit row (and each captured request) explains the admin
+-- unpin nearest to it, and each unpin takes the nearest of those it is left with.
+audited AS (
+    SELECT m.n, x.actor, abs(epoch(x.ts) - epoch(m.ts)) AS apart
+    FROM moves m JOIN audit x
+      ON m.reason = 'admin' AND x.action IN ('unpin', 'drain') AND x.outcome = 'ok'
+     AND coalesce(x.phase, 'outcome') <> 'intent' AND x.stream = m.stream AND x.consumer = m.consumer
+     AND (x.account IS NULL OR x.account = m.account)
+     AND x.ts BETWEEN m.ts - to_seconds($match_seconds::DOUBLE) AND m.ts + to_seconds($match_seconds::DOUBLE)
+    QUALIFY row_number() OVER (PARTITION BY x.rowid ORDER BY apart, m.n) = 1
+),
+operators AS (
+    SELECT n, actor FROM audited QUALIFY row_number() OVER (PARTITION BY n ORDER BY apart) = 1
+),
+asked AS (
+    SELECT m.n, {'name': r.client_name, 'id': r.client_id, 'host': r.client_host, 'user': r.client_user,
+                 'account': r.client_account} AS requester, abs(epoch(r.ts) - epoch(m.ts)) AS apart
+    FROM moves m JOIN unpin_requests r
+      ON m.reason = 'admin' AND r.error IS NULL AND r.stream = m.stream AND r.consumer = m.consumer
+     AND (r.account IS NULL OR r.account = m.account)
+     AND r.ts BETWEEN m.ts - to_seconds($match_seconds::DOUBLE) AND m.ts + to_seconds($match_seconds::DOUBLE)
+    QUALIFY row_number() OVER (PARTITION BY r.id ORDER BY apart, m.n) = 1
+),
+requesters AS (
+    SELECT n, requester FROM asked QUALIFY row_number() OVER (PARTITION BY n ORDER BY apart) = 1
+),
 facts AS (
-    SELECT m.*,
-           (SELECT arg_min(x.actor, abs(epoch(x.ts) - epoch(m.ts))) FROM audit x
-            WHERE x.action IN ('unpin', 'drain') AND x.outcome = 'ok' AND coalesce(x.phase, 'outcome') <> 'intent'
-              AND x.stream = m.stream AND x.consumer = m.consumer
-              AND (x.account IS NULL OR x.account = m.account)
-              AND x.ts BETWEEN m.ts - to_seconds($match_seconds::DOUBLE) AND m.ts + to_seconds($match_seconds::DOUBLE)
-           ) AS operator,
-           (SELECT arg_min({'name': r.client_name, 'id': r.client_id, 'host': r.client_host, 'user': r.client_user,
-                            'account': r.client_account}, abs(epoch(r.ts) - epoch(m.ts))) FROM unpin_requests r
-            WHERE r.error IS NULL AND r.stream = m.stream AND r.consumer = m.consumer
-              AND (r.account IS NULL OR r.account = m.account)
-              AND r.ts BETWEEN m.ts - to_seconds($match_seconds::DOUBLE) AND m.ts + to_seconds($match_seconds::DOUBLE)
-           ) AS requester,
+    SELECT m.*, o.actor AS operator, q.requester,
            (SELECT arg_max({'ts': l.ts, 'leader': json_extract_string(l.raw, '$.leader')}, l.ts) FROM advisories l
             WHERE l.kind = 'consumer_leader_elected' AND l.stream = m.stream AND l.consumer = m.consumer
               AND l.account = m.account
@@ -78,7 +93,7 @@ facts AS (
            (SELECT arg_max(c.priority_timeout_ns, c.ts) FROM consumer_configs c
             WHERE c.account = m.account AND c.stream = m.stream AND c.consumer = m.consumer AND c.ts <= m.ts
            ) AS priority_timeout_ns
-    FROM moves m
+    FROM moves m LEFT JOIN operators o USING (n) LEFT JOIN requesters q USING (n)
 ),
 decided AS (
     SELECT f.*, hf.name AS from_holder, hf.version AS from_version, hf.verification AS from_verification,
