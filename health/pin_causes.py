@@ -35,7 +35,11 @@ COLUMNS = ["ts", "account", "stream", "consumer", "group_name", "source", "reaso
 
 def params(since: dt.datetime, until: dt.datetime, settings: Any, account: str | None = None,
            stream: str | None = None, consumer: str | None = None) -> dict[str, Any]:
-    """pin_moves.sql's parameters: the range, one consumer or (None) all, and the deploy settings."""
+    """pin_moves.sql's parameters: the range, one consumer or (None) all, and the deploy settings
+    (`settings` None: their defaults)."""
+    if settings is None:
+        from jetwatch.core.settings import Settings
+        settings = Settings()
     return {"since": since, "until": until, "account": account, "stream": stream, "consumer": consumer,
             "match_seconds": MATCH_SECONDS, "deploy_window_seconds": float(settings.deploy_window),
             "deploy_groups": int(settings.deploy_groups)}
@@ -121,6 +125,14 @@ def with_words(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` (pin_moves rows) with `why`, the cause in words."""
     out = frame.copy()
     out["why"] = [why(r) for r in out.to_dict("records")] if not out.empty else pd.Series(dtype=object)
+    return out
+
+
+def by_consumer(frame: pd.DataFrame) -> dict[tuple[str, str, str], dict[str, int]]:
+    """(account, stream, consumer) -> moves per cause, from pin_moves rows."""
+    out: dict[tuple[str, str, str], dict[str, int]] = {}
+    for key, group in (frame.groupby(["account", "stream", "consumer"], sort=False) if not frame.empty else ()):
+        out[key] = counts(group["cause"])
     return out
 
 

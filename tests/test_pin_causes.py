@@ -219,6 +219,23 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     assert f'jetwatch_consumer_failover{{account="$G",cluster="default",consumer="work",group="jobs",' \
            f'readiness="no_standby",stream="{stream}"}} 1.0' in text
     assert 'jetwatch_pinned_groups{readiness="no_standby"} 1.0' in text
+    # The Pins page: why each switch moved, and the consumer's causes over the range.
+    from tests.test_dashboard import frame, run_app
+    at = run_app("views/pins.py")
+    why = frame(at, "Why it moved")
+    mine = why[why["Stream"] == stream]
+    assert list(mine["Cause"]) == ["holder disconnected", "priority_timeout", "operator unpin", "operator unpin"]
+    assert mine.iloc[3]["Why it moved"].startswith("unpinned by client ops-script")
+    assert mine.iloc[2]["Why it moved"] == "unpinned by operator ana (jetwatch audit log)"
+    assert mine.iloc[0]["From"] == holder.name
+    per = frame(at, "Causes over the range")
+    assert per[per["Stream"] == stream].iloc[0][["Moves", "Mostly", "Causes over the range"]].tolist() == \
+        [4, "operator unpin", "2 operator unpin, 1 holder disconnected, 1 priority_timeout"]
+    # The Fleet: FLAPPING's reason and next step name the dominant cause.
+    fleet = frame(run_app(), "Verdict")
+    assert fleet.iloc[0]["Verdict"] == "FLAPPING"
+    assert "mostly operator unpin (2 of 4 moves" in fleet.iloc[0]["Why"], fleet.iloc[0]["Why"]
+    assert fleet.iloc[0]["Next step"].endswith(advice.FLAPPING_STEP["operator_unpin"])
     at = consumer_page({"stream": stream, "consumer": "work"})
     [tile] = [m for m in at.metric if m.label == "Standby"]
     assert tile.value == "none" and "No standby: if the holder stops, work stops until a new client pulls" in \
