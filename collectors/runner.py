@@ -54,6 +54,7 @@ from jetwatch.core.connection import connected_account
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import strip_userinfo
+from jetwatch import sql
 from jetwatch.health import pin_causes, silences
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes
@@ -465,7 +466,9 @@ class Collector:
         started = self.server_now(self.started_at)
         since = max(started, server_now - self.MOVES_HORIZON)
         until = server_now - dt.timedelta(seconds=self.settings.deploy_window)
-        if until <= since:
+        counted = sum(1 for t in self.move_counts.counted.values() if since <= t <= until)
+        if until <= since or con.execute(sql.query("unpins_between"), {"since": since, "until": until}
+                                         ).fetchone()[0] <= counted:  # nothing new: no need to ask why
             return pd.DataFrame(columns=pin_causes.COLUMNS), since
         return pin_causes.moves(con, since, until, self.settings), since
 

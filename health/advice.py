@@ -132,11 +132,15 @@ FLAPPING_STEP = {
 
 
 def flapping_cause(moves: Mapping[str, int]) -> str | None:
-    """'mostly priority_timeout (4 of 6 moves: 4 priority_timeout, 2 operator unpin)'; None with no moves."""
+    """'mostly priority_timeout (4 of 6 moves: 4 priority_timeout, 2 operator unpin)', or 'no single cause
+    (...)' on a tie (whose step is then the first tied cause's in pin_causes.CAUSES order, the more specific
+    fact); None with no moves."""
     top = pin_causes.dominant(moves)
     if top is None:
         return None
     total = sum(moves.values())
+    if sum(1 for n in moves.values() if n == moves[top]) > 1:  # a tie: no cause dominates
+        return f"no single cause ({total} moves: {pin_causes.counts_words(moves)})"
     return (f"mostly {pin_causes.CAUSE_WORDS[top]} ({moves[top]} of {total} moves"
             + (f": {pin_causes.counts_words(moves)})" if len([n for n in moves.values() if n]) > 1 else ")"))
 

@@ -345,8 +345,8 @@ FLAPPING_CASES = [
     ({"leader_change": 3, "unknown": 1}, "leader_change", "mostly leader change (3 of 4 moves"),
     ({"deploy": 6}, "deploy", "mostly deploy (6 of 6 moves)"),
     ({"holder_disconnected": 3, "priority_timeout": 2}, "holder_disconnected", "mostly holder disconnected (3 of 5"),
-    # A tie goes to the cause the query tries first (the more specific fact).
-    ({"deploy": 2, "priority_timeout": 2}, "deploy", "mostly deploy (2 of 4 moves"),
+    # A tie is said as one; its step is the cause the query tries first (the more specific fact).
+    ({"deploy": 2, "priority_timeout": 2}, "deploy", "no single cause (4 moves: 2 deploy, 2 priority_timeout)"),
     ({"unknown": 5}, "unknown", "mostly unknown (5 of 5 moves)"),
 ]
 
