@@ -8,8 +8,8 @@
 --   leader_change        the pin was replaced with no unpinned advisory and the consumer elected a leader
 --                        between the two pins (the pin lives in the leader's memory only)
 --   deploy               the holder's announced version differs from the next holder's, or pins of at least
---                        $deploy_groups consumers moved (other than by operator or leader change) within
---                        $deploy_window_seconds of this one
+--                        $deploy_groups consumers moved (other than by operator or leader change, and not
+--                        from a holder CONNZ showed still connected) within $deploy_window_seconds of this one
 --   holder_disconnected  CONNZ showed the holder's announced connection closed (pin_holder_exits)
 --   priority_timeout     the server's reason is `timeout`: the holder's last pull carrying the pin id was
 --                        priority_timeout before the unpin (the server restarts the timer on each such pull)
@@ -105,13 +105,12 @@ decided AS (
     LEFT JOIN pin_holders ht ON ht.pin_id = f.to_pin
     LEFT JOIN pin_holder_exits x ON x.pin_id = f.from_pin
 ),
-bursts AS (
-    SELECT a.n, count(DISTINCT concat_ws(chr(31), b.account, b.stream, b.consumer)) AS groups
-    FROM decided a JOIN decided b
-      ON b.decided IS NULL
-     AND b.ts BETWEEN a.ts - to_seconds($deploy_window_seconds::DOUBLE) AND a.ts + to_seconds($deploy_window_seconds::DOUBLE)
-    WHERE a.decided IS NULL
-    GROUP BY a.n
+bursts AS (  -- consumers whose pins moved (other than by operator or leader change, and not from a holder
+             -- CONNZ showed still connected) within the window of each
+    SELECT n, count(DISTINCT concat_ws(chr(31), account, stream, consumer)) OVER (
+               ORDER BY ts RANGE BETWEEN to_seconds($deploy_window_seconds::DOUBLE) PRECEDING
+                                     AND to_seconds($deploy_window_seconds::DOUBLE) FOLLOWING) AS groups
+    FROM decided WHERE decided IS NULL AND exit_state IS DISTINCT FROM 'open'
 )
 SELECT d.ts, d.account, d.stream, d.consumer, d.group_name, d.source, d.reason, d.from_pin, d.from_ts, d.to_pin, d.to_ts,
        CASE WHEN d.decided IS NOT NULL THEN d.decided
