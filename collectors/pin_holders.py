@@ -200,6 +200,7 @@ class PinHolderCapture:
         self.nc, self.connz, self.account, self.write, self.clock = nc, connz, account, write, clock
         self.holders: dict[str, tuple[str, str]] = {}
         self._queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(maxsize=1000)
+        self._exits: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
         self._sub: Any = None
 
     async def open(self, known: dict[str, tuple[str, str]] | None = None) -> None:
@@ -230,6 +231,33 @@ class PinHolderCapture:
                 self.holders.pop(next(iter(self.holders)))
         log.info("pin %s of %s/%s announced by %s: %s", ann.pin_id, ann.stream, ann.consumer, ann.name, checked.note)
         return row
+
+    def exits_to_check(self, advisories: list[dict[str, Any]]) -> int:
+        """Queue the timed-out pins among stored advisories for `run_exits` (the advisory capture never
+        waits on CONNZ); a full queue drops the check, which leaves that move's cause priority_timeout."""
+        queued = 0
+        for a in advisories:
+            if a.get("kind") == "consumer_group_unpinned" and a.get("reason") == "timeout":
+                try:
+                    self._exits.put_nowait(a)
+                    queued += 1
+                except asyncio.QueueFull:
+                    log.warning("timed-out pins arrive faster than CONNZ is asked about them: one not checked")
+        return queued
+
+    async def run_exits(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                first = await asyncio.wait_for(self._exits.get(), 0.5)
+            except asyncio.TimeoutError:
+                continue
+            batch = [first]
+            while not self._exits.empty():
+                batch.append(self._exits.get_nowait())
+            try:
+                await self.check_exits(batch)
+            except Exception as exc:  # noqa: BLE001 - a failure costs these facts only
+                log.warning("checking timed-out pin holders' connections failed: %s: %s", type(exc).__name__, exc)
 
     async def check_exits(self, advisories: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """For each pin that just timed out (stored UNPINNED advisories, reason `timeout`), ask CONNZ

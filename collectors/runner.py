@@ -611,13 +611,8 @@ class Collector:
                         f"{g['to_seq']}): {g['reason']}")
         self.pin_counts.add(rows)
         self.drop_counts.add(rows)
-        if self.pin_holders is not None and any(r["kind"] == "consumer_group_unpinned" for r in rows):
-            try:  # what CONNZ says of a timed-out holder's connection: a failure costs that fact only
-                await self.pin_holders.check_exits(rows)
-            except StoreError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                log.warning("checking timed-out pin holders' connections failed: %s: %s", type(exc).__name__, exc)
+        if self.pin_holders is not None:  # what CONNZ says of a timed-out holder's connection, asked apart
+            self.pin_holders.exits_to_check(rows)
         if self.dropped is not None and drops_in(rows):
             self.dropped.more = True
         self.rejects_total += len(rejects)
@@ -824,7 +819,7 @@ class Collector:
             await self.start()
             assert self.pin_holders is not None
             await asyncio.gather(self._sample_loop(stop), self._event_loop(stop), self._retention_loop(stop),
-                                 self.pin_holders.run(stop),
+                                 self.pin_holders.run(stop), self.pin_holders.run_exits(stop),
                                  *([self.unpin_requests.run(stop)] if self.unpin_requests is not None else []))
             if self.fatal is not None:  # what was not written is lost: the message says why
                 raise self.fatal

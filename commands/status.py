@@ -84,11 +84,13 @@ def read_stores(settings: Settings, args: argparse.Namespace) -> list[Read]:
         try:
             cluster = clusters.identity(store).cluster
             now = utcnow()
-            verdicts_read, dropped, silenced, moves = store.queries([
+            # Why pins moved only for `status --json`: `check` reads verdicts alone.
+            moved = [("pin_moves", pin_causes.params(now - MOVES_BACK, now, settings))] if getattr(args, "json", False) else []
+            verdicts_read, dropped, silenced, *more = store.queries([
                 ("verdicts_status", {}), ("dropped_latest", {"per_consumer": DROPPED_SHOWN}), ("silences_open", {}),
-                ("pin_moves", pin_causes.params(now - MOVES_BACK, now, settings))])
+                *moved])
             found.append(Read(str(path), cluster, silences.attach(verdicts_read, silenced, utcnow()),
-                              dropped=dropped, silences=silenced, moves=moves))
+                              dropped=dropped, silences=silenced, moves=more[0] if more else None))
         except StoreError as exc:
             found.append(Read(str(path), None, None, exc))
     twice = clusters.duplicates([(r.cluster, r.path) for r in found if r.cluster is not None])
