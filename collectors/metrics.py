@@ -231,7 +231,7 @@ class MoveCounts:
     def keep_only(self, consumers: set[tuple[str, str, str]]) -> None:
         self.by_consumer = Counter({k: n for k, n in self.by_consumer.items() if k[:3] in consumers})
 
-    def copy(self) -> "MoveCounts":
+    def copy(self) -> MoveCounts:
         return MoveCounts(self.by_consumer.copy(), self.fleet.copy(), dict(self.counted))
 
 

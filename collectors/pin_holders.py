@@ -249,7 +249,7 @@ class PinHolderCapture:
         while not stop.is_set():
             try:
                 first = await asyncio.wait_for(self._exits.get(), 0.5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             batch = [first]
             while not self._exits.empty():
@@ -268,12 +268,18 @@ class PinHolderCapture:
             if a.get("kind") != "consumer_group_unpinned" or a.get("reason") != "timeout":
                 continue
             key = {"account": a.get("account"), "stream": a.get("stream"), "consumer": a.get("consumer"), "ts": a["ts"]}
-            found = await self.write(lambda con, key=key: con.execute(sql.query("ended_pin_holder"), key).fetchone())
+            def ended(con: Any, key: dict[str, Any] = key) -> Any:
+                return con.execute(sql.query("ended_pin_holder"), key).fetchone()
+
+            found = await self.write(ended)
             if not found:
                 continue
             pin_id, client_id, server_id = found
             row = await holder_exit(self.connz, pin_id, client_id, server_id, self.clock())
-            await self.write(lambda con, row=row: con.execute(sql.query("upsert_pin_holder_exit"), row))
+            def store(con: Any, row: dict[str, Any] = row) -> None:
+                con.execute(sql.query("upsert_pin_holder_exit"), row)
+
+            await self.write(store)
             log.info("pin %s timed out; its holder's connection: %s (%s)", pin_id, row["state"], row["note"])
             out.append(row)
         return out

@@ -25,6 +25,7 @@ import duckdb
 import pandas as pd
 from nats.aio.client import Client
 
+from jetwatch import sql
 from jetwatch.collectors.advisories import (
     Capture,
     CoreCapture,
@@ -448,14 +449,14 @@ class Collector:
         self.window = state  # the state holds what the store holds, no more
         if isinstance(judged, BaseException):
             raise judged
-        judged, (moves, forget_before) = judged
+        cycle, (moves, forget_before) = judged
         self.move_counts.add(moves, forget_before)
-        judged.commit()
-        self.judged = judged
+        cycle.commit()
+        self.judged = cycle
         self.seen = set(zip(newest.samples["account"], newest.samples["stream"], newest.samples["consumer"]))
         self.cycles += len(pending)
         self.durations.observe(time.monotonic() - newest.began)
-        await self._after_cycle(self.judged, time.monotonic() - newest.began)
+        await self._after_cycle(cycle, time.monotonic() - newest.began)
 
     # Pin moves are counted for /metrics once their cause is settled, and at most this long after.
     MOVES_HORIZON = dt.timedelta(minutes=10)

@@ -23,7 +23,8 @@ import asyncio
 import datetime as dt
 import json
 import logging
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -95,7 +96,7 @@ def parse_unpin_request(data: bytes, received_at: dt.datetime, account: str | No
         at = parse_rfc3339(doc.get("timestamp"))
     except (ValueError, TypeError) as exc:
         raise NotAnUnpinRequest(f"timestamp: {exc}") from None
-    client = doc.get("client") if isinstance(doc.get("client"), dict) else {}
+    client: dict[str, Any] = doc["client"] if isinstance(doc.get("client"), dict) else {}
     try:
         group = json.loads(doc.get("request") or "{}").get("group")
     except (ValueError, AttributeError):
@@ -171,7 +172,7 @@ class UnpinRequestCapture:
         while not stop.is_set():
             try:
                 first = await asyncio.wait_for(self._queue.get(), 0.5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             batch = [first]
             while not self._queue.empty():

@@ -294,6 +294,10 @@ class _Typed:
     capture_max_age: float
     capture_max_bytes: int
     inference_grace: float
+    deploy_window: float
+    deploy_groups: int
+    holder_pulls: int
+    capture_unpin_requests: bool
     include_streams: tuple[str, ...]
     exclude_streams: tuple[str, ...]
     include_consumers: tuple[str, ...]

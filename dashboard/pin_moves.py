@@ -5,7 +5,8 @@ DataFrames, no Streamlit: tested with plain pytest and AppTest."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 

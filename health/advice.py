@@ -20,6 +20,7 @@ import pandas as pd
 
 from jetwatch.health import pin_causes
 
+
 @dataclass(frozen=True)
 class Context:
     """What a next step reads about one consumer besides its finding's numbers."""

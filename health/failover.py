@@ -65,9 +65,10 @@ def _column(frame: pd.DataFrame, name: str) -> list[Any]:
 def readiness_column(frame: pd.DataFrame, holder_pulls: int) -> list[str | None]:
     """`readiness` of each row of a frame with priority_policy, pinned_id, num_waiting, num_pending,
     num_ack_pending and max_ack_pending (the live state)."""
-    return [readiness(*row, holder_pulls) for row in zip(
-        _column(frame, "priority_policy"), _column(frame, "pinned_id"), _column(frame, "num_waiting"),
-        _column(frame, "num_pending"), _column(frame, "num_ack_pending"), _column(frame, "max_ack_pending"))]
+    return [readiness(policy, pin, waiting, pending, ack_pending, max_ack, holder_pulls)
+            for policy, pin, waiting, pending, ack_pending, max_ack in zip(
+                _column(frame, "priority_policy"), _column(frame, "pinned_id"), _column(frame, "num_waiting"),
+                _column(frame, "num_pending"), _column(frame, "num_ack_pending"), _column(frame, "max_ack_pending"))]
 
 
 def finding(policy: Any, pinned_id: Any, waiting: Any, pending: Any, ack_pending: Any, max_ack_pending: Any,

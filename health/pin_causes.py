@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -104,11 +105,11 @@ def why(row: Mapping[str, Any]) -> str:
         return (f"deploy: pins of {int(row.get('burst_groups') or 0)} consumers moved within the deploy window "
                 "of each other")
     if cause == "holder_disconnected":
-        before = _seconds_between(row.get("ts"), row.get("stopped_at"))
-        reason = _text(row.get("stop_reason"))
+        gone_for = _seconds_between(row.get("ts"), row.get("stopped_at"))
+        why_closed = _text(row.get("stop_reason"))
         return (f"{_holder(row)} disconnected at {_clock(row.get('stopped_at'))}"
-                + (f" ({reason})" if reason else "")
-                + (f", {duration(before)} before the pin moved" if before is not None and before >= 0 else ""))
+                + (f" ({why_closed})" if why_closed else "")
+                + (f", {duration(gone_for)} before the pin moved" if gone_for is not None and gone_for >= 0 else ""))
     if cause == "priority_timeout":
         timeout = row.get("priority_timeout_seconds")
         if timeout is None or pd.isna(timeout):

@@ -34,7 +34,7 @@ PINS = "SELECT event, reason FROM pin_events WHERE stream = ? ORDER BY ts, CASE 
 
 def _moves(store: Store, stream: str) -> list[dict]:
     import datetime as dt
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     frame = store.read(lambda con: pin_causes.moves(con, now - dt.timedelta(hours=1), now + dt.timedelta(minutes=1),
                                                     Settings({"deploy_window": 1.0}), stream=stream, consumer="work"))
     return frame.to_dict("records")
@@ -112,7 +112,7 @@ def _holder(workers: list[Worker], store: Store, stream: str) -> Worker:
 
 
 def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monkeypatch):
-    from tests.test_dashboard_actions import login, consumer_page
+    from tests.test_dashboard_actions import consumer_page, login
 
     stream, store, loop = site["stream"], site["store"], site["loop"]
     more = lambda: loop.call(publish(site["nc"], site["subject"], 2))  # noqa: E731
@@ -271,7 +271,7 @@ def test_a_deploy_is_told_from_one_workers_restart(nats_server, db_path, uid, ru
         return await worker(consumer, version, generation)
 
     def moves() -> list[dict]:
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         return store.read(lambda con: pin_causes.moves(con, now - dt.timedelta(hours=1), now, settings)).to_dict("records")
 
     async def scenario() -> list[dict]:
@@ -298,7 +298,7 @@ def test_a_deploy_is_told_from_one_workers_restart(nats_server, db_path, uid, ru
             workers = {c: await restart(workers[c], c, "1.1", 2) for c in names}
             await work_and_wait(9)
             last = max(m["ts"] for m in await asyncio.to_thread(moves))
-            await eventually(lambda: dt.datetime.now(dt.timezone.utc) > last + dt.timedelta(seconds=window + 1),
+            await eventually(lambda: dt.datetime.now(dt.UTC) > last + dt.timedelta(seconds=window + 1),
                              timeout=30, message="the deploy window passed")
             # One worker restarted alone, same version: not a deploy.
             workers["c1"] = await restart(workers["c1"], "c1", "1.1", 3)
@@ -357,13 +357,13 @@ def test_flapping_names_its_dominant_cause_and_the_step_that_fits(moves, cause, 
                              unpins={"timeout": 9})  # the server's reasons alone would say timeouts
     step = advice.next_step("FLAPPING", {"switches": 6, "limit": 4}, context)
     assert step.startswith(said) and step.endswith(advice.FLAPPING_STEP[cause]), step
-    reason = advice.reason_since("FLAPPING", "6 pin switches in 5 minutes", {}, context, dt.datetime.now(dt.timezone.utc))
+    reason = advice.reason_since("FLAPPING", "6 pin switches in 5 minutes", {}, context, dt.datetime.now(dt.UTC))
     assert reason.startswith("6 pin switches in 5 minutes; " + said), reason
     # Every other verdict keeps its words: the causes are FLAPPING's.
-    assert advice.reason_since("LAGGING", "backlog grew", {}, context, dt.datetime.now(dt.timezone.utc)) == "backlog grew"
+    assert advice.reason_since("LAGGING", "backlog grew", {}, context, dt.datetime.now(dt.UTC)) == "backlog grew"
 
 
 def test_flapping_without_stored_causes_keeps_the_servers_reasons():
     context = advice.Context(priority_policy="pinned_client", unpins={"timeout": 3, "admin": 1})
     assert advice.next_step("FLAPPING", {}, context).startswith("3 timeouts and 1 admin unpin: the pinned client stops")
-    assert advice.reason_since("FLAPPING", "5 pin switches", {}, context, dt.datetime.now(dt.timezone.utc)) == "5 pin switches"
+    assert advice.reason_since("FLAPPING", "5 pin switches", {}, context, dt.datetime.now(dt.UTC)) == "5 pin switches"

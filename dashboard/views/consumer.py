@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -174,7 +175,7 @@ def silences_section(found: pd.DataFrame, now: dt.datetime) -> None:
     st.dataframe(ui.visible_frame(data.silences_table(found, now)), key="consumer_silences", hide_index=True)
 
 
-def standby(col, row: pd.Series) -> None:
+def standby(col: Any, row: pd.Series) -> None:
     """Failover readiness of a pinned_client group (health/failover.py): a finding, not a verdict."""
     found = failover.finding(row.get("priority_policy"), row.get("pinned_id"), row.get("num_waiting"),
                              row.get("num_pending"), row.get("num_ack_pending"), row.get("max_ack_pending"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pandas as pd
 import streamlit as st
 
@@ -87,7 +89,7 @@ else:
 
 
 @st.cache_data(ttl=s.refresh, show_spinner=False)
-def _moves(paths: tuple[str, ...], since_: object, until_: object) -> pd.DataFrame:
+def _moves(paths: tuple[str, ...], since_: dt.datetime, until_: dt.datetime) -> pd.DataFrame:
     return pin_moves.fleet_moves(ui.fleet_stores(s), since_, until_, s)
 
 
