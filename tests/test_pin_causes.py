@@ -84,7 +84,7 @@ def site(nats_server, db_path, uid, monkeypatch):
         [sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url, "--db", db_path,
          "--interval", "0.3s", "--inference-grace", "1.5s", "--include-streams", stream, "--deploy-window", "1s",
          "--monitor-url", nats_server.monitor_url, "--metrics-address", f"127.0.0.1:{port}",
-         "--metrics-cardinality", "all", "--flapping-switches", "3"], env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+         "--metrics-cardinality", "all", "--flapping-switches", "3", "--health-min-span", "5s"], env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for k in list(os.environ):
         if k.startswith("JETWATCH_"):
             monkeypatch.delenv(k)
@@ -203,7 +203,8 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
                                                                  "operator_unpin", "operator_unpin"]
     assert mine["pin_moves"]["latest"][3]["requested_by"].startswith("client ops-script")
     # Five pins in the window, more than --flapping-switches 3: FLAPPING, said with its dominant cause.
-    assert mine["verdict"] == "FLAPPING", mine
+    mine = wait_until(lambda: (s := status())["verdict"] == "FLAPPING" and s, timeout=30,
+                      message="the consumer judged FLAPPING")
     assert "mostly operator unpin (2 of 4 moves: 2 operator unpin, 1 holder disconnected, 1 priority_timeout)" \
         in mine["reason"], mine["reason"]
     assert mine["next_step"].endswith(advice.FLAPPING_STEP["operator_unpin"]), mine["next_step"]
