@@ -368,3 +368,55 @@ def test_flapping_without_stored_causes_keeps_the_servers_reasons():
     context = advice.Context(priority_policy="pinned_client", unpins={"timeout": 3, "admin": 1})
     assert advice.next_step("FLAPPING", {}, context).startswith("3 timeouts and 1 admin unpin: the pinned client stops")
     assert advice.reason_since("FLAPPING", "5 pin switches", {}, context, dt.datetime.now(dt.UTC)) == "5 pin switches"
+
+
+# The API audit advisory of an unpin as nats-server 2.15.1 sent it (captured from a real server).
+AUDITED_UNPIN = (b'{"type":"io.nats.jetstream.advisory.v1.api_audit","id":"OJGp9d5zDtFhx5oW6X01ba","timestamp":'
+                 b'"2026-11-27T16:20:44.092791867Z","server":"NCQGH4CBNDCA32AWYANGSD4P3TVV24MLYW2OSV6BD53HVSX55B633CFU",'
+                 b'"client":{"start":"2026-11-27T16:20:44.085890964Z","host":"127.0.0.1","id":5,"acc":"$G","name":'
+                 b'"probe-op","lang":"python3","ver":"2.16.0","rtt":1166978,"server":"NCQGH4CBNDCA32AWYANGSD4P3TVV24M'
+                 b'LYW2OSV6BD53HVSX55B633CFU","kind":"Client","client_type":"nats"},"subject":"$JS.API.CONSUMER.UNPIN.'
+                 b'S.c","request":"{\\"group\\": \\"jobs\\"}","response":"{\\"type\\":\\"io.nats.jetstream.api.v1.'
+                 b'consumer_unpin_response\\"}"}')
+
+
+def test_only_unpin_requests_are_kept_of_the_api_audit_advisories():
+    from jetwatch.collectors.unpin_requests import NotAnUnpinRequest, parse_unpin_request
+
+    now = dt.datetime.now(dt.timezone.utc)
+    row = parse_unpin_request(AUDITED_UNPIN, now, "$G")
+    assert row is not None
+    assert {k: row[k] for k in ("stream", "consumer", "group_name", "client_name", "client_id", "client_host",
+                                "client_account", "error")} == {
+        "stream": "S", "consumer": "c", "group_name": "jobs", "client_name": "probe-op", "client_id": 5,
+        "client_host": "127.0.0.1", "client_account": "$G", "error": None}
+    info = AUDITED_UNPIN.replace(b"$JS.API.CONSUMER.UNPIN.S.c", b"$JS.API.CONSUMER.INFO.S.c")
+    assert parse_unpin_request(info, now, "$G") is None  # every other API call: dropped unparsed
+    refused = AUDITED_UNPIN.replace(b'consumer_unpin_response\\"}', b'consumer_unpin_response\\",\\"error\\":'
+                                    b'{\\"code\\":400,\\"err_code\\":10160,\\"description\\":\\"consumer does not have'
+                                    b' priority group\\"}}')
+    assert parse_unpin_request(refused, now, "$G")["error"] == "10160 consumer does not have priority group"
+    with pytest.raises(NotAnUnpinRequest, match="one stream and one consumer"):
+        parse_unpin_request(AUDITED_UNPIN.replace(b"UNPIN.S.c", b"UNPIN.S.c.d"), now, "$G")
+    with pytest.raises(NotAnUnpinRequest, match="not an API audit advisory"):
+        parse_unpin_request(AUDITED_UNPIN.replace(b"api_audit", b"other"), now, "$G")
+
+
+@pytest.mark.parametrize("state,expected", [
+    # (policy, pin, waiting, pending, in flight, max_ack_pending): readiness
+    (("pinned_client", "PIN", 1, 5, 0, 1000), "standby"),      # work pending: a waiting pull is not the holder's
+    (("pinned_client", "PIN", 1, 0, 0, 1000), "no_standby"),   # nothing pending: the holder's own pull waits
+    (("pinned_client", "PIN", 2, 0, 0, 1000), "standby"),      # one beyond the holder's
+    (("pinned_client", "PIN", 1, 5, 1000, 1000), "no_standby"),  # at max_ack_pending the holder's pull waits too
+    (("pinned_client", "PIN", 0, 5, 0, 1000), "no_standby"),
+    (("pinned_client", None, 3, 5, 0, 1000), "no_holder"),
+    (("overflow", "PIN", 0, 5, 0, 1000), None),                # not a pinned group: no finding
+])
+def test_failover_readiness_tells_the_holders_pulls_from_a_standbys(state, expected):
+    from jetwatch.health import failover
+
+    assert failover.readiness(*state, holder_pulls=1) == expected
+    if expected == "no_standby":
+        assert failover.finding(*state, holder_pulls=1)["finding"] == \
+            "No standby: if the holder stops, work stops until a new client pulls"
+    assert failover.readiness("pinned_client", "PIN", 2, 0, 0, 1000, holder_pulls=2) == "no_standby"  # pull-ahead clients
