@@ -63,6 +63,19 @@ def test_pins_page_in_chromium_says_why_each_pin_moved(live_dashboard):
     page.close()
 
 
+def test_consumer_page_in_chromium_says_whether_a_standby_waits(live_dashboard):
+    """The story's two workers: the Standby tile and its finding, in words outside any grid."""
+    import re
+
+    base, browser, _ = live_dashboard
+    page = _page(browser, f"{base}/consumer?stream={STREAM}&consumer={CONSUMER}")
+    page.get_by_text("Standby", exact=True).filter(visible=True).first.wait_for(timeout=30_000)
+    page.get_by_text(re.compile(r"a standby waits: if the holder stops|No standby: if the holder stops")).filter(
+        visible=True).first.wait_for(timeout=30_000)
+    no_errors(page)
+    page.close()
+
+
 @pytest.mark.screenshots
 def test_consumer_deep_link_in_chromium(live_dashboard):
     base, browser, _ = live_dashboard
