@@ -383,7 +383,7 @@ AUDITED_UNPIN = (b'{"type":"io.nats.jetstream.advisory.v1.api_audit","id":"OJGp9
 def test_only_unpin_requests_are_kept_of_the_api_audit_advisories():
     from jetwatch.collectors.unpin_requests import NotAnUnpinRequest, parse_unpin_request
 
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     row = parse_unpin_request(AUDITED_UNPIN, now, "$G")
     assert row is not None
     assert {k: row[k] for k in ("stream", "consumer", "group_name", "client_name", "client_id", "client_host",
