@@ -14,6 +14,8 @@ from jetwatch.dashboard import stores
 from jetwatch.health import pin_causes
 
 KEY = ["cluster", "account", "stream", "consumer"]
+RANGE_LIMIT = dt.timedelta(days=1)  # the Pins page reads why pins moved over at most the range's newest day
+ROWS_SHOWN = 2000  # the newest moves listed one by one (every one is counted per consumer)
 BY_CONSUMER = KEY + ["moves", "dominant", "causes"]
 
 
