@@ -55,7 +55,6 @@ from jetwatch.core.connection import connected_account
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import strip_userinfo
-from jetwatch import sql
 from jetwatch.health import pin_causes, silences
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes

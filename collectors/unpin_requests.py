@@ -8,7 +8,7 @@ id, host, user, account) with the request and response bodies. That subject carr
 jetwatch's own listing and message reads included, so this collector reads it with a plain
 subscription, drops every message that is not an unpin request before parsing it (a byte search for
 the unpin subject), and stores of an unpin only who asked, which consumer and group, and whether the
-server refused it (sql/migrations/0014_pin_causes.sql). Nothing is kept of the other calls.
+server refused it (sql/migrations/0015_pin_causes.sql). Nothing is kept of the other calls.
 
 Seen on nats-server 2.15.1: the audit advisory follows the UNPINNED advisory by well under a
 millisecond; the server publishes it only while someone subscribes, and then for every API call
