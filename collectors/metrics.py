@@ -33,7 +33,9 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
 from jetwatch.core.errors import JetwatchError
+from jetwatch.health import failover
 from jetwatch.health.config_findings import KINDS as CONFIG_KINDS
+from jetwatch.health.pin_causes import CAUSES as MOVE_CAUSES
 from jetwatch.health.rules import VERDICT_NAMES
 
 log = logging.getLogger("jetwatch.metrics")
@@ -83,10 +85,14 @@ METRICS: tuple[MetricDef, ...] = (
     _c("jetwatch_consumer_pin", "info", "The pin's id and its holder as the worker announced it (`holder`: the name, cut to 64 characters, or `unannounced`).", "pinned_id", "holder"),
     _c("jetwatch_consumer_pin_switches", "counter", "Pins captured by this collector since it started."),
     _c("jetwatch_consumer_unpins", "counter", "Unpins captured by this collector since it started, by reason (`admin`, `timeout`, or `other` for any other).", "reason"),
+    _c("jetwatch_consumer_pin_moves", "counter", "Pin switches by cause (`operator_unpin`, `leader_change`, `deploy`, `holder_disconnected`, `priority_timeout`, `unknown`), counted by this collector since it started, each once its cause is settled (--deploy-window after the pin ended). The Pins page says each one's cause in words.", "cause"),
+    _c("jetwatch_consumer_failover", "gauge", "pinned_client consumers: 1 for the group's failover readiness now (label `readiness`: `standby`, a client's pull waits beyond the holder's; `no_standby`, if the holder stops, work stops until a new client pulls; `no_holder`, nothing is pinned). Exported for every pinned_client consumer without a standby, whatever --metrics-cardinality.", "readiness"),
     _c("jetwatch_consumer_dropped_messages", "counter", "Messages the consumer gave up on, captured by this collector since it started, by reason: `max_deliver` (delivered max_deliver times, never acknowledged) or `terminated` (a client sent +TERM). The Consumer page and `status --json` list them.", "reason"),
     MetricDef("jetwatch_consumers", "gauge", "Consumers in the live state per verdict (always exported).", ("verdict",)),
     MetricDef("jetwatch_pin_switches", "counter", "Pins captured by this collector since it started, all consumers."),
     MetricDef("jetwatch_unpins", "counter", "Unpins captured by this collector since it started, all consumers, by reason (`admin`, `timeout`, or `other` for any other).", ("reason",)),
+    MetricDef("jetwatch_pin_moves", "counter", "Pin switches by cause, all consumers, counted since the collector started once each cause is settled.", ("cause",)),
+    MetricDef("jetwatch_pinned_groups", "gauge", "pinned_client consumers by failover readiness (`standby`, `no_standby`, `no_holder`; always exported).", ("readiness",)),
     MetricDef("jetwatch_dropped_messages", "counter", "Messages consumers gave up on, captured by this collector since it started, all consumers, by reason (`max_deliver` or `terminated`).", ("reason",)),
     MetricDef("jetwatch_collector_cycle_duration_seconds", "histogram", "Time a sampling cycle took, sampling to verdicts kept.", (), "collector"),
     MetricDef("jetwatch_collector_cycles", "counter", "Sampling cycles completed since start.", (), "collector"),
@@ -198,6 +204,40 @@ class DropCounts:
 
 
 @dataclass
+class MoveCounts:
+    """Pin switches by cause (health/pin_causes.py), counted once each when its cause is settled:
+    per consumer and for the whole fleet (the fleet totals survive `keep_only`, as PinCounts' do).
+    `counted` remembers the moves of the recent past already counted, by their identity."""
+
+    by_consumer: Counter = field(default_factory=Counter)  # (account, stream, consumer, group, cause)
+    fleet: Counter = field(default_factory=Counter)  # by cause
+    counted: dict[tuple[Any, ...], dt.datetime] = field(default_factory=dict)
+
+    def add(self, moves: pd.DataFrame, forget_before: dt.datetime) -> int:
+        """Count the moves not counted yet; forget identities older than `forget_before`."""
+        new = 0
+        for r in moves.itertuples(index=False):
+            ts = pd.Timestamp(r.ts).to_pydatetime()
+            key = (r.account, r.stream, r.consumer, ts, r.source)
+            if key in self.counted:
+                continue
+            self.counted[key] = ts
+            cause = r.cause if r.cause in MOVE_CAUSES else "unknown"
+            group = r.group_name if isinstance(r.group_name, str) else ""
+            self.by_consumer[(r.account or "", r.stream or "", r.consumer or "", group, cause)] += 1
+            self.fleet[cause] += 1
+            new += 1
+        self.counted = {k: t for k, t in self.counted.items() if t >= forget_before}
+        return new
+
+    def keep_only(self, consumers: set[tuple[str, str, str]]) -> None:
+        self.by_consumer = Counter({k: n for k, n in self.by_consumer.items() if k[:3] in consumers})
+
+    def copy(self) -> MoveCounts:
+        return MoveCounts(self.by_consumer.copy(), self.fleet.copy(), dict(self.counted))
+
+
+@dataclass
 class Snapshot:
     """What one cycle exports: every consumer with state, limits and verdict; collector health."""
 
@@ -213,6 +253,8 @@ class Snapshot:
     last_capture_gap_at: dt.datetime | None = None
     holders: dict[str, tuple[str, str]] = field(default_factory=dict)  # pin id -> (announced name, verification)
     drops: DropCounts = field(default_factory=DropCounts)
+    moves: MoveCounts = field(default_factory=MoveCounts)
+    holder_pulls: int = 1
 
 
 class CycleHistogram:
@@ -285,7 +327,24 @@ class CycleCollector(Collector):
             shown |= np.fromiter((bool(f) for f in frame["config_findings"]), dtype=bool, count=len(frame))
         return frame[shown]
 
+    def _failover(self, snap: Snapshot) -> Iterator[Metric]:
+        """Every pinned_client consumer shown, and every one without a standby whether shown or not:
+        one worker is a legitimate design, so it is a finding, not a verdict, and a consumer that is
+        OK would otherwise never show it."""
+        f = snap.consumers
+        fam = self._series("jetwatch_consumer_failover")
+        if not f.empty:
+            ready = failover.readiness_column(f, snap.holder_pulls)
+            shown = set(self._shown(f).index)
+            clusters = _label(f["cluster"]) if "cluster" in f else [""] * len(f)
+            for at, cl, a, s, c, g, r in zip(f.index, clusters, _label(f["account"]), _label(f["stream"]),
+                                            _label(f["consumer"]), _group(f), ready):
+                if r is not None and (r != failover.STANDBY or at in shown):
+                    fam.add_metric([cl, a, s, c, g, r], 1.0)
+        yield fam
+
     def _consumer_families(self, snap: Snapshot) -> Iterator[Metric]:
+        yield from self._failover(snap)
         f = self._shown(snap.consumers)
         if f.empty:
             return
@@ -361,6 +420,11 @@ class CycleCollector(Collector):
             if key[:4] in clusters:
                 unpins.add_metric([clusters[key[:4]], *key], n)
         yield unpins
+        moves = self._series("jetwatch_consumer_pin_moves")
+        for key, n in sorted(snap.moves.by_consumer.items()):
+            if key[:4] in clusters:
+                moves.add_metric([clusters[key[:4]], *key], n)
+        yield moves
         shown = {(a, s, c): (cl, a, s, c, g) for cl, a, s, c, g in labels}
         dropped = self._series("jetwatch_consumer_dropped_messages")
         for key, n in sorted(snap.drops.by_consumer.items()):
@@ -379,6 +443,16 @@ class CycleCollector(Collector):
         for reason, n in sorted(snap.pins.fleet_unpins.items()):
             unpins.add_metric([reason], n)
         yield unpins
+        moves = self._series("jetwatch_pin_moves")
+        for cause, n in sorted(snap.moves.fleet.items()):
+            moves.add_metric([cause], n)
+        yield moves
+        groups = self._series("jetwatch_pinned_groups")
+        ready = pd.Series(failover.readiness_column(snap.consumers, snap.holder_pulls)
+                          if not snap.consumers.empty else [], dtype=object)
+        for r in failover.READINESS:
+            groups.add_metric([r], float((ready == r).sum()))
+        yield groups
         dropped = self._series("jetwatch_dropped_messages")
         for reason, n in sorted(snap.drops.fleet.items()):
             dropped.add_metric([reason], n)

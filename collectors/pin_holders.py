@@ -29,7 +29,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from jetwatch import sql
-from jetwatch.core.clock import utcnow
+from jetwatch.core.clock import parse_rfc3339, utcnow
 from jetwatch.core.pin_announce import (
     NO_CONNZ,
     SUBJECTS,
@@ -55,7 +55,7 @@ class ConnzUnavailable(Exception):
 
 
 class Connz(Protocol):
-    async def connection(self, server_id: str, cid: int) -> dict[str, Any] | None: ...
+    async def connection(self, server_id: str, cid: int, closed_too: bool = False) -> dict[str, Any] | None: ...
 
 
 class HttpConnz:
@@ -74,11 +74,12 @@ class HttpConnz:
         with urllib.request.urlopen(request, timeout=self.timeout) as resp:  # noqa: S310 (operator-given URL)
             return json.loads(resp.read())
 
-    async def connection(self, server_id: str, cid: int) -> dict[str, Any] | None:
+    async def connection(self, server_id: str, cid: int, closed_too: bool = False) -> dict[str, Any] | None:
         answered = False
+        state = "&state=any" if closed_too else ""
         for url in self.urls:
             try:
-                reply = await asyncio.to_thread(self._get, url, f"/connz?cid={int(cid)}&auth=true")
+                reply = await asyncio.to_thread(self._get, url, f"/connz?cid={int(cid)}&auth=true{state}")
             except (OSError, ValueError):
                 continue
             answered = True
@@ -95,10 +96,12 @@ class SystemConnz:
     def __init__(self, nc: Client, timeout: float = 5.0):
         self.nc, self.timeout = nc, timeout
 
-    async def connection(self, server_id: str, cid: int) -> dict[str, Any] | None:
+    async def connection(self, server_id: str, cid: int, closed_too: bool = False) -> dict[str, Any] | None:
+        # `state` 2 is the server's ConnAll: open connections, then the closed ones it remembers.
+        options = {"cid": int(cid), "auth": True, **({"state": 2} if closed_too else {})}
         try:
             msg = await self.nc.request(f"$SYS.REQ.SERVER.{server_id}.CONNZ",
-                                        json.dumps({"cid": int(cid), "auth": True}).encode(), timeout=self.timeout)
+                                        json.dumps(options).encode(), timeout=self.timeout)
         except (TimeoutError, nats.errors.NoRespondersError, nats.errors.TimeoutError):
             return None  # no such server (any more): nothing there to verify against
         try:
@@ -136,6 +139,37 @@ async def check(connz: Connz | None, ann: Announcement, account: str | None) -> 
                              + (f" in account {where}" if where else ""))
 
 
+async def holder_exit(connz: Connz | None, pin_id: str, client_id: Any, server_id: Any,
+                      checked_at: dt.datetime) -> dict[str, Any]:
+    """What CONNZ says now of the connection a pin's holder announced: `open`, `closed` (with the
+    server's stop time and reason), or `unknown` (no CONNZ, no connection named, or none remembered)."""
+    row = {"pin_id": pin_id, "checked_at": checked_at, "state": "unknown", "stopped_at": None, "stop_reason": None,
+           "note": None}
+    if connz is None:
+        return {**row, "note": NO_CONNZ_NOTE}
+    if client_id is None or pd_missing(client_id) or not server_id:
+        return {**row, "note": "the holder announced no connection"}
+    try:
+        conn = await connz.connection(str(server_id), int(client_id), closed_too=True)
+    except ConnzUnavailable as exc:
+        return {**row, "note": f"CONNZ did not answer: {exc}"}
+    if conn is None:
+        return {**row, "note": f"CONNZ remembers no connection {int(client_id)} on server {server_id}"}
+    stop = conn.get("stop")
+    if not stop:
+        return {**row, "state": "open", "note": f"connection {int(client_id)} is still open"}
+    try:
+        stopped = parse_rfc3339(stop)
+    except ValueError:
+        stopped = None
+    return {**row, "state": "closed", "stopped_at": stopped, "stop_reason": storable(str(conn.get("reason") or ""))[:256] or None,
+            "note": f"connection {int(client_id)} closed"}
+
+
+def pd_missing(value: Any) -> bool:
+    return isinstance(value, float) and value != value
+
+
 def holder_row(ann: Announcement, checked: Checked, account: str | None, received_at: dt.datetime) -> dict[str, Any]:
     """The announcement as the store's `pin_holders` row."""
     row = {"pin_id": ann.pin_id, "account": account, "stream": ann.stream, "consumer": ann.consumer,
@@ -166,6 +200,7 @@ class PinHolderCapture:
         self.nc, self.connz, self.account, self.write, self.clock = nc, connz, account, write, clock
         self.holders: dict[str, tuple[str, str]] = {}
         self._queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(maxsize=1000)
+        self._exits: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
         self._sub: Any = None
 
     async def open(self, known: dict[str, tuple[str, str]] | None = None) -> None:
@@ -196,6 +231,58 @@ class PinHolderCapture:
                 self.holders.pop(next(iter(self.holders)))
         log.info("pin %s of %s/%s announced by %s: %s", ann.pin_id, ann.stream, ann.consumer, ann.name, checked.note)
         return row
+
+    def exits_to_check(self, advisories: list[dict[str, Any]]) -> int:
+        """Queue the timed-out pins among stored advisories for `run_exits` (the advisory capture never
+        waits on CONNZ); a full queue drops the check, which leaves that move's cause priority_timeout."""
+        queued = 0
+        for a in advisories:
+            if a.get("kind") == "consumer_group_unpinned" and a.get("reason") == "timeout":
+                try:
+                    self._exits.put_nowait(a)
+                    queued += 1
+                except asyncio.QueueFull:
+                    log.warning("timed-out pins arrive faster than CONNZ is asked about them: one not checked")
+        return queued
+
+    async def run_exits(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                first = await asyncio.wait_for(self._exits.get(), 0.5)
+            except TimeoutError:
+                continue
+            batch = [first]
+            while not self._exits.empty():
+                batch.append(self._exits.get_nowait())
+            try:
+                await self.check_exits(batch)
+            except Exception as exc:  # noqa: BLE001 - a failure costs these facts only
+                log.warning("checking timed-out pin holders' connections failed: %s: %s", type(exc).__name__, exc)
+
+    async def check_exits(self, advisories: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """For each pin that just timed out (stored UNPINNED advisories, reason `timeout`), ask CONNZ
+        about the connection its holder announced and store the answer: the pin moved because its
+        holder disconnected, or it stopped pulling while still connected."""
+        out = []
+        for a in advisories:
+            if a.get("kind") != "consumer_group_unpinned" or a.get("reason") != "timeout":
+                continue
+            key = {"account": a.get("account"), "stream": a.get("stream"), "consumer": a.get("consumer"), "ts": a["ts"]}
+            def ended(con: Any, key: dict[str, Any] = key) -> Any:
+                return con.execute(sql.query("ended_pin_holder"), key).fetchone()
+
+            found = await self.write(ended)
+            if not found:
+                continue
+            pin_id, client_id, server_id = found
+            row = await holder_exit(self.connz, pin_id, client_id, server_id, self.clock())
+            def store(con: Any, row: dict[str, Any] = row) -> None:
+                con.execute(sql.query("upsert_pin_holder_exit"), row)
+
+            await self.write(store)
+            log.info("pin %s timed out; its holder's connection: %s (%s)", pin_id, row["state"], row["note"])
+            out.append(row)
+        return out
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

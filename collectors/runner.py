@@ -25,6 +25,7 @@ import duckdb
 import pandas as pd
 from nats.aio.client import Client
 
+from jetwatch import sql
 from jetwatch.collectors.advisories import (
     Capture,
     CoreCapture,
@@ -45,15 +46,16 @@ from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
 from jetwatch.collectors.judging import JudgedCycle, event_counts, judge, keep, load_window
 from jetwatch.collectors.lag import LagReader, LagStats
 from jetwatch.collectors.live_state import LiveState
-from jetwatch.collectors.metrics import CycleHistogram, DropCounts, MetricsExporter, PinCounts, Snapshot
+from jetwatch.collectors.metrics import CycleHistogram, DropCounts, MetricsExporter, MoveCounts, PinCounts, Snapshot
 from jetwatch.collectors.pin_holders import HttpConnz, PinHolderCapture, SystemConnz, remembered_holders
 from jetwatch.collectors.rejects import RejectBudget
+from jetwatch.collectors.unpin_requests import UnpinRequestCapture
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.connection import connected_account
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import strip_userinfo
-from jetwatch.health import silences
+from jetwatch.health import pin_causes, silences
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes
 from jetwatch.store.database import Store, StoreError, StoreTooNew
@@ -115,6 +117,7 @@ class Collector:
         self.cycle_hooks: list[Callable[[Collector, JudgedCycle, float], Any]] = []
         self.pin_counts = PinCounts()
         self.drop_counts = DropCounts()
+        self.move_counts = MoveCounts()  # pin switches by cause, once settled
         self.durations = CycleHistogram()
         self.metrics: MetricsExporter | None = None
         self.metrics_bound: tuple[str, int] | None = None
@@ -138,6 +141,7 @@ class Collector:
         self._writing = asyncio.Lock()  # one write of cycles at a time (write_queued)
         self.pin_holders: PinHolderCapture | None = None  # who holds each pin, as announced
         self.dropped: DroppedReader | None = None  # reads the messages consumers dropped
+        self.unpin_requests: UnpinRequestCapture | None = None  # who asked for unpins (API audit advisory)
 
     async def write(self, fn: Callable[[Any], T]) -> T:
         """fn in one transaction on the writer thread."""
@@ -196,6 +200,11 @@ class Collector:
         self.last_capture_gap_at = await self.write(writes.last_capture_gap)
         self.capture = await self._open_capture()
         await self._open_pin_holders()
+        if s.capture_unpin_requests:
+            self.unpin_requests = UnpinRequestCapture(self.nc, self.scope.account, self.write, self.clock,
+                                                      lambda stream, consumer: self._watched(
+                                                          {"stream": stream, "consumer": consumer}))
+            await self.unpin_requests.open()
         self.dropped = DroppedReader(self.nc, self.scope.account, self.write, self.clock,
                                      timeout=min(2.0, s.request_timeout))
 
@@ -394,7 +403,7 @@ class Collector:
         window = self.window
         touched = []  # the state took this cycle's samples: a rollback leaves it ahead of the store
 
-        def tx(con: duckdb.DuckDBPyConnection) -> tuple[LiveState, JudgedCycle | BaseException]:
+        def tx(con: duckdb.DuckDBPyConnection) -> tuple[LiveState, tuple[JudgedCycle, tuple[pd.DataFrame, dt.datetime]] | BaseException]:
             for cycle in pending:
                 writes.write_samples(con, cycle.accounts, cycle.samples, cycle.kept, cycle.at, cycle.arrow)
                 writes.write_configs(con, cycle.configs)
@@ -417,7 +426,7 @@ class Collector:
             except Exception as exc:  # a fault in judging costs the verdicts, never the samples
                 return state, exc
             keep(con, verdicts)
-            return state, verdicts
+            return state, (verdicts, self._settled_moves(con, server_now))
 
         try:
             state, judged = await self.write(tx)
@@ -439,12 +448,29 @@ class Collector:
         self.window = state  # the state holds what the store holds, no more
         if isinstance(judged, BaseException):
             raise judged
-        judged.commit()
-        self.judged = judged
+        cycle, (moves, forget_before) = judged
+        self.move_counts.add(moves, forget_before)
+        cycle.commit()
+        self.judged = cycle
         self.seen = set(zip(newest.samples["account"], newest.samples["stream"], newest.samples["consumer"]))
         self.cycles += len(pending)
         self.durations.observe(time.monotonic() - newest.began)
-        await self._after_cycle(self.judged, time.monotonic() - newest.began)
+        await self._after_cycle(cycle, time.monotonic() - newest.began)
+
+    # Pin moves are counted for /metrics once their cause is settled, and at most this long after.
+    MOVES_HORIZON = dt.timedelta(minutes=10)
+
+    def _settled_moves(self, con: Any, server_now: dt.datetime) -> tuple[pd.DataFrame, dt.datetime]:
+        """Pin moves since the collector started (within MOVES_HORIZON) whose cause is settled: more
+        than --deploy-window ago, so a deploy's later moves and an inferred unpin's grace are in."""
+        started = self.server_now(self.started_at)
+        since = max(started, server_now - self.MOVES_HORIZON)
+        until = server_now - dt.timedelta(seconds=self.settings.deploy_window)
+        counted = sum(1 for t in self.move_counts.counted.values() if since <= t <= until)
+        if until <= since or con.execute(sql.query("unpins_between"), {"since": since, "until": until}
+                                         ).fetchone()[0] <= counted:  # nothing new: no need to ask why
+            return pd.DataFrame(columns=pin_causes.COLUMNS), since
+        return pin_causes.moves(con, since, until, self.settings), since
 
     def labelled(self, judged: JudgedCycle) -> pd.DataFrame:
         """The consumers as they leave the collector (/metrics, alerts): `cluster` is this
@@ -457,7 +483,8 @@ class Collector:
         """The cycle as the exporters see it (copies: rendering runs on another thread)."""
         return Snapshot(at=judged.at, consumers=self.labelled(judged),
                         holders=dict(self.pin_holders.holders) if self.pin_holders else {},
-                        pins=self.pin_counts.copy(), drops=self.drop_counts.copy(),
+                        pins=self.pin_counts.copy(), drops=self.drop_counts.copy(), moves=self.move_counts.copy(),
+                        holder_pulls=self.settings.holder_pulls,
                         cycle_buckets=list(self.durations.counts), cycle_sum=self.durations.total,
                         cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total,
                         capture_gaps=self.capture_gaps_total, last_capture_gap_at=self.last_capture_gap_at)
@@ -584,6 +611,8 @@ class Collector:
                         f"{g['to_seq']}): {g['reason']}")
         self.pin_counts.add(rows)
         self.drop_counts.add(rows)
+        if self.pin_holders is not None:  # what CONNZ says of a timed-out holder's connection, asked apart
+            self.pin_holders.exits_to_check(rows)
         if self.dropped is not None and drops_in(rows):
             self.dropped.more = True
         self.rejects_total += len(rejects)
@@ -725,6 +754,7 @@ class Collector:
         if self.cycles:  # pin counters of consumers no longer sampled (or never: forged advisories' names)
             self.pin_counts.keep_only(self.seen)
             self.drop_counts.keep_only(self.seen)
+            self.move_counts.keep_only(self.seen)
         self.retained = deleted
         if any(deleted.values()):
             log.info("retention: deleted %s", ", ".join(f"{n.removeprefix('retention_')} {c}"
@@ -789,7 +819,8 @@ class Collector:
             await self.start()
             assert self.pin_holders is not None
             await asyncio.gather(self._sample_loop(stop), self._event_loop(stop), self._retention_loop(stop),
-                                 self.pin_holders.run(stop))
+                                 self.pin_holders.run(stop), self.pin_holders.run_exits(stop),
+                                 *([self.unpin_requests.run(stop)] if self.unpin_requests is not None else []))
             if self.fatal is not None:  # what was not written is lost: the message says why
                 raise self.fatal
             # Last flush: whatever arrived before the stop is stored and acknowledged.
@@ -804,6 +835,8 @@ class Collector:
                 await self.capture.close()
             if self.pin_holders is not None:
                 await self.pin_holders.close()
+            if self.unpin_requests is not None:
+                await self.unpin_requests.close()
             self._writer.shutdown(wait=True)
             self._render.shutdown(wait=True)
             if self.alertmanager is not None:  # a post under way is cut: stopping never waits on Alertmanager

@@ -27,7 +27,7 @@ from jetwatch.core.clock import utcnow
 from jetwatch.core.durations import duration
 from jetwatch.core.pin_announce import holder_words
 from jetwatch.core.settings import Settings
-from jetwatch.health import silences, thresholds
+from jetwatch.health import advice, failover, pin_causes, silences, thresholds
 from jetwatch.health.rules import SEVERITY
 from jetwatch.store import clusters
 from jetwatch.store.database import Store, StoreError
@@ -68,6 +68,7 @@ class Read:
     error: StoreError | None = None
     dropped: pd.DataFrame | None = None  # the newest messages each consumer dropped (dropped_latest)
     silences: pd.DataFrame | None = None  # the silences not ended (silences_open)
+    moves: pd.DataFrame | None = None  # pin moves with their causes over MOVES_BACK (pin_moves)
 
     @property
     def name(self) -> str:
@@ -82,11 +83,14 @@ def read_stores(settings: Settings, args: argparse.Namespace) -> list[Read]:
         store = Store(path, lock_timeout=settings.lock_timeout)
         try:
             cluster = clusters.identity(store).cluster
-            verdicts_read, dropped, silenced = store.queries([("verdicts_status", {}),
-                                                              ("dropped_latest", {"per_consumer": DROPPED_SHOWN}),
-                                                              ("silences_open", {})])
+            now = utcnow()
+            # Why pins moved only for `status --json`: `check` reads verdicts alone.
+            moved = [("pin_moves", pin_causes.params(now - MOVES_BACK, now, settings))] if getattr(args, "json", False) else []
+            verdicts_read, dropped, silenced, *more = store.queries([
+                ("verdicts_status", {}), ("dropped_latest", {"per_consumer": DROPPED_SHOWN}), ("silences_open", {}),
+                *moved])
             found.append(Read(str(path), cluster, silences.attach(verdicts_read, silenced, utcnow()),
-                              dropped=dropped, silences=silenced))
+                              dropped=dropped, silences=silenced, moves=more[0] if more else None))
         except StoreError as exc:
             found.append(Read(str(path), None, None, exc))
     twice = clusters.duplicates([(r.cluster, r.path) for r in found if r.cluster is not None])
@@ -95,8 +99,9 @@ def read_stores(settings: Settings, args: argparse.Namespace) -> list[Read]:
     return [r for r in found if r.cluster is None or _glob(r.cluster, getattr(args, "clusters", None))]
 
 
-def filtered(read: Read, args: argparse.Namespace) -> pd.DataFrame:
-    """One readable store's verdicts, with its cluster, filtered as asked."""
+def filtered(read: Read, args: argparse.Namespace, settings: Settings | None = None) -> pd.DataFrame:
+    """One readable store's verdicts, with its cluster, filtered as asked; with `settings`, each
+    consumer's pin moves and failover readiness too (`status --json`)."""
     frame = read.frame
     assert frame is not None, "only a store that was read is filtered"
     keep = (_matches(frame["account"], args.account) & _matches(frame["stream"], args.stream)
@@ -109,6 +114,41 @@ def filtered(read: Read, args: argparse.Namespace) -> pd.DataFrame:
     none = {"count": 0, "latest": []}
     out["dropped"] = pd.Series([drops.get(k, none) for k in zip(out["account"], out["stream"], out["consumer"])],
                                index=out.index, dtype=object)
+    if settings is not None:
+        moved = moves_by_consumer(read.moves, utcnow(), settings.health_window)
+        nothing = {"window_seconds": settings.health_window, "by_cause": {}, "dominant": None, "latest": []}
+        out["pin_moves"] = pd.Series([moved.get(k, nothing) for k in zip(out["account"], out["stream"], out["consumer"])],
+                                     index=out.index, dtype=object)
+        out["failover"] = pd.Series([failover.finding(r.priority_policy, _text(r.pinned_id), r.num_waiting, r.num_pending,
+                                                      r.num_ack_pending, r.max_ack_pending, settings.holder_pulls)
+                                     for r in out.itertuples()], index=out.index, dtype=object)
+    return out
+
+
+MOVES_BACK = dt.timedelta(days=1)  # how far back `status --json` lists pin moves
+MOVES_SHOWN = 5  # the newest pin moves listed per consumer
+
+
+def _move(m: dict[str, Any]) -> dict[str, Any]:
+    return {"at": _iso(m["ts"]), "cause": m["cause"], "why": pin_causes.why(m), "from_pin": _text(m["from_pin"]),
+            "to_pin": _text(m["to_pin"]), "from_holder": _text(m["from_holder"]), "to_holder": _text(m["to_holder"]),
+            "requested_by": pin_causes.requester_words(m)}
+
+
+def moves_by_consumer(moves: pd.DataFrame | None, now: dt.datetime,
+                      window_s: float) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(account, stream, consumer) -> the causes of its pin moves in the health window (what FLAPPING
+    judges), the dominant one, and its newest moves of the last day with their causes in words."""
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    if moves is None or moves.empty:
+        return out
+    since = pd.Timestamp(now) - pd.Timedelta(seconds=window_s)
+    for key, group in moves.groupby(["account", "stream", "consumer"], sort=False):
+        recent = group[pd.to_datetime(group["ts"], utc=True) >= since]
+        by_cause = pin_causes.counts(recent["cause"])
+        newest = group.sort_values("ts", ascending=False).head(MOVES_SHOWN)
+        out[key] = {"window_seconds": window_s, "by_cause": by_cause, "dominant": pin_causes.dominant(by_cause),
+                    "latest": [_move(m) for m in newest.to_dict("records")]}
     return out
 
 
@@ -168,9 +208,9 @@ def worst_first(frames: list[pd.DataFrame]) -> pd.DataFrame:
             .drop(columns="_rank").reset_index(drop=True))
 
 
-def verdicts(reads: list[Read], args: argparse.Namespace) -> pd.DataFrame:
+def verdicts(reads: list[Read], args: argparse.Namespace, settings: Settings | None = None) -> pd.DataFrame:
     """verdicts_current of every readable store, filtered as asked, worst first."""
-    return worst_first([filtered(r, args) for r in reads if r.frame is not None])
+    return worst_first([filtered(r, args, settings) for r in reads if r.frame is not None])
 
 
 def _iso(value: Any) -> str | None:
@@ -214,9 +254,29 @@ def _thresholds(r: Any) -> dict[str, Any]:
     return thresholds.from_metadata(json.loads(text) if text else None).as_dict()
 
 
+def _reason(r: Any) -> str:
+    """The verdict's reason; FLAPPING's with the dominant cause of its pin moves (status --json)."""
+    moves = getattr(r, "pin_moves", None)
+    if r.verdict != "FLAPPING" or not isinstance(moves, dict):
+        return r.reason
+    return advice.flapping_reason(r.reason, advice.Context(moves=moves["by_cause"]))
+
+
+def _next_step(r: Any) -> str | None:
+    """What to do about the verdict (health/advice.py), with what status knows of the consumer."""
+    moves = getattr(r, "pin_moves", None)
+    if not isinstance(moves, dict):
+        return None
+    findings = json.loads(r.findings) if isinstance(r.findings, str) else []
+    context = advice.Context(pinned_id=_text(getattr(r, "pinned_id", None)),
+                             priority_policy=_text(getattr(r, "priority_policy", None)), moves=moves["by_cause"])
+    return advice.next_step(r.verdict, findings[0].get("numbers") if findings else {}, context)
+
+
 def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{"cluster": r.cluster, "account": r.account, "stream": r.stream, "consumer": r.consumer,
-             "verdict": r.verdict, "level": r.level, "reason": r.reason, "since": _iso(r.since),
+             "verdict": r.verdict, "level": r.level, "reason": _reason(r), "next_step": _next_step(r),
+             "since": _iso(r.since),
              "judged_at": _iso(r.judged_at), "findings": json.loads(r.findings),
              "config_findings": json.loads(getattr(r, "config_findings", None) or "[]"),
              "oldest_unacked": {"age_seconds": _num(r.oldest_unacked_age_seconds),
@@ -226,6 +286,7 @@ def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
              "time_to_loss_seconds": _num(r.time_to_loss_seconds),
              "pin": _pin(r), "silence": _silence(r), "thresholds": _thresholds(r),
              "dropped": getattr(r, "dropped", None) or {"count": 0, "latest": []},
+             "pin_moves": getattr(r, "pin_moves", None), "failover": getattr(r, "failover", None),
              "eta": {"state": _text(r.eta_state), "seconds": _num(r.eta_seconds), "low_seconds": _num(r.eta_low_seconds),
                      "high_seconds": _num(r.eta_high_seconds)}}
             for r in frame.itertuples()]
@@ -236,7 +297,7 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
     unread = [(r, r.error) for r in reads if r.error is not None]
     if len(reads) == 1 and unread:
         raise unread[0][1]  # one store: said in words, exactly as before clusters
-    frame = verdicts(reads, args)
+    frame = verdicts(reads, args, settings if args.json else None)
     for r, error in unread:  # the others are printed; which store is missing is said beside them
         print(f"jetwatch: {r.name} not read: {error}", file=sys.stderr)
     code = max((error.exit_code for _, error in unread), default=0)

@@ -203,6 +203,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("capture_max_age", 7 * 86400.0, "Longest time the capture stream keeps an advisory.", parse_duration, "collect", minimum=60.0),
     Setting("capture_max_bytes", 256 << 20, "Largest size of the capture stream.", parse_size, "collect", minimum=1 << 20),
     Setting("inference_grace", 10.0, "How long a pin change seen only in sampled state waits for its advisory before it is recorded as inferred.", parse_duration, "collect", minimum=0.0, maximum=86400.0),
+    Setting("deploy_window", 60.0, "Pins of at least --deploy-groups consumers moving (other than by an operator or a leader change) within this time of each other are a deploy; so is a pin whose next holder announced another version. Pin switches are counted in /metrics by cause once this has passed.", parse_duration, "collect", minimum=1.0, maximum=86400.0),
+    Setting("deploy_groups", 3, "How many consumers' pins must move within --deploy-window for the moves to count as a deploy.", int, "collect", minimum=2, maximum=100000),
+    Setting("holder_pulls", 1, "Pull requests a pin holder keeps waiting at once (1 for a pull loop; 2 for clients that pull ahead, such as the JavaScript client's consume()): with nothing pending, waiting pulls beyond this many are a standby's.", int, "collect", minimum=0, maximum=1000),
+    Setting("capture_unpin_requests", True, "Read the server's API audit advisory ($JS.EVENT.ADVISORY.API) to name the client behind each unpin not made through jetwatch. The server then publishes an advisory for every JetStream API call of the account, jetwatch's own listing included (only unpin requests are kept): off saves that traffic where the collector samples with CONSUMER.LIST at scale.", parse_bool, "collect"),
     Setting("include_streams", (), "Only these streams (glob patterns, comma separated).", parse_list, "collect"),
     Setting("exclude_streams", (), "Never these streams (glob patterns, comma separated).", parse_list, "collect"),
     Setting("include_consumers", (), "Only these consumers (glob patterns, comma separated).", parse_list, "collect"),
@@ -290,6 +294,10 @@ class _Typed:
     capture_max_age: float
     capture_max_bytes: int
     inference_grace: float
+    deploy_window: float
+    deploy_groups: int
+    holder_pulls: int
+    capture_unpin_requests: bool
     include_streams: tuple[str, ...]
     exclude_streams: tuple[str, ...]
     include_consumers: tuple[str, ...]

@@ -16,7 +16,7 @@ import pandas as pd
 from jetwatch.core.clock import utcnow
 from jetwatch.dashboard.tables import since_cell
 from jetwatch.dashboard.text import duration, pin_tail
-from jetwatch.health import silences
+from jetwatch.health import pin_causes, silences
 from jetwatch.health.rules import VERDICT_NAMES, Thresholds
 from jetwatch.health.sessions import SESSION_COLUMNS, pin_sessions
 from jetwatch.store.database import Store, StoreMissing
@@ -39,7 +39,7 @@ FLEET_COLUMNS = KEY + [
     "priority_policy", "pin_group", "pinned_id", "pinned_ts", "holder_name", "holder_verification", "paused",
     "findings", "ts", "since", "oldest_unacked_age_seconds", "oldest_unacked_age_kind", "eta_state", "eta_seconds",
     "eta_low_seconds", "eta_high_seconds",
-    "last_pull", "last_ack", "first_seen", "unpins",
+    "last_pull", "last_ack", "first_seen", "unpins", "moves",
     # Settings that defeat themselves and resets (health/config_findings.py): beside the verdict, never in it.
     "config_findings",
     # An operator's silence beside the verdict, where one holds (health/silences.py): never instead of it.
@@ -92,6 +92,7 @@ def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime |
     for r in unpins.itertuples(index=False):
         reasons.setdefault((r.account, r.stream, r.consumer), {})[r.reason] = int(r.unpins)
     out["unpins"] = [reasons.get(k, {}) for k in zip(out["account"], out["stream"], out["consumer"])]
+    out["moves"] = _flapping_causes(store, out, now - window, now)
     judged = out["verdict"].notna()
     out["verdict"] = out["verdict"].where(judged, "COLLECTING")
     out["reason"] = out["reason"].where(judged, "not judged yet: the collector judges after its next cycle")
@@ -101,6 +102,20 @@ def fleet(store: Store, thresholds: Thresholds | None = None, now: dt.datetime |
     ts = latest["ts"]  # already timestamps from the store: no parse of every value for the newest
     as_of = (ts if pd.api.types.is_datetime64_any_dtype(ts) else pd.to_datetime(ts)).max().to_pydatetime()
     return Fleet(out[FLEET_COLUMNS], collector, as_of)  # in the query's order: worst first
+
+
+def _flapping_causes(store: Store, out: pd.DataFrame, since: dt.datetime, until: dt.datetime) -> list[dict[str, int]]:
+    """Why the health window's pins moved (moves per cause, health/pin_causes.py), for each FLAPPING
+    consumer: what its reason and next step name. Read only when a consumer is FLAPPING (one query for
+    all of them, or one consumer's alone); every other row has none."""
+    flapping = out[out["verdict"] == "FLAPPING"]
+    if flapping.empty:
+        return [{}] * len(out)
+    one = flapping.iloc[0] if len(flapping) == 1 else None
+    moved = store.query("pin_moves", pin_causes.params(
+        since, until, None, *((one["account"], one["stream"], one["consumer"]) if one is not None else ())))
+    causes = pin_causes.by_consumer(moved)
+    return [causes.get(k, {}) for k in zip(out["account"], out["stream"], out["consumer"])]
 
 
 # The collector's own times, written on its host's clock (samples, verdicts and advisories carry the server's).

@@ -93,8 +93,8 @@ def _time(value: object) -> Any:
 def context(row: Any) -> advice.Context:
     """What the advice reads about one Fleet row (a Series or a namedtuple-like mapping)."""
     get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
-    unpins = get("unpins")
-    return advice.Context(
+    unpins, moves = get("unpins"), get("moves")
+    return advice.Context(moves=moves if isinstance(moves, dict) else {},
         pinned_id=_text(get("pinned_id")), priority_policy=_text(get("priority_policy")), group=_text(get("pin_group")),
         unpins=unpins if isinstance(unpins, dict) else {}, last_pull=_time(get("last_pull")),
         last_ack=_time(get("last_ack")), first_seen=_time(get("first_seen")), paused_until=_time(get("pause_until")),

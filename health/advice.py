@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from jetwatch.health import pin_causes
+
 
 @dataclass(frozen=True)
 class Context:
@@ -27,6 +29,7 @@ class Context:
     priority_policy: str | None = None
     group: str | None = None
     unpins: Mapping[str, int] = field(default_factory=dict)  # unpin reason -> count in the health window
+    moves: Mapping[str, int] = field(default_factory=dict)  # pin move cause (health/pin_causes.py) -> count in it
     last_pull: dt.datetime | None = None  # the last pull or delivery seen in the samples
     last_ack: dt.datetime | None = None  # the last time the ack floor moved
     first_seen: dt.datetime | None = None  # the oldest sample looked at (for "not since at least ...")
@@ -112,7 +115,41 @@ def _unpinned(numbers: Mapping[str, Any], c: Context) -> str:
             "or check why its pulls fail")
 
 
+# FLAPPING's next step by the dominant cause of the window's pin moves.
+FLAPPING_STEP = {
+    "operator_unpin": "operators keep unpinning: see the Audit page and the requesters named on the Pins page for "
+                      "who and why, and stop unpinning a holder that works",
+    "leader_change": "the consumer's leader keeps changing, and each new leader pins anew: check the cluster (server "
+                     "restarts, routes, `nats server report jetstream`), not the clients",
+    "deploy": "deploys move the pin: expected while one rolls out; have workers drain (or unpin) before they stop, so "
+              "the pin moves at once instead of after priority_timeout",
+    "holder_disconnected": "the pinned client keeps disconnecting: look at its restarts and logs (crashes, OOM kills, "
+                           "the network); until priority_timeout passes nobody takes its work",
+    "priority_timeout": "the pinned client stops pulling for longer than priority_timeout while connected: look for "
+                        "pauses in it (slow handlers, GC, blocked I/O), or raise priority_timeout",
+    "unknown": "the pin moves with no stored cause: check the Pins page for capture gaps, and the group's clients "
+               "for restarts",
+}
+
+
+def flapping_cause(moves: Mapping[str, int]) -> str | None:
+    """'mostly priority_timeout (4 of 6 moves: 4 priority_timeout, 2 operator unpin)', or 'no single cause
+    (...)' on a tie (whose step is then the first tied cause's in pin_causes.CAUSES order, the more specific
+    fact); None with no moves."""
+    top = pin_causes.dominant(moves)
+    if top is None:
+        return None
+    total = sum(moves.values())
+    if sum(1 for n in moves.values() if n == moves[top]) > 1:  # a tie: no cause dominates
+        return f"no single cause ({total} moves: {pin_causes.counts_words(moves)})"
+    return (f"mostly {pin_causes.CAUSE_WORDS[top]} ({moves[top]} of {total} moves"
+            + (f": {pin_causes.counts_words(moves)})" if len([n for n in moves.values() if n]) > 1 else ")"))
+
+
 def _flapping(numbers: Mapping[str, Any], c: Context) -> str:
+    top = pin_causes.dominant(c.moves)
+    if top is not None:
+        return f"{flapping_cause(c.moves)}: {FLAPPING_STEP[top]}"
     timeouts, admin = c.unpins.get("timeout", 0), c.unpins.get("admin", 0)
     if timeouts >= admin and timeouts:
         step = ("the pinned client stops pulling for longer than priority_timeout: look for pauses in it (slow "
@@ -194,6 +231,8 @@ def reason_since(verdict: str, reason: str, numbers: Mapping[str, Any] | None, c
     stored without one is worded from the last pull or acknowledgement seen. Other verdicts keep
     their reason."""
     numbers = numbers or {}
+    if verdict == "FLAPPING":
+        return flapping_reason(reason, context)
     if verdict in ONSET_VERDICTS and context.since is not None and _HELD_FOR.search(reason):
         return _HELD_FOR.sub(f" since {_when(context.since, now)}", reason, count=1)
     if verdict == "NO_PULLERS":
@@ -207,6 +246,12 @@ def reason_since(verdict: str, reason: str, numbers: Mapping[str, Any] | None, c
         if when:
             return f"{_msgs(_n(numbers, 'ack_pending'))} handed out and none acknowledged {when}"
     return reason
+
+
+def flapping_reason(reason: str, context: Context) -> str:
+    """FLAPPING's reason with the dominant cause of the window's pin moves after it."""
+    cause = flapping_cause(context.moves)
+    return f"{reason}; {cause}" if cause and cause not in reason else reason
 
 
 # -- Actions that can succeed -----------------------------------------------------------------

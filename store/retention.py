@@ -35,7 +35,8 @@ class Cutoffs:
 
 EVENT_TABLES = ("retention_events", "retention_rejects", "retention_inferred", "retention_verdict_changes",
                 "retention_configs", "retention_drains", "retention_pipeline_runs", "retention_pin_confirmations",
-                "retention_pin_holders", "retention_dropped_reads", "retention_silences")
+                "retention_pin_holders", "retention_dropped_reads", "retention_silences", "retention_unpin_requests",
+                "retention_pin_holder_exits")
 
 
 def _deleted(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, object]) -> int:

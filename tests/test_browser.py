@@ -47,6 +47,35 @@ def test_pins_page_in_chromium_shows_the_timeline_with_unpin_reasons(live_dashbo
     page.close()
 
 
+def test_pins_page_in_chromium_says_why_each_pin_moved(live_dashboard):
+    """The story's stalled holder (priority_timeout) and admin unpin (an operator unpin, its requester named
+    by the server's API audit advisory), counted in words above the tables (their cells are a canvas)."""
+    import re
+
+    base, browser, _ = live_dashboard
+    page = _page(browser, base + "/pins")
+    page.get_by_text("Why pins moved").filter(visible=True).first.wait_for(timeout=30_000)
+    page.get_by_text(re.compile(r"pin moves in range: .*operator unpin")).filter(visible=True).first.wait_for(
+        timeout=30_000)
+    page.get_by_text(re.compile(r"pin moves in range: .*priority_timeout")).filter(visible=True).first.wait_for(
+        timeout=30_000)
+    no_errors(page)
+    page.close()
+
+
+def test_consumer_page_in_chromium_says_whether_a_standby_waits(live_dashboard):
+    """The story's two workers: the Standby tile and its finding, in words outside any grid."""
+    import re
+
+    base, browser, _ = live_dashboard
+    page = _page(browser, f"{base}/consumer?stream={STREAM}&consumer={CONSUMER}")
+    page.get_by_text("Standby", exact=True).filter(visible=True).first.wait_for(timeout=30_000)
+    page.get_by_text(re.compile(r"a standby waits: if the holder stops|No standby: if the holder stops")).filter(
+        visible=True).first.wait_for(timeout=30_000)
+    no_errors(page)
+    page.close()
+
+
 @pytest.mark.screenshots
 def test_consumer_deep_link_in_chromium(live_dashboard):
     base, browser, _ = live_dashboard

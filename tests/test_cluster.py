@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import nats
 import pytest
 
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
+from jetwatch.core.settings import Settings
 from jetwatch.demo.server import cluster
 from jetwatch.demo.workers import PullWorker
+from jetwatch.health import pin_causes
 from jetwatch.store.database import Store
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, publish, rows
 from tests.incident_library import cluster_ready, judged, leader_changes, run_library
@@ -71,6 +74,7 @@ def test_leader_stepdown_yields_one_inferred_unpin_and_the_next_pin_once(three_n
             target = collector.cycles + 6
             await eventually(lambda: collector.cycles >= target, timeout=30, message="cycles past grace")
             history = rows(store, PIN_ROWS)
+            new_leader = await _leader(api)
         await worker.stop()
         await nc.close()
         assert history == [
@@ -78,6 +82,13 @@ def test_leader_stepdown_yields_one_inferred_unpin_and_the_next_pin_once(three_n
             ("unpinned", None, None, "inferred"),
             ("pinned", worker.pin_id, None, "advisory"),
         ]
+        # Why it moved: the consumer elected a leader between the two pins (LEADER_ELECTED, captured).
+        now = dt.datetime.now(dt.UTC)
+        [move] = store.read(lambda con: pin_causes.moves(con, now - dt.timedelta(hours=1), now, Settings())
+                            ).to_dict("records")
+        assert (move["cause"], move["from_pin"], move["to_pin"]) == ("leader_change", first, worker.pin_id)
+        assert move["new_leader"] == new_leader
+        assert pin_causes.why(move).startswith("consumer leader elected at ") and new_leader in pin_causes.why(move)
 
     run(scenario())
 

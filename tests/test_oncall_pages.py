@@ -330,10 +330,12 @@ def test_pins_and_fleet_agree_on_flapping_on_the_same_store(nats_server, tmp_pat
     fleet = frame(at, "Verdict")
     mine = fleet[consumers(fleet) == "worker"].iloc[0]
     assert mine["Verdict"] == "FLAPPING"
-    assert "timeout" in mine["Next step"] and "1 admin unpin" in mine["Next step"]  # its unpin reasons, counted
+    # Why its pins moved, counted: the story's stalled holder (priority_timeout) and admin unpin (requester
+    # named by the server's API audit advisory).
+    assert "1 priority_timeout" in mine["Next step"] and "1 operator unpin" in mine["Next step"], mine["Next step"]
     at.switch_page("views/pins.py").run()
-    summary = frame(at, "Flapping")
-    assert summary[consumers(summary) == "worker"].iloc[0]["Flapping"] == "FLAPPING"
+    summary = frame(at, "Flapping now")
+    assert summary[consumers(summary) == "worker"].iloc[0]["Flapping now"] == "FLAPPING"
 
 
 # -- Pin timeline: operator actions from the audit log -----------------------------------------

@@ -457,10 +457,11 @@ def test_a_drain_whose_final_pause_the_server_refused_is_audited_as_failed(nats_
     from tests.helpers import eventually
 
     stream = f"{uid}_STAY"
-    stay_until = utcnow() + dt.timedelta(seconds=3)
 
     async def scenario() -> str:
         nc, api, w = await _held_work(nats_server.url, stream, "c", f"{uid}.stay")
+        # Set once the work is held, not before: on a busy machine that set-up alone can take seconds.
+        stay_until = utcnow() + dt.timedelta(seconds=3)
         proc, seen = await _cli_drain_holding_two(nats_server.url, db_path, stream, "--then", "stay-paused",
                                                   "--stay-until", stay_until.isoformat())
         await eventually(lambda: utcnow() > stay_until + dt.timedelta(seconds=0.5), timeout=30,

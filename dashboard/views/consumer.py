@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -12,7 +13,7 @@ import streamlit as st
 from jetwatch.actions.operations import THEN_CHOICES, Target
 from jetwatch.core.pin_announce import verification_words
 from jetwatch.dashboard import charts, data, dropped, operator, stores, tables, ui, url_state
-from jetwatch.health import advice, silences, thresholds
+from jetwatch.health import advice, failover, silences, thresholds
 from jetwatch.store.database import StoreError, StoreMissing
 
 s = ui.settings()
@@ -174,6 +175,21 @@ def silences_section(found: pd.DataFrame, now: dt.datetime) -> None:
     st.dataframe(ui.visible_frame(data.silences_table(found, now)), key="consumer_silences", hide_index=True)
 
 
+def standby(col: Any, row: pd.Series) -> None:
+    """Failover readiness of a pinned_client group (health/failover.py): a finding, not a verdict."""
+    found = failover.finding(row.get("priority_policy"), row.get("pinned_id"), row.get("num_waiting"),
+                             row.get("num_pending"), row.get("num_ack_pending"), row.get("max_ack_pending"),
+                             s.holder_pulls)
+    if found is None:
+        return
+    value = {failover.STANDBY: f"{found['standby_pulls']} waiting", failover.NO_STANDBY: "none",
+             failover.NO_HOLDER: "no holder"}[found["readiness"]]
+    col.metric("Standby", value, help="pulls waiting beyond the holder's, read from num_waiting: with messages "
+               "pending, a pull carrying the pin id is served at once, so every waiting pull is a standby's; with "
+               f"none pending, the holder's own pull waits too (counted as {s.holder_pulls}, --holder-pulls)")
+    col.caption(found["finding"])
+
+
 def poison(gone: pd.DataFrame, naks: pd.DataFrame) -> None:
     """Messages the consumer dropped, and naked ones about to be, each with the line that reads it."""
     st.markdown("#### Dropped messages")
@@ -258,7 +274,9 @@ def live() -> None:
             if spread:
                 tiles[3].caption(f"range {spread}")
         loss = row.get("time_to_loss_seconds")
-        st.columns(4)[0].metric(
+        more = st.columns(4)
+        standby(more[1], row)
+        more[0].metric(
             "Time to loss", "none" if loss is None or pd.isna(loss) else "losing now" if loss <= 0
             else "~" + ui.duration(loss),
             help="when the stream's limits (max_age, max_msgs, max_bytes with discard old) remove messages this "

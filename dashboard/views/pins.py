@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pandas as pd
 import streamlit as st
 
-from jetwatch.dashboard import charts, data, stores, tables, ui, url_state
+from jetwatch.dashboard import charts, data, pin_moves, stores, tables, ui, url_state
 from jetwatch.health import rules
 from jetwatch.store.database import StoreError
 
@@ -83,6 +85,37 @@ else:
                   if history.counts.get("sessions", 0) > len(sessions) and not search and not reasons else ""))
     st.dataframe(ui.visible_frame(table), key="pins_sessions", hide_index=True,
                  column_config=tables.column_config(tables.SESSIONS, table))
+
+
+
+@st.cache_data(ttl=s.refresh, show_spinner=False)
+def _moves(paths: tuple[str, ...], since_: dt.datetime, until_: dt.datetime) -> pd.DataFrame:
+    return pin_moves.fleet_moves(ui.fleet_stores(s), since_, until_, s)
+
+
+st.markdown("#### Why pins moved")
+why_since = max(since, until - pin_moves.RANGE_LIMIT)  # a long range: its newest day (every move is read)
+try:
+    moved = _moves(tuple(cs.path for cs in ui.fleet_stores(s)), why_since, until)
+except StoreError as exc:
+    st.error(ui.md(exc))
+    moved = pd.DataFrame()
+moved = moved[matches(moved)] if not moved.empty else moved
+if moved.empty:
+    st.caption("no pin moved in this range")
+else:
+    several = len(ui.fleet_stores(s)) > 1
+    newest = f" (the range's newest {ui.duration(pin_moves.RANGE_LIMIT.total_seconds())})" if why_since > since else ""
+    st.caption(f"{len(moved):,} pin moves in range{newest}: {ui.md(pin_moves.fleet_words(moved))}. Each move's cause is the "
+               "first the stored facts show: an operator's unpin (named from the audit log, or the client the server's "
+               "API audit named), a leader change, a deploy (the holder's version changed, or many groups re-pinned "
+               "within --deploy-window), the holder's connection closed (CONNZ), or priority_timeout.")
+    st.dataframe(ui.visible_frame(pin_moves.consumers_table(pin_moves.by_consumer(moved), several)),
+                 key="pins_why_consumers", hide_index=True)
+    st.dataframe(ui.visible_frame(pin_moves.switches_table(moved.head(pin_moves.ROWS_SHOWN), several)),
+                 key="pins_why_switches", hide_index=True)
+    if len(moved) > pin_moves.ROWS_SHOWN:
+        st.caption(f"The newest {pin_moves.ROWS_SHOWN:,} moves of {len(moved):,}: search to narrow.")
 
 with st.expander(f"Pin events ({len(events):,}{', the newest' if len(events) >= data.ROWS_SHOWN else ''})"):
     if events.empty:
