@@ -41,7 +41,7 @@ def test_pins_page_in_chromium_shows_the_timeline_with_unpin_reasons(live_dashbo
     page.get_by_text(f"{STREAM} / {CONSUMER} [jobs]").first.wait_for(timeout=30_000)
     page.get_by_text("unpinned: timeout").filter(visible=True).first.wait_for(timeout=30_000)
     page.get_by_text("unpinned: admin").filter(visible=True).first.wait_for(timeout=30_000)
-    page.get_by_text("5 pin events in range").filter(visible=True).first.wait_for(timeout=30_000)
+    page.get_by_text("Pin events (5)").filter(visible=True).first.wait_for(timeout=30_000)
     no_errors(page)
     shoot(page, "live-pins.png")
     page.close()

@@ -135,6 +135,7 @@ def test_the_collectors_state_judges_as_a_fresh_start_and_writes_only_what_chang
                     or row["eta_state"] != (None if pd.isna(old["eta_state"]) else old["eta_state"])
                     or any(not _same_number(row[c], old[c]) for c in NUMBERS)
                     or json.loads(row["findings"]) != json.loads(old["findings"])
+                    or json.loads(row["config_findings"]) != json.loads(old["config_findings"] or "[]")
                     or (row["calmer_since"] is None) != pd.isna(old["calmer_since"])
                     or (row["calmer_since"] is not None and pd.Timestamp(row["calmer_since"]) != pd.Timestamp(old["calmer_since"]))
                     or (quiet and any(pd.Timestamp(row[c]) != pd.Timestamp(old[c]) if row[c] is not None
