@@ -26,7 +26,7 @@ import pyarrow as pa
 from jetwatch import sql
 from jetwatch.collectors import silencing
 from jetwatch.collectors.live_state import ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros, stamps
-from jetwatch.health import easing
+from jetwatch.health import easing, pull_rhythm
 from jetwatch.health.columns import floats
 from jetwatch.health.config_findings import NONE, config_findings
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
@@ -221,11 +221,13 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     now_ts = pd.Timestamp(now_s * 1e6, unit="us", tz="UTC")
     own = {THRESHOLD_INPUT + name: floats(state.state[THRESHOLD_INPUT + name][live]) for name in DURATIONS}
     columns = state.feature_columns(now, live, rhythm_after=shortest_duration(thresholds, own))
-    activity, folded = state.recent_activity(now, live)
+    activity, folded = state.recent_activity(now, live, pull_rhythm.counted_from(thresholds))
     at_row = columns.pop("row", np.zeros(0, dtype=np.int64))
     position = np.full(n, -1, dtype=np.int64)
     position[live] = np.arange(m)
     pos = position[at_row]
+    if len(at_row):
+        columns.update(pull_rhythm.features({c: activity[c][pos] for c in pull_rhythm.WAITS}, columns))
     recreated_at = np.full(m, np.nan)
     recreated_at[pos] = columns.pop("recreated_ts", np.full(len(at_row), np.nan))
     # Deleted and recreated under its name since its verdict was kept: a new consumer, judged on
@@ -274,6 +276,8 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     quiet = np.isin(verdict, QUIET)
     for c in ACTIVITY:
         changed |= quiet & _differ(activity[c], state.activity[c][live])
+    for c in pull_rhythm.KEPT:  # a wait for a pull ended: rare, and kept for every verdict
+        changed |= _differ(activity[c], state.waits[c][live])
     at = np.flatnonzero(changed)
     keys = state.window.key_columns(live[at])
     written = pa.table({
@@ -287,6 +291,8 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         **{c: pa.array(numbers[c][at], pa.float64(), from_pandas=True) for c in (*RATES, *ETA_COLUMNS[1:])},
         "eta_state": pa.array(eta["eta_state"][at], pa.string()),
         **{c: _stamp_array(activity[c][at]) for c in ACTIVITY},
+        **{c: (_stamp_array(activity[c][at]) if c == "pull_wait_ended" else
+               pa.array(activity[c][at], pa.float64(), from_pandas=True)) for c in pull_rhythm.KEPT},
         "calmer_since": _stamp_array(calmer_since[at]),
     })
     gone_rows = np.flatnonzero(state.written[:n] & ~state.live[:n])
@@ -343,6 +349,8 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         state.calmer_since[live] = calmer_since
         for c in ACTIVITY:
             state.activity[c][live] = activity[c]
+        for c in pull_rhythm.WAITS:
+            state.waits[c][live] = activity[c]
         state.folded[live] = folded
         state.window.reordered.clear()
         state.written[gone_rows] = False
@@ -364,7 +372,7 @@ def keep(con: duckdb.DuckDBPyConnection, judged: JudgedCycle) -> None:
     if written is not None and judged.numbers_only is not None and judged.numbers_only.any():
         # Most cycles only numbers move (a drain ETA): those rows get only their numbers and
         # activity written, which leaves the checkpoint fewer columns to write out.
-        numbers = written.filter(pa.array(judged.numbers_only)).select([*KEY, *KEPT_NUMBERS, *ACTIVITY])
+        numbers = written.filter(pa.array(judged.numbers_only)).select([*KEY, *KEPT_NUMBERS, *ACTIVITY, *pull_rhythm.KEPT])
         con.register("verdict_numbers", numbers)
         (updated,), = con.execute(sql.query("update_verdict_numbers")).fetchall()
         con.unregister("verdict_numbers")

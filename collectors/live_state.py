@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from jetwatch import sql
-from jetwatch.health import thresholds
+from jetwatch.health import pull_rhythm, thresholds
 from jetwatch.health.window import (
     WindowState,
     feature_columns,
@@ -100,6 +100,7 @@ class LiveState:
         self.kept_judged_at = np.empty(0)
         self.calmer_since = np.empty(0)  # since when a calmer verdict than the kept one was judged (NaN: none)
         self.activity = {c: np.empty(0) for c in ACTIVITY}
+        self.waits = pull_rhythm.empty(0)  # each consumer's waits for a pull (health/pull_rhythm.py)
         self.written = np.zeros(0, dtype=bool)  # has a row in verdicts_current
         self.activity_seeded = np.zeros(0, dtype=bool)
         self.folded = np.empty(0)  # per row: the newest sample whose activity `activity` holds (NaN: none)
@@ -117,7 +118,8 @@ class LiveState:
     def _all(self) -> list[np.ndarray]:
         return [self.live, self.written, self.activity_seeded, self.kept_since, self.kept_judged_at, self.calmer_since,
                 self.folded,
-                *self.state.values(), *self.kept_text.values(), *self.kept_numbers.values(), *self.activity.values()]
+                *self.state.values(), *self.kept_text.values(), *self.kept_numbers.values(), *self.activity.values(),
+                *self.waits.values()]
 
     def _grow(self) -> None:
         n = len(self.window.keys)
@@ -137,7 +139,7 @@ class LiveState:
         self.kept_since, self.kept_judged_at = grown(self.kept_since), grown(self.kept_judged_at)
         self.calmer_since = grown(self.calmer_since)
         self.folded = grown(self.folded)
-        for group in (self.state, self.kept_text, self.kept_numbers, self.activity):
+        for group in (self.state, self.kept_text, self.kept_numbers, self.activity, self.waits):
             for c in group:
                 group[c] = grown(group[c])
 
@@ -252,6 +254,9 @@ class LiveState:
             state.calmer_since[rows] = epoch(previous["calmer_since"])
             for c in ACTIVITY:
                 state.activity[c][rows] = epoch(previous[c])
+            for c in pull_rhythm.KEPT:
+                state.waits[c][rows] = (epoch(previous[c]) if c == "pull_wait_ended"
+                                        else pd.to_numeric(previous[c], errors="coerce").to_numpy(np.float64))
             state.activity_seeded[rows] = previous[list(ACTIVITY)].notna().any(axis=1).to_numpy()
             fresh = ~previous["reason"].astype(str).str.startswith(LAST_KNOWN).to_numpy()
             if fresh.any():
@@ -308,11 +313,14 @@ class LiveState:
             return found[0] if found else {}
         return {name: np.concatenate([p[name] for p in found]) for name in found[0]}
 
-    def recent_activity(self, now: dt.datetime, rows: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    def recent_activity(self, now: dt.datetime, rows: np.ndarray,
+                        wait_floor: float = 0.0) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Each row's activity folded with what the window shows (consumer_activity.sql's rules on
         the samples in memory): the last sample with a pull waiting or the delivered sequence up
-        from the sample before, the last with the ack floor up, the first sample seen; and each
-        row's newest sample now folded in (for `folded`, once the judged cycle is kept).
+        from the sample before, the last with the ack floor up, the first sample seen, and its
+        waits for a pull (health/pull_rhythm.py, under their own names); and each row's newest
+        sample now folded in (for `folded`, once the judged cycle is kept). `wait_floor`: the shortest
+        wait for a pull that counts towards a rhythm.
 
         Only the samples not folded into the kept activity yet are read (from the newest folded
         time on: a later reading may carry the same time), each with the sample before it:
@@ -323,12 +331,17 @@ class LiveState:
         since = now.timestamp() - w.window
         lo, n = max(first_column(w, since) - 1, 0), w.used  # one sample before the window: its step
         out = {c: self.activity[c][rows].copy() for c in ACTIVITY}
+        waits = {c: self.waits[c][rows] for c in pull_rhythm.WAITS}
+        out.update(waits)
         folded = self.folded[rows].copy()
         if len(rows) == 0 or n <= lo:
             return out, folded
         if w.reordered:
-            self.folded[sorted(w.reordered)] = np.nan
+            again = sorted(w.reordered)
+            self.folded[again] = np.nan
+            self.waits["pull_wait_from"][again] = np.nan  # the wait is followed again from the window's start
             folded = self.folded[rows].copy()
+            waits = {c: self.waits[c][rows] for c in pull_rhythm.WAITS}
         pick = picked(rows)
         with np.errstate(invalid="ignore"):
             fresh = (w.t[lo:n, pick] >= np.nan_to_num(folded, nan=-np.inf)[None, :]).any(axis=1)
@@ -358,8 +371,25 @@ class LiveState:
             out["last_ack"] = np.fmax(out["last_ack"], np.where(acked, t, -np.inf).max(axis=0))
             out["first_seen"] = np.fmin(out["first_seen"], np.where(valid, t, np.inf).min(axis=0))
             folded = np.fmax(folded, np.where(valid, t, -np.inf).max(axis=0))
+            fresh_cells = valid & (t > np.nan_to_num(self.folded[rows], nan=-np.inf)[None, :])
+        out.update(self._fold_waits(waits, np.where(fresh_cells, t, np.nan), previous(np.where(valid, t, np.nan)),
+                                    has_prev, w.values["num_pending"][lo:n, pick], dcs,
+                                    w.times["delivered_last_active"][lo:n, pick], previous, wait_floor))
         folded[np.isinf(folded)] = np.nan
         for c in ACTIVITY:
             out[c][np.isinf(out[c])] = np.nan
         return out, folded
+
+    def _fold_waits(self, waits: dict[str, np.ndarray], t: np.ndarray, before: np.ndarray, has_prev: np.ndarray,
+                    pending: np.ndarray, dcs: np.ndarray, delivered_at: np.ndarray,
+                    previous: Any, floor: float) -> dict[str, np.ndarray]:
+        """The waits folded over the fresh samples (`t`, NaN elsewhere), moment by moment."""
+        pending_before, dcs_before, at_before = previous(pending), previous(dcs), previous(delivered_at)
+        with np.errstate(invalid="ignore"):
+            delivered = has_prev & ((dcs > dcs_before) | (delivered_at > at_before))
+        for k in np.flatnonzero(~np.isnan(t).all(axis=1)):
+            waits = pull_rhythm.fold(waits, t[k], np.where(has_prev[k], before[k], np.nan),
+                                     pending[k], np.where(has_prev[k], pending_before[k], np.nan), delivered[k],
+                                     delivered_at[k], floor)
+        return waits
 

@@ -240,10 +240,23 @@ def _failing_says(c: Ctx, th: Thresholds) -> Finding:
 def _idle_for(x: Any, th: Thresholds, onset: str, name: str) -> Any:
     """An idle condition held long enough: the consumer's own pull rhythm doubled, when jetwatch has
     seen it pull; else at least half the health window (a consumer first seen idle may be one
-    that pulls rarely)."""
+    that pulls rarely). A batch consumer's rhythm, learnt beyond the window (health/pull_rhythm.py),
+    must have passed twice over as well, counted from the start of its wait."""
     seen = x["pullers_seen"] if onset == "idle_onset" else ~np.isnan(x["pull_gap_max"])
     floor = np.where(seen, _after(x, th, name), np.maximum(_after(x, th, name), th.health_window / 2))
-    return _held(x, onset) >= _rhythm(x["pull_gap_max"], floor)
+    batch = np.isnan(x["pull_rhythm"]) | (x["pull_waited"] >= RHYTHM * x["pull_rhythm"])
+    return (_held(x, onset) >= _rhythm(x["pull_gap_max"], floor)) & batch
+
+
+def _pull_waited(c: Ctx, onset: str) -> float:
+    """How long an idle consumer has waited for a pull: since its wait began, where the collector
+    knows (beyond the window), else since the condition's onset."""
+    return float(np.fmax(_held(c, onset), c["pull_waited"]))
+
+
+def _rhythm_says(c: Ctx) -> str:
+    rhythm = c["pull_rhythm"]
+    return "" if pd.isna(rhythm) else f" (it was pulled about every {_seconds_text(float(rhythm))} before)"
 
 
 def _no_pullers(f: Columns, th: Thresholds) -> np.ndarray:
@@ -251,9 +264,9 @@ def _no_pullers(f: Columns, th: Thresholds) -> np.ndarray:
 
 
 def _no_pullers_says(c: Ctx, th: Thresholds) -> Finding:
-    held = float(_held(c, "idle_onset"))
+    held = _pull_waited(c, "idle_onset")
     return Finding("NO_PULLERS", f"{_n(c['pending_last'])} messages pending, nothing in flight and no client has "
-                   f"pulled for {_seconds_text(held)}",
+                   f"pulled for {_seconds_text(held)}{_rhythm_says(c)}",
                    {"pending": _n(c["pending_last"]), "waiting": 0, "seconds": round(held)})
 
 
@@ -272,11 +285,11 @@ def pin_moves_by(c: Ctx) -> float | None:
 
 
 def _pin_idle_says(c: Ctx, th: Thresholds) -> Finding:
-    held = float(_held(c, "pin_idle_onset"))
+    held = _pull_waited(c, "pin_idle_onset")
     numbers: dict[str, Any] = {"pending": _n(c["pending_last"]), "waiting": _n(c["waiting_last"]),
                                "seconds": round(held)}
-    reason = (f"the pinned client has pulled nothing for {_seconds_text(held)} while {_n(c['pending_last'])} "
-              f"messages wait and {_n(c['waiting_last'])} other pull requests wait for the pin")
+    reason = (f"the pinned client has pulled nothing for {_seconds_text(held)}{_rhythm_says(c)} while "
+              f"{_n(c['pending_last'])} messages wait and {_n(c['waiting_last'])} other pull requests wait for the pin")
     moves = pin_moves_by(c)
     if moves is not None:
         numbers["pin_moves_by"] = round(moves, 3)
@@ -713,7 +726,9 @@ NUMBERS = ("samples", "span_seconds", "pending_first", "pending_last", "pending_
 # Features without onsets (a frame with only window_features.sql's columns): unknown, so no onset rule fires.
 DEFAULTS = {"unacked_age_last": 0.0, "max_ack_pending": np.nan, "max_waiting": np.nan, "ack_wait_ns": np.nan,
             "priority_timeout_ns": np.nan, "time_to_loss_seconds": np.nan, **{c: 0.0 for c in COUNT_COLUMNS},
-            **{c: np.nan for c in ONSET_FEATURES if c not in FLAGS}}
+            **{c: np.nan for c in ONSET_FEATURES if c not in FLAGS},
+            # a batch consumer's rhythm beyond the window (health/pull_rhythm.py): none known
+            "pull_rhythm": np.nan, "pull_waited": np.nan}
 
 
 def _flags(values: Any, missing: bool) -> np.ndarray:

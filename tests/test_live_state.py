@@ -138,6 +138,9 @@ def test_the_collectors_state_judges_as_a_fresh_start_and_writes_only_what_chang
                     or json.loads(row["config_findings"]) != json.loads(old["config_findings"] or "[]")
                     or (row["calmer_since"] is None) != pd.isna(old["calmer_since"])
                     or (row["calmer_since"] is not None and pd.Timestamp(row["calmer_since"]) != pd.Timestamp(old["calmer_since"]))
+                    or any(not _same_number(row[c], old[c]) for c in ("pull_wait_last", "pull_wait_prev",
+                                                                        "pull_waits_in_row"))
+                    or (row["pull_wait_ended"] is None) != pd.isna(old["pull_wait_ended"])
                     or (quiet and any(pd.Timestamp(row[c]) != pd.Timestamp(old[c]) if row[c] is not None
                                       else not pd.isna(old[c]) for c in ("last_pull", "last_ack", "first_seen")))), \
                 (key, row)
