@@ -1,7 +1,8 @@
 -- The live tail of pin history, as the relation `session_events` that stage_pin_sessions
--- sessionises: every pin event after the cut (set_pin_range), and per consumer the pin open at the
--- cut (its last event at or before it, when that is a pin) so the pin held across the cut ends where
--- the events say, not where the pipeline's run did. The pin open at the cut is the last of the events
+-- sessionises: every pin event at or after the cut (set_pin_range), and per consumer the pin open
+-- at the cut (its last event before it, when that is a pin) so the pin held across the cut ends where
+-- the events say, not where the pipeline's run did (a pin that ends at the cut itself is one the
+-- range shows: an event at the cut is the tail's, whole). The pin open at the cut is the last of the events
 -- after the pipeline's run and the pins its sessions left open then: history before the run is never
 -- scanned (without a run, it is). The range is read with getvariable in the filters themselves, so
 -- they reach the tables' scans.
@@ -23,7 +24,7 @@ open_at_cut AS (
                                   AND s.consumer = getvariable('pin_range').consumer))
 ),
 before_cut AS (
-    SELECT mine.* FROM mine WHERE mine.ts <= getvariable('pin_range').cut
+    SELECT mine.* FROM mine WHERE mine.ts < getvariable('pin_range').cut
     UNION ALL
     SELECT * FROM open_at_cut
 )
@@ -34,4 +35,4 @@ QUALIFY row_number() OVER (PARTITION BY account, stream, consumer
                                     pinned_id DESC NULLS LAST, source DESC NULLS LAST, reason DESC NULLS LAST) = 1
     AND event = 'pinned'
 UNION ALL
-SELECT mine.* FROM mine WHERE mine.ts > getvariable('pin_range').cut;
+SELECT mine.* FROM mine WHERE mine.ts >= getvariable('pin_range').cut;
