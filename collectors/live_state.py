@@ -13,7 +13,6 @@ committed (`commit`), so a failed write leaves it as the store is.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -80,10 +79,8 @@ def micros(seconds: np.ndarray) -> np.ndarray:
 def _own_thresholds(configs: pd.DataFrame) -> None:
     """latest_configs' rows with the thresholds their metadata sets (`threshold_<name>`), parsed
     here once as the collector starts; afterwards each config that changes brings its own."""
-    parsed = [thresholds.from_metadata(json.loads(m)) if isinstance(m, str) else thresholds.NONE
-              for m in configs["monitor_metadata"]]
-    for name in thresholds.OVERRIDABLE:
-        configs[thresholds.INPUT + name] = [p.values.get(name) for p in parsed]
+    for name, values in thresholds.input_columns(configs["monitor_metadata"]).items():
+        configs[name] = values
 
 
 class LiveState:

@@ -704,7 +704,8 @@ def evaluate_features(feats: pd.DataFrame, limits: pd.DataFrame | None, threshol
     if feats.empty:
         return pd.DataFrame(columns=VERDICT_COLUMNS)
     if limits is not None and not limits.empty:
-        feats = feats.merge(limits[KEY + [c for c in LIMIT_COLUMNS if c in limits]], on=KEY, how="left")
+        feats = feats.merge(limits[KEY + [c for c in (*LIMIT_COLUMNS, *THRESHOLD_COLUMNS) if c in limits]], on=KEY,
+                            how="left")
     if counts is not None and not counts.empty:
         feats = feats.merge(counts, on=KEY, how="left")
     judged = verdict_columns(feats, thresholds)

@@ -19,8 +19,9 @@ written by whoever may edit the consumer, and never stops judging.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,3 +172,11 @@ def from_metadata(metadata: Any) -> ConsumerThresholds:
             sources[name] = key
         # other io.nats.monitor.* keys (the stream's, such as msgs-warn) are not the consumer's
     return ConsumerThresholds(values, sources, not_applied, tuple(problems))
+
+
+def input_columns(metadata: Iterable[Any]) -> dict[str, list[float | None]]:
+    """The rules' `threshold_<name>` columns of consumers whose metadata (a JSON text each, or
+    None) is given: each consumer's own value, None where it sets none (the setting then holds).
+    The collector and the pipeline both read a consumer's thresholds through here."""
+    parsed = [from_metadata(json.loads(m)) if isinstance(m, str) else NONE for m in metadata]
+    return {INPUT + name: [p.values.get(name) for p in parsed] for name in OVERRIDABLE}

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from jetwatch.health import thresholds
 from jetwatch.store.clusters import identity
 from jetwatch.store.database import Store
 
@@ -27,6 +28,17 @@ SAMPLE_PARTITIONING = ds.partitioning(pa.schema([("date", pa.string()), ("hour",
 
 def _arrow(store: Store, name: str, params: dict) -> pa.Table:
     return store.queries([(name, params)], arrow=(name,))[0]
+
+
+def _limits(store: Store, name: str, params: dict) -> pa.Table:
+    """The latest limits, each consumer's own thresholds beside them (`threshold_<name>`, read from
+    its metadata as the collector reads it; null: the setting holds) instead of the metadata."""
+    table = _arrow(store, name, params)
+    metadata = table.column("monitor_metadata").to_pylist()
+    table = table.drop_columns(["monitor_metadata"])
+    for column, values in thresholds.input_columns(metadata).items():
+        table = table.append_column(column, pa.array(values, pa.float64()))
+    return table
 
 
 def _with_cluster(table: pa.Table, cluster: str) -> pa.Table:
@@ -84,6 +96,7 @@ def export(stores: Store | Sequence[tuple[str, Store]], archive: Path, run_input
     for name, query, params in (("pin_events", "export_pin_events", {}), ("limits", "export_limits", {}),
                                 ("capture_gaps", "export_capture_gaps", {}),
                                 ("event_counts", "export_event_counts", window)):
-        tables = [_with_cluster(_arrow(store, query, params), cluster) for cluster, store in pairs]
+        read = _limits if name == "limits" else _arrow
+        tables = [_with_cluster(read(store, query, params), cluster) for cluster, store in pairs]
         _write_one(pa.concat_tables(tables, promote_options="default"), run_input / name)
     return rows

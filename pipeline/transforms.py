@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jetwatch.health.rules import LIMIT_COLUMNS, Thresholds, evaluate
+from jetwatch.health.rules import LIMIT_COLUMNS, THRESHOLD_COLUMNS, Thresholds, evaluate
 
 CONSUMER = ["account", "stream", "consumer"]
 
@@ -201,7 +201,8 @@ def verdict_history(samples: DataFrame, limits: DataFrame, counts: DataFrame, th
         else VERDICT_SCHEMA
     window_s = int(thresholds.health_window)
     start = F.timestamp_seconds(F.floor(F.unix_timestamp("ts") / window_s) * window_s)
-    limit_cols = [c for c in LIMIT_COLUMNS if c in limits.columns]  # an older export has fewer: unknown
+    # An older export has fewer: unknown (its consumers' own thresholds: the settings).
+    limit_cols = [c for c in (*LIMIT_COLUMNS, *THRESHOLD_COLUMNS) if c in limits.columns]
     windowed_counts = (counts.withColumn("window_start", F.timestamp_seconds(
         F.floor(F.unix_timestamp("minute") / window_s) * window_s))
         .groupBy(*key, "window_start")

@@ -4,6 +4,7 @@ checked against the dashboard's own evaluation on generated sample sequences."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import sys
 
@@ -452,3 +453,45 @@ def test_collectors_live_verdicts_equal_the_pipelines_verdict_history_across_win
     piped = {(int((r.ts.replace(tzinfo=dt.UTC) - T0).total_seconds()) // window, r.consumer): r.verdict
              for r in piped_rows}
     assert live == piped
+
+
+def test_the_pipeline_judges_each_consumer_with_the_thresholds_its_metadata_sets(spark, tmp_path):
+    """Two consumers with the same samples, pulled and then left with work and nobody pulling for
+    50 s; one's metadata allows a minute (`io.jetwatch.no_pullers_after`). The pipeline, reading the
+    limits the export wrote, names only the other NO_PULLERS, as the collector does."""
+    from jetwatch.collectors.judging import judge_stored_cycle, load_window
+    from jetwatch.pipeline.export import export
+    from jetwatch.store import writes
+    from jetwatch.store.database import Store
+
+    store = Store(str(tmp_path / "jetwatch.duckdb"))
+    own = {"io.jetwatch.no_pullers_after": "1m"}
+    configs = [{"ts": T0.isoformat(), "account": "$G", "stream": "S", "consumer": name, "created": None,
+                "config_hash": name, "is_pull": True, "filtered": False, "ack_policy": "explicit", "max_waiting": 512,
+                "max_ack_pending": 100, "ack_wait_ns": None, "max_deliver": None, "priority_policy": None,
+                "priority_groups": None, "priority_timeout_ns": None,
+                "config_json": json.dumps({"metadata": metadata} if metadata else {})}
+               for name, metadata in (("own", own), ("settings", None))]
+    window = int(LIVE_TH.health_window)
+    cycles = [[sample(t - LAG, pending=0 if t < 80 else 5, waiting=1 if t < 80 else 0, dcs=min(t, 70),
+                      afc=min(t, 70), afs=min(t, 70), consumer=name) for name in ("own", "settings")]
+              for t in range(10, window + 1, 10)]
+    held = None
+    for i, batch in enumerate(cycles):
+        now = at(10 * (i + 1))
+        store.write(lambda con, batch=batch, first=(i == 0): (
+            writes.write_samples(con, ["$G"], _collector_batch(batch)),
+            writes.write_configs(con, configs) if first else None))
+        if held is None:
+            held = load_window(store, now, LIVE_TH)
+        else:
+            held.add(_collector_batch(batch))
+        judge_stored_cycle(store, now, LIVE_TH, held)
+    live = dict(zip(*(store.query("verdicts_status")[c] for c in ("consumer", "verdict"))))
+
+    export(store, tmp_path / "archive", tmp_path / "input", T0, at(window + 1))
+    limits_read = spark.read.parquet(str(tmp_path / "input" / "limits"))
+    piped = {r.consumer: r.verdict for r in verdict_history(
+        spark.createDataFrame([r for b in cycles for r in b], SAMPLE_SCHEMA), limits_read,
+        spark.createDataFrame([], COUNT_SCHEMA), LIVE_TH).collect()}
+    assert piped == live and piped["settings"] == "NO_PULLERS" and piped["own"] != "NO_PULLERS", (piped, live)
