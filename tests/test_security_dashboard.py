@@ -511,6 +511,10 @@ def test_dns_rebinding_a_foreign_host_or_origin_gets_no_session_and_no_page(serv
     assert ws_handshake(port, f"localhost:{port}", None).startswith("HTTP/1.1 101")
     assert ws_handshake(port, f"evil.example:{port}", f"http://evil.example:{port}").startswith("HTTP/1.1 403")
     assert ws_handshake(port, f"127.0.0.1:{port}", "http://evil.example").startswith("HTTP/1.1 403")
+    # A page served on another port of this machine (any local dev server) is another origin.
+    for origin in (f"http://127.0.0.1:{port + 1}", f"http://localhost:{port - 1}", "http://127.0.0.1"):
+        assert ws_handshake(port, f"127.0.0.1:{port}", origin).startswith("HTTP/1.1 403"), origin
+        assert http_status(port, f"127.0.0.1:{port}", origin) == 403, origin
     assert http_status(port, f"127.0.0.1:{port}") == 200
     assert http_status(port, f"evil.example:{port}") == 403
     assert http_status(port, f"127.0.0.1:{port}", "http://evil.example") == 403
@@ -641,6 +645,30 @@ def test_the_host_check_reads_host_and_origin_strictly():
     assert all(foreign(h, allowed) for h in refused)
     assert "jetwatch.example.com" not in allowed_hosts(Settings({"address": "10.1.2.3"}))
     assert "10.1.2.3" in allowed_hosts(Settings({"address": "10.1.2.3"}))
+
+
+def test_an_origin_on_another_port_of_an_allowed_host_is_foreign():
+    """Another port is another origin: a page from any other local web server (localhost:3000)
+    would otherwise open a session, and SameSite cookies do not tell ports apart."""
+    from jetwatch.core.settings import Settings
+    from jetwatch.dashboard.gate import allowed_hosts, foreign
+
+    allowed = allowed_hosts(Settings({"address": "127.0.0.1", "allowed_hosts": ("jetwatch.example.com",)}))
+    same = [(b"127.0.0.1:8501", b"http://127.0.0.1:8501"), (b"localhost:8501", b"http://LOCALHOST:8501"),
+            (b"[::1]:8501", b"http://[::1]:8501"),
+            # Behind a TLS proxy (Host $host, no port): the Origin's scheme says which port it came to.
+            (b"jetwatch.example.com", b"https://jetwatch.example.com"),
+            (b"jetwatch.example.com", b"https://jetwatch.example.com:443"),
+            (b"jetwatch.example.com:443", b"https://jetwatch.example.com"),
+            (b"jetwatch.example.com:8443", b"https://jetwatch.example.com:8443"),
+            (b"localhost", b"http://localhost:80")]
+    other = [(b"127.0.0.1:8501", b"http://127.0.0.1:3000"), (b"127.0.0.1:8501", b"http://localhost:8080"),
+             (b"127.0.0.1:8501", b"http://127.0.0.1"), (b"localhost", b"http://localhost:8501"),
+             (b"jetwatch.example.com", b"https://jetwatch.example.com:8443"),
+             (b"jetwatch.example.com", b"http://jetwatch.example.com:443"),
+             (b"127.0.0.1:8501", b"chrome-extension://127.0.0.1:8501")]
+    assert [foreign({b"host": h, b"origin": o}, allowed) for h, o in same] == [None] * len(same)
+    assert [foreign({b"host": h, b"origin": o}, allowed) for h, o in other] == ["Origin"] * len(other)
 
 
 @pytest.mark.browser
