@@ -109,7 +109,8 @@ async def connected_account(nc: Client, timeout: float = 2.0) -> str:
             f"the server did not say which account this connection is in ({USER_INFO}: {why}): this user may "
             f"not be allowed to publish {USER_INFO}, or the server runs without a system account. Allow the "
             f"user to publish {USER_INFO} (it answers only about the user itself).") from None
-    account = (reply.get("data") or {}).get("account") if isinstance(reply, dict) else None
+    data = reply.get("data") if isinstance(reply, dict) else None
+    account = data.get("account") if isinstance(data, dict) else None
     if not isinstance(account, str) or not account:
         error = reply.get("error") if isinstance(reply, dict) else None
         raise AccountUnknown(
