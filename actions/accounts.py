@@ -16,7 +16,7 @@ from nats.aio.client import Client
 
 from jetwatch.actions import catalog
 from jetwatch.actions import operations as ops
-from jetwatch.core.connection import connect, connected_account
+from jetwatch.core.connection import AccountUnknown, connect, connected_account
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.settings import Settings
 
@@ -55,7 +55,13 @@ async def perform_on_account(settings: Settings, name: str, target: ops.Target, 
     conn = connection_for(settings, target.account)
     nc: Client = await connect(conn, name=client_name)
     try:
-        account = await connected_account(nc)
+        try:
+            account = await connected_account(nc)
+        except AccountUnknown as exc:  # never a guess: nothing is sent on a connection of unknown account
+            where = f"{target.stream}/{target.consumer}" + (f" in account {target.account}" if target.account else "")
+            return ops.ActionResult(name, target, False,
+                                    f"not sent: jetwatch cannot check that it would act on {where}: {exc}",
+                                    None, {"refused": True, "connected_account": None})
         if target.account and account != target.account:
             return ops.ActionResult(name, target, False, wrong_account(target, account, conn is not settings),
                                     None, {"refused": True, "connected_account": account})

@@ -101,8 +101,9 @@ def validate_advisory(subject: str, doc: object) -> tuple[str, dt.datetime]:
 
 
 def parse_advisory(subject: str, data: bytes, account: str, received_at: str) -> dict[str, Any]:
-    """One advisory as a row; raises MalformedAdvisory, saying why, for anything that is not an
-    advisory jetwatch can store exactly."""
+    """One advisory as a row, in `account`: the account the capturing connection is in, as the
+    server said. Raises MalformedAdvisory, saying why, for anything that is not an advisory jetwatch
+    can store exactly, or that claims another account."""
     if len(data) > MAX_ADVISORY_BYTES:
         raise MalformedAdvisory(f"advisory of {len(data)} bytes, more than the {MAX_ADVISORY_BYTES} an advisory may be")
     try:
@@ -112,9 +113,17 @@ def parse_advisory(subject: str, data: bytes, account: str, received_at: str) ->
     except RecursionError:
         raise MalformedAdvisory("not an advisory: JSON nested too deeply to read") from None
     kind, at = validate_advisory(subject, doc)
+    claimed = doc.get("account")
+    if claimed and claimed != account:
+        # The server publishes a consumer's advisories in the consumer's own account, with that
+        # account's name: another name came from a user of this account (or an import of another
+        # account's advisories), and would file its pin events under a consumer of that account.
+        raise MalformedAdvisory(f"advisory claims account {claimed!r:.80}, but it was published in account "
+                                f"{account!r:.80}, whose advisories name only their own account: forged, or "
+                                "imported from another account; not stored")
     row = {
         "id": doc["id"], "ts": rfc3339(at), "received_at": received_at, "kind": kind,
-        "subject": subject, "account": doc.get("account") or account, "stream": doc.get("stream"),
+        "subject": subject, "account": account, "stream": doc.get("stream"),
         "consumer": doc.get("consumer"), "group_name": doc.get("group"),
         "pinned_id": doc.get("pinned_id"), "reason": doc.get("reason"),
         "raw": json.dumps(doc, ensure_ascii=False),  # `storable` below reaches its lone surrogates

@@ -11,7 +11,6 @@ import asyncio
 import base64
 import json
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -23,6 +22,7 @@ from nats.aio.client import Client
 from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.list_pages import Listing, RawFingerprints, read_listings
+from jetwatch.core import deadline_http
 from jetwatch.core.jsapi import NoReply
 from jetwatch.core.urls import split_userinfo
 
@@ -88,12 +88,6 @@ class JszSource(Protocol):
     async def reports(self) -> list[ServerReport]: ...
 
 
-def _get(url: str, timeout: float, auth: str | None = None) -> bytes:
-    request = urllib.request.Request(url, headers={"Authorization": auth} if auth else {})
-    with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 (operator-given URL)
-        return resp.read()
-
-
 def _basic_auth(user: str | None, password: str | None) -> str | None:
     if user is None:
         return None
@@ -108,6 +102,9 @@ class HttpJsz:
     behind a URL changes: a restarted or replaced server)."""
 
     def __init__(self, urls: tuple[str, ...], timeout: float = 5.0):
+        """`timeout` bounds each server's whole read (its `/jsz`, and its `/varz` when that is
+        read too), not only each socket operation: a server that trickles its reply is given up
+        at the deadline, said in `late`, and the cycle goes on with the others' reports."""
         # `http://user:pass@host:8222` (a monitoring port behind basic auth): the credentials go in
         # a header; the URL kept, and said in every error, log line and status, is the bare one.
         split = [split_userinfo(u) for u in urls]
@@ -116,10 +113,12 @@ class HttpJsz:
         self.timeout = timeout
         self.where = ", ".join(self.urls)
         self.names: dict[str, tuple[str, str]] = {}  # url -> (server id, server name)
+        self.late: list[str] = []  # the last read's servers given up at the deadline, in words
 
     async def _fetch(self, url: str) -> ServerReport | None:
+        ends = time.monotonic() + self.timeout
         try:
-            raw = await asyncio.to_thread(_get, url + JSZ_QUERY, self.timeout, self._auth.get(url))
+            raw = await asyncio.to_thread(deadline_http.get, url + JSZ_QUERY, self.timeout, self._auth.get(url))
             raw.decode()  # not UTF-8: left out, as json.loads left it out (msgspec does not check what it skips)
             report = ServerReport("?", raw=raw)
             try:
@@ -130,14 +129,22 @@ class HttpJsz:
             server_id = str(head.server_id or "?")
             known = self.names.get(url)
             if known is None or known[0] != server_id:
-                varz = json.loads(await asyncio.to_thread(_get, url + "/varz", self.timeout, self._auth.get(url)))
+                left = ends - time.monotonic()
+                if left <= 0:
+                    raise deadline_http.TooSlow(f"{url} did not answer within {self.timeout:g}s")
+                varz = json.loads(await asyncio.to_thread(deadline_http.get, url + "/varz", left, self._auth.get(url)))
                 self.names[url] = known = (server_id, str(varz.get("server_name") or server_id))
+        except deadline_http.TooSlow as exc:
+            self.late.append(f"{exc}: its consumers were not read this cycle; check the server's monitoring port "
+                             "(and any proxy in front of it)")
+            return None
         except (OSError, ValueError):
             return None
         report.server = head.server_name or known[1]
         return report
 
     async def reports(self) -> list[ServerReport]:
+        self.late = []
         replies = await asyncio.gather(*(self._fetch(u) for u in self.urls))
         return [r for r in replies if r is not None]
 
@@ -228,9 +235,12 @@ class JszCollector:
 
     async def collect(self) -> SampleBatch:
         reports = await self.source.reports()
+        late = list(getattr(self.source, "late", ()))
         if not reports:
-            raise NoReply(f"no JSZ report came back from {self.source.where}")
-        return self.batch_from_reports(reports)
+            raise NoReply(f"no JSZ report came back from {self.source.where}" + "".join(f"; {w}" for w in late))
+        batch = self.batch_from_reports(reports)
+        batch.errors.extend(late)
+        return batch
 
     def batch_from_reports(self, reports: list[ServerReport]) -> SampleBatch:
         """The cycle's batch from the servers' JSZ reports: each consumer from its leader. Read

@@ -18,7 +18,6 @@ import base64
 import datetime as dt
 import json
 import logging
-import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -29,6 +28,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from jetwatch import sql
+from jetwatch.core import deadline_http
 from jetwatch.core.clock import parse_rfc3339, utcnow
 from jetwatch.core.pin_announce import (
     NO_CONNZ,
@@ -69,10 +69,7 @@ class HttpConnz:
         self.timeout = timeout
 
     def _get(self, url: str, path: str) -> dict[str, Any]:
-        auth = self._auth.get(url)
-        request = urllib.request.Request(url + path, headers={"Authorization": auth} if auth else {})
-        with urllib.request.urlopen(request, timeout=self.timeout) as resp:  # noqa: S310 (operator-given URL)
-            return json.loads(resp.read())
+        return json.loads(deadline_http.get(url + path, self.timeout, self._auth.get(url)))
 
     async def connection(self, server_id: str, cid: int, closed_too: bool = False) -> dict[str, Any] | None:
         answered = False

@@ -51,7 +51,7 @@ from jetwatch.collectors.pin_holders import HttpConnz, PinHolderCapture, SystemC
 from jetwatch.collectors.rejects import RejectBudget
 from jetwatch.collectors.unpin_requests import UnpinRequestCapture
 from jetwatch.core.clock import rfc3339, utcnow
-from jetwatch.core.connection import connected_account
+from jetwatch.core.connection import AccountUnknown, connected_account
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import strip_userinfo
@@ -72,7 +72,8 @@ T = TypeVar("T")
 
 
 async def account_scope(nc: Client) -> Scope:
-    """Which account and server this connection sees, from the server itself."""
+    """Which account and server this connection sees, from the server itself (AccountUnknown when
+    the server does not say which account)."""
     account = await connected_account(nc)
     domain = None
     try:
@@ -108,6 +109,7 @@ class Collector:
         self.capture_warning: str | None = None
         self.clock_offset: float | None = None  # server clock minus ours, seconds
         self.started_at = clock()
+        self._learned: Scope | None = None  # the account and server, once the server said which account
         self.name_filter = self._make_filter()
         self.cycles = 0
         self.thresholds = Thresholds.from_settings(settings)
@@ -166,7 +168,7 @@ class Collector:
     async def start(self) -> None:
         # Before anything else is written: this store is this cluster's, or nothing is written at all.
         await self.write(lambda con: clusters.claim(con, self.settings.cluster, self.store.path))
-        self.scope = await account_scope(self.nc)
+        self.scope = self._learned or await account_scope(self.nc)
         known = await self.write(writes.latest_config_hashes)
         self.store_id = await self.write(writes.store_id)
         self.window = await asyncio.get_running_loop().run_in_executor(
@@ -813,9 +815,31 @@ class Collector:
         finally:  # however the run ends, its shutdown included
             self.gc.restore()
 
+    async def _learn_account(self, stop: asyncio.Event) -> bool:
+        """Which account this connection is in, as the server says, before anything is sampled:
+        every consumer, advisory and pin is kept under its account, and a guessed one (`$G`) would
+        file another account's consumers, or an unknown one's, under the global account's name, for
+        actions to act on and audit in that name. Until the server says, nothing is sampled, the
+        status says why (the sidebar, `jetwatch status`), and it is asked again every interval.
+        False if stopped first."""
+        while not stop.is_set():
+            try:
+                self._learned = await account_scope(self.nc)
+                return True
+            except AccountUnknown as exc:
+                self._error(f"nothing is sampled: {exc}")
+                await self._report_failed_cycle()
+            try:
+                await asyncio.wait_for(stop.wait(), self.settings.interval)
+            except TimeoutError:
+                pass
+        return False
+
     async def _run(self, stop: asyncio.Event) -> None:
         self._stop = stop
         try:
+            if not await self._learn_account(stop):
+                return
             await self.start()
             assert self.pin_holders is not None
             await asyncio.gather(self._sample_loop(stop), self._event_loop(stop), self._retention_loop(stop),

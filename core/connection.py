@@ -88,13 +88,32 @@ async def connect(settings: Settings, name: str = "jetwatch", first_attempts: in
     return nc
 
 
+class AccountUnknown(JetwatchError):
+    """The server did not say which account a connection is in."""
+
+
+USER_INFO = "$SYS.REQ.USER.INFO"
+
+
 async def connected_account(nc: Client, timeout: float = 2.0) -> str:
     """The account this connection is authenticated for, as the server says (`$SYS.REQ.USER.INFO`
-    answers any user about itself); `$G` when the server does not say (old servers, users not
-    allowed to ask), the same fallback the collector records."""
+    answers any user about itself). Never a guess: when the server does not say (a user not allowed
+    to ask, a server without a system account, no reply in time), AccountUnknown says why. `$G`
+    (the global account) would be a guess, and one that acts and audits in a name the server
+    never gave."""
     try:
-        reply = json.loads((await nc.request("$SYS.REQ.USER.INFO", b"", timeout=timeout)).data)
-        return reply.get("data", {}).get("account") or "$G"
+        reply = json.loads((await nc.request(USER_INFO, b"", timeout=timeout)).data)
     except Exception as exc:  # noqa: BLE001 - any failure means "the server did not say"
-        log.info("could not read the account name (%s); using $G", exc)
-        return "$G"
+        why = f"no reply within {timeout:g}s" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+        raise AccountUnknown(
+            f"the server did not say which account this connection is in ({USER_INFO}: {why}): this user may "
+            f"not be allowed to publish {USER_INFO}, or the server runs without a system account. Allow the "
+            f"user to publish {USER_INFO} (it answers only about the user itself).") from None
+    data = reply.get("data") if isinstance(reply, dict) else None
+    account = data.get("account") if isinstance(data, dict) else None
+    if not isinstance(account, str) or not account:
+        error = reply.get("error") if isinstance(reply, dict) else None
+        raise AccountUnknown(
+            f"the server did not say which account this connection is in ({USER_INFO} answered "
+            f"{json.dumps(error or reply)[:200]}). Allow the user to publish {USER_INFO}.")
+    return account

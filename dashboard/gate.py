@@ -2,7 +2,8 @@
 
 - Foreign hosts are refused: an HTTP request or WebSocket upgrade whose Host, or Origin when sent,
   names a host other than the listen address, the loopback names (when listening on loopback) or
-  --allowed-hosts gets 403 / a refused handshake. This closes DNS rebinding: a page on
+  --allowed-hosts, or whose Origin names another port than the one the request came to, gets 403 /
+  a refused handshake. This closes DNS rebinding: a page on
   evil.example whose name resolves to 127.0.0.1 reaches the port, but its requests say
   Host: evil.example. (Streamlit's own `server.allowedHosts` checks only the WebSocket's Host.)
 - Session cookies: the page cannot set an HttpOnly cookie itself, so it hands the browser a one-time
@@ -77,26 +78,39 @@ def allowed_hosts(s: Settings) -> set[str]:
     return names
 
 
-def _hostname(value: str) -> str | None:
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+def _host_and_port(value: str) -> tuple[str, int | None, str] | None:
+    """(host name, port as written or None, scheme) of a Host or Origin value; None if malformed."""
     try:
         parsed = urlparse(value if "//" in value else f"//{value}")
-        _ = parsed.port  # a malformed port is a malformed host
+        port = parsed.port  # a malformed port is a malformed host
     except ValueError:
         return None
     if parsed.username or parsed.password or not parsed.hostname:
         return None
-    return parsed.hostname.lower().rstrip(".")
+    return parsed.hostname.lower().rstrip("."), port, parsed.scheme.lower()
 
 
 def foreign(headers: dict[bytes, bytes], allowed: set[str]) -> str | None:
-    """Why a request is refused (its Host or Origin names another host), or None."""
-    host = _hostname(headers.get(b"host", b"").decode("latin-1"))
-    if host is None or host not in allowed:
+    """Why a request is refused (its Host or Origin names another host), or None.
+
+    An Origin must be this dashboard's own: an allowed name *and* the port the request came to
+    (the Host's, or the Origin scheme's default when the Host has none, as behind a proxy on 443).
+    Another port of an allowed name is another site to the browser, but the same site to its
+    SameSite cookies: a page served by any other local web server (localhost:3000) would otherwise
+    open a session with the operator's cookie."""
+    host = _host_and_port(headers.get(b"host", b"").decode("latin-1"))
+    if host is None or host[0] not in allowed:
         return "Host"
     origin = headers.get(b"origin")
     if origin is not None:
-        name = _hostname(origin.decode("latin-1"))
-        if name is None or name not in allowed:
+        came_from = _host_and_port(origin.decode("latin-1"))
+        if came_from is None or came_from[0] not in allowed or came_from[2] not in DEFAULT_PORTS:
+            return "Origin"
+        default = DEFAULT_PORTS[came_from[2]]
+        if (came_from[1] or default) != (host[1] or default):
             return "Origin"
     return None
 

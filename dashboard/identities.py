@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import json
 import os
 import re
@@ -220,15 +221,37 @@ def redeem(key: str, now: float | None = None) -> tuple[str, float] | None:
     return found[0], found[1]
 
 
+def source_of(address: str | None) -> str:
+    """The source a failed sign-in is counted against: the client's address as the web server
+    reports it (behind a proxy on the same host, the address the proxy puts in X-Forwarded-For);
+    an IPv6 address by its /64, which one machine usually holds whole. None (a client on this
+    host, with no proxy's word) is "this host"."""
+    if not address:
+        return "this host"
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address[:64]
+    if ip.version == 6:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
 class Throttle:
-    """Failed sign-ins, limited per session and for the whole dashboard.
+    """Failed sign-ins, limited per browser session, per source address and for the whole dashboard.
 
-    A session gets `per_session` failures per `window_s`; all sessions together get `overall`.
-    While a limit holds, passwords are not even checked, so guessing costs the window's time."""
+    A session gets `per_session` failures per `window_s`, a source address `per_source`. Past
+    `overall` failures in the window (guessing from several addresses), every address that has
+    failed in the window waits; an address that has not may still sign in, so no one address can
+    lock the operators out. Past `ceiling` failures everyone waits: guessing stays bounded however
+    many addresses it comes from. While a limit holds, passwords are not even checked."""
 
-    def __init__(self, per_session: int = 5, overall: int = 20, window_s: float = 300.0):
-        self.per_session, self.overall, self.window_s = per_session, overall, window_s
+    def __init__(self, per_session: int = 5, overall: int = 20, window_s: float = 300.0, per_source: int = 10,
+                 ceiling: int | None = None):
+        self.per_session, self.per_source, self.overall, self.window_s = per_session, per_source, overall, window_s
+        self.ceiling = 3 * overall if ceiling is None else ceiling
         self._by_session: dict[str, deque[float]] = {}
+        self._by_source: dict[str, deque[float]] = {}
         self._all: deque[float] = deque()
         self._lock = threading.Lock()
 
@@ -236,25 +259,40 @@ class Throttle:
         while q and q[0] <= now - self.window_s:
             q.popleft()
 
-    def blocked(self, session_id: str, now: float | None = None) -> str | None:
+    def _recent(self, table: dict[str, deque[float]], key: str, now: float) -> deque[float]:
+        q = table.get(key) or deque()
+        self._trim(q, now)
+        return q
+
+    def blocked(self, session_id: str, source: str = "this host", now: float | None = None) -> str | None:
         """Why sign-in is refused right now, or None."""
         now = time.time() if now is None else now
         with self._lock:
-            mine = self._by_session.setdefault(session_id, deque())
-            self._trim(mine, now)
+            mine = self._recent(self._by_session, session_id, now)
+            theirs = self._recent(self._by_source, source, now)
             self._trim(self._all, now)
             if len(mine) >= self.per_session:
                 return (f"too many failed sign-ins in this session: wait {duration(mine[0] + self.window_s - now)} "
                         "before trying again")
-            if len(self._all) >= self.overall:
-                return (f"too many failed sign-ins on this dashboard: every sign-in waits "
+            if len(theirs) >= self.per_source:
+                return (f"too many failed sign-ins from your address ({source}): wait "
+                        f"{duration(theirs[0] + self.window_s - now)} before trying again")
+            if len(self._all) >= self.ceiling:
+                return (f"too many failed sign-ins on this dashboard, from many addresses: every sign-in waits "
                         f"{duration(self._all[0] + self.window_s - now)}")
+            if len(self._all) >= self.overall and theirs:
+                return (f"too many failed sign-ins on this dashboard, from several addresses: sign-ins from an "
+                        f"address that has failed wait {duration(min(theirs[-1], self._all[-self.overall]) + self.window_s - now)}")
         return None
 
-    def failed(self, session_id: str, now: float | None = None) -> None:
+    def failed(self, session_id: str, source: str = "this host", now: float | None = None) -> None:
         now = time.time() if now is None else now
         with self._lock:
-            self._by_session.setdefault(session_id, deque()).append(now)
+            for table, key in ((self._by_session, session_id), (self._by_source, source)):
+                if len(table) > 1000:  # forget the keys whose failures are all past the window
+                    for k in [k for k, q in table.items() if not q or q[-1] <= now - self.window_s]:
+                        del table[k]
+                table.setdefault(key, deque()).append(now)
             self._all.append(now)
 
 

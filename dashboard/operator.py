@@ -103,13 +103,24 @@ def _session_key() -> str:
     return key
 
 
-def _audit_throttle(s: Settings, name: str, why: str) -> None:
+def _source() -> str:
+    """Where this browser's sign-ins come from, for the per-address limit: the client's address as
+    the web server reports it (behind a proxy on this host, the one the proxy sends in
+    X-Forwarded-For); "this host" for a browser on the dashboard's own machine."""
+    try:
+        address = st.context.ip_address
+    except Exception:  # no browser behind this run (bare script)
+        address = None
+    return identities.source_of(address if isinstance(address, str) else None)
+
+
+def _audit_throttle(s: Settings, name: str, why: str, source: str) -> None:
     """A throttle that starts is an audit event (through the one audit write path)."""
     result = ops.ActionResult("sign-in", ops.Target(None, "(dashboard)", "(sign-in)"), False,
                               f"sign-in throttled: {why}", None, {"refused": True})
     try:
         ops.record(Store(s.db, lock_timeout=s.lock_timeout), result, f"unauthenticated:{name[:64]}", "dashboard",
-                   {"session": _session_key()[:8]})
+                   {"session": _session_key()[:8], "source": source})
     except StoreError:
         pass  # no store yet: the throttle holds all the same
 
@@ -118,16 +129,16 @@ def _login(s: Settings, operators_file: str) -> None:
     name = (st.session_state.get("op_name") or "").strip()
     given = st.session_state.get("op_secret") or ""
     st.session_state["op_secret"] = ""
-    key = _session_key()
-    blocked = identities.THROTTLE.blocked(key)
+    key, source = _session_key(), _source()
+    blocked = identities.THROTTLE.blocked(key, source)
     if blocked:
         st.session_state["op_error"] = blocked
         return
     if not identities.verify(operators_file, name, given):
-        identities.THROTTLE.failed(key)
-        now_blocked = identities.THROTTLE.blocked(key)
+        identities.THROTTLE.failed(key, source)
+        now_blocked = identities.THROTTLE.blocked(key, source)
         if now_blocked:
-            _audit_throttle(s, name, now_blocked)
+            _audit_throttle(s, name, now_blocked, source)
         st.session_state["op_error"] = now_blocked or "Unknown name or wrong password: actions stay off."
         return
     session, token = identities.issue(operators_file, name, s.session_ttl)

@@ -92,10 +92,18 @@ _UNWRITABLE_ERRNO = {errno.EISDIR: "Is a directory", errno.EACCES: "Permission d
                      errno.EROFS: "Read-only file system", errno.ENOSPC: "No space left on device"}
 
 
+def _about_the_file(exc: BaseException) -> bool:
+    """Whether DuckDB raised this about the file itself: its IOException, or its base Error as such,
+    which is what a damaged block's checksum raises ("Corrupt database file: computed checksum ...",
+    at open or at the first read of the block). Its other types are a query's own errors, and their
+    text may quote anything."""
+    return isinstance(exc, duckdb.IOException) or type(exc) is duckdb.Error
+
+
 def unusable(path: Path, exc: BaseException) -> StoreError | None:
     """The error, in words, for a store file jetwatch cannot use at all (None: not such a case).
-    DuckDB raises every file problem as one type, IOException, and tells them apart only in its
-    text: only such errors (and Python's OSError, by errno) are read for one."""
+    DuckDB raises file problems as IOException (and a damaged block as its base Error) and tells
+    them apart only in its text: only such errors (and Python's OSError, by errno) are read for one."""
     if isinstance(exc, OSError) and exc.errno in _UNWRITABLE_ERRNO:
         if exc.errno == errno.EISDIR or path.is_dir():
             return StoreIsDirectory(
@@ -103,7 +111,7 @@ def unusable(path: Path, exc: BaseException) -> StoreError | None:
         return StoreUnwritable(
             f"Cannot open the store {path}: {_UNWRITABLE_ERRNO[exc.errno].lower()}. Point --db at a file in a "
             "directory this user can write to (the directory is created if missing).")
-    if not isinstance(exc, duckdb.IOException) and not path.is_dir():
+    if not _about_the_file(exc) and not path.is_dir():
         return None
     text = " ".join(str(exc).split())
     if "Is a directory" in text or path.is_dir():
@@ -126,7 +134,7 @@ def corrupt(path: Path, exc: BaseException) -> StoreCorrupt | None:
     """The error, in words, for a file that opened but whose blocks cannot be read (a store cut
     short or damaged past its header): DuckDB finds it only when a query reaches them."""
     text = " ".join(str(exc).split())
-    if isinstance(exc, duckdb.Error) and any(marker in text for marker in _CORRUPT):
+    if _about_the_file(exc) and any(marker in text for marker in _CORRUPT):
         return StoreCorrupt(
             f"The store {path} is not a readable DuckDB database: it is truncated or damaged ({text}). Move it "
             "aside (keep it for inspection) and point --db at a new file, or restore it from a backup.")

@@ -27,6 +27,7 @@ from tests.helpers import (
     eventually,
     make_consumer,
     make_stream,
+    one_consumer_stream,
     publish,
     rows,
     running,
@@ -131,6 +132,38 @@ def test_in_jsz_mode_a_cycle_with_no_report_still_writes_the_status_with_the_err
             assert status == [(None, "jsz", f"sampling failed: no JSZ report came back from {nowhere}")]
 
     run(scenario())
+
+
+def test_a_monitoring_port_that_trickles_its_reply_is_given_up_at_the_deadline_and_the_cycles_go_on(
+        nats_server, db_path, uid, run):
+    """One of two monitoring URLs accepts the request and answers a byte a second: every socket read
+    succeeds, so only a total deadline ends it. The cycles go on at about `--request-timeout` with
+    the other server's report (they used to wait for the trickle to end), and the error says which
+    URL and what to check."""
+    from tests.test_alerting import Trickler
+
+    stream = f"{uid}_TRICKLEJSZ"
+    trickler = Trickler(every_s=0.5, at_most=120)
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        await one_consumer_stream(nats_server.url, stream, f"{uid}.trickle")
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.5, request_timeout=1.0,
+                                      monitor_url=(nats_server.monitor_url, trickler.url))
+        async with running(settings) as (collector, task):
+            await eventually(lambda: collector.cycles >= 3 or task.done(), timeout=20,
+                             message="three cycles while one monitoring port trickles")
+            assert trickler.accepted >= 3, trickler.accepted  # each cycle asked it again, and gave up
+            assert collector.last_error is not None
+            assert f"{trickler.url}/jsz?" in collector.last_error[0], collector.last_error
+            assert "did not answer within 1s (it accepted the connection but its reply never completed): its " \
+                   "consumers were not read this cycle" in collector.last_error[0], collector.last_error
+        assert rows(store, "SELECT count(*) FROM consumer_current WHERE stream = ?", [stream]) == [(1,)]
+
+    try:
+        run(scenario())
+    finally:
+        trickler.close()
 
 
 def test_credentials_in_a_monitor_url_are_never_shown_in_the_log_or_the_status(nats_server, db_path, run, caplog):

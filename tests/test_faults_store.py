@@ -30,7 +30,7 @@ from jetwatch.pipeline.cli import default_since
 from jetwatch.pipeline.export import export, prune_archive
 from jetwatch.pipeline.load import load
 from jetwatch.store import database, writes
-from jetwatch.store.database import QueryTimeout, Store, StoreFull, StoreUnwritable
+from jetwatch.store.database import QueryTimeout, Store, StoreCorrupt, StoreFull, StoreUnwritable
 from tests.helpers import (
     clean_env,
     collecting,
@@ -766,9 +766,59 @@ def test_a_store_cut_short_past_its_header_is_said_in_one_line_never_a_traceback
     (duckdb.CatalogException("Table with name Could not set lock does not exist!"), False, None),
     (duckdb.CatalogException("Table with name Permission denied does not exist!"), False, None),
     (duckdb.ConversionException("Could not convert string 'not a valid DuckDB database file' to INT32"), False, None),
+    # A damaged block: DuckDB's base Error as such, at open or at the block's first read.
+    (duckdb.Error("Corrupt database file: computed checksum 5381 does not match stored checksum 0 in block at "
+                  "location 8192"), False, StoreCorrupt),
+    (duckdb.ConversionException("Could not convert string 'Corrupt database file' to INT32"), False, None),
 ])
 def test_store_errors_are_told_apart_by_duckdbs_type_first_and_its_text_only_within_it(error, conflict, said, tmp_path):
     path = tmp_path / "s.duckdb"
     assert database._is_lock_conflict(error) is conflict
     found = database.unusable(path, error)
     assert (type(found) if found is not None else None) is said, found
+    if said is None or said is StoreCorrupt:  # the same for a read that reaches a damaged block
+        found = database.corrupt(path, error)
+        assert (type(found) if found is not None else None) is said, found
+
+
+def _cut_short(data: bytes) -> bytes:
+    return data[:len(data) // 5 // 4096 * 4096]
+
+
+def _damaged_block(data: bytes) -> bytes:
+    """One 4 KiB block past the header zeroed, as a bad sector or a torn copy leaves it: DuckDB
+    finds the checksum wrong (and raises its plain Error, not an IOException)."""
+    return data[:8192] + bytes(4096) + data[12288:]
+
+
+@pytest.mark.parametrize("damage", [_cut_short, _damaged_block], ids=["cut-short", "damaged-block"])
+def test_a_truncated_or_damaged_store_is_said_in_words_on_every_page_never_a_traceback(damage, filled_db, tmp_path,
+                                                                                      app_env):
+    """A real store, cut short or with a damaged block: every page says what happened and what to
+    do in one error, and shows no exception (no traceback, no source file paths)."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_dashboard import APP
+
+    bad = tmp_path / "bad.duckdb"
+    bad.write_bytes(damage(Path(filled_db).read_bytes()))
+    app_env(str(bad))
+    for page in ("views/fleet.py", "views/consumer.py", "views/pins.py", "views/audit.py"):
+        st.cache_data.clear()
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.run()
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+        said = [e.value.replace("\\", "") for e in at.error]
+        assert said, f"{page} said nothing of the damaged store"
+        assert all(f"The store {bad} is not a readable DuckDB database" in e and "Move it aside" in e
+                   and "restore it from a backup" in e for e in said), (page, said)
+    # The command line, too: `check` says UNKNOWN; a store whose first blocks are damaged keeps the
+    # dashboard from starting (one cut short past them opens, and its pages say it, as above).
+    commands = [(["status"], 1), (["check"], 3)] + ([(["dashboard"], 1)] if damage is _damaged_block else [])
+    for command, status in commands:
+        done = _jetwatch([*command, "--db", str(bad)])
+        out = done.stdout + done.stderr
+        assert done.returncode == status and "Traceback" not in out, (command, out)
+        assert "is not a readable DuckDB database" in out, (command, out)

@@ -32,7 +32,9 @@ from tests.helpers import (
 
 ACCOUNTS_CONF = """
 accounts {
-  APP { jetstream: enabled, users: [ {user: app, password: app-pw}, {user: plain, password: plain-pw} ] }
+  APP { jetstream: enabled, users: [ {user: app, password: app-pw}, {user: plain, password: plain-pw},
+                                      {user: noinfo, password: noinfo-pw,
+                                       permissions: {publish: {deny: ["$SYS.REQ.USER.INFO"]}}} ] }
   OTHER { jetstream: enabled, users: [ {user: other, password: other-pw} ] }
   SYS { users: [ {user: sys, password: sys-pw} ] }
 }
@@ -159,6 +161,56 @@ def test_an_action_without_an_account_records_the_account_it_acted_on(two_accoun
         assert paused(two_accounts.url, "other", "other-pw") and not paused(two_accounts.url, "app", "app-pw")
     finally:
         resume_all(two_accounts.url)
+
+
+def test_an_action_on_a_connection_whose_account_the_server_does_not_say_is_refused_never_done_as_G(
+        two_accounts, tmp_path):
+    """A user denied `$SYS.REQ.USER.INFO`: jetwatch cannot learn which account it acts in. It used to
+    take `$G` for the answer, then pause APP's A/wa and audit it as `$G`'s. Now nothing is sent,
+    whatever the target says, and the refusal is audited and says what to allow."""
+    db = str(tmp_path / "g.duckdb")
+    login = ("--server", two_accounts.url, "--user", "noinfo", "--password", "noinfo-pw")
+    try:
+        for account in ((), ("--account", "$G"), ("--account", "APP")):
+            done = jetwatch("pause", "A", "wa", *account, "--until", "10m", "--yes", "--db", db, *login)
+            assert done.returncode == 1, done.stdout + done.stderr
+            said = done.stdout + done.stderr
+            assert "not sent: jetwatch cannot check that it would act on A/wa" in said, said
+            assert "$SYS.REQ.USER.INFO: no reply within 2s" in said and "Allow the user to publish" in said, said
+            assert "Traceback" not in said
+            assert not paused(two_accounts.url, "app", "app-pw")
+        outcomes = rows(Store(db), "SELECT account, outcome FROM audit WHERE phase = 'outcome' ORDER BY seq")
+        assert outcomes == [(None, "refused"), ("$G", "refused"), ("APP", "refused")], outcomes
+    finally:
+        resume_all(two_accounts.url)
+
+
+def test_a_collector_whose_account_the_server_does_not_say_samples_nothing_and_says_why(two_accounts, tmp_path, run):
+    """It used to file APP's consumers under `$G` (and its advisories under the account each one
+    claimed): now it files nothing under a guessed account, its status says why and what to allow,
+    and it asks again every interval."""
+    from tests.helpers import collector_settings, eventually, running
+
+    db = str(tmp_path / "c.duckdb")
+    store = Store(db)
+
+    async def scenario() -> None:
+        settings = collector_settings(two_accounts.url, db, ("A",), user="noinfo", password="noinfo-pw",
+                                      interval=0.5)
+        async with running(settings) as (collector, _):
+            status = await eventually(lambda: store.exists() and rows(store, "SELECT last_error FROM collector_status"),
+                                      timeout=30, message="a status row saying why nothing is sampled")
+            first = collector.last_error[1]
+            await eventually(lambda: collector.last_error[1] > first, timeout=30, message="asked again")
+            assert collector.cycles == 0
+        error = status[0][0]
+        assert error.startswith("nothing is sampled: the server did not say which account this connection is in "
+                                "($SYS.REQ.USER.INFO: no reply within 2s)"), error
+        assert "Allow the user to publish $SYS.REQ.USER.INFO" in error
+
+    run(scenario())
+    assert rows(store, "SELECT count(*) FROM samples") == [(0,)]
+    assert rows(store, "SELECT count(*) FROM consumer_current") == [(0,)]
 
 
 def test_the_dashboard_pause_of_other_a_wa_pauses_other_a_wa_or_nothing(two_accounts, tmp_path, monkeypatch):
@@ -798,6 +850,46 @@ def test_the_operator_secret_has_no_command_line_form(tmp_path):
 
 
 # 5. Pin history says what it can vouch for ----------------------------------------------------
+
+def test_an_advisory_that_claims_another_account_is_rejected_never_filed_under_that_account(two_accounts, tmp_path,
+                                                                                            run):
+    """A user of APP publishes a PINNED advisory for A/wa that says `"account": "OTHER"`: it used to
+    become OTHER's pin event (OTHER has an A/wa too). The server publishes a consumer's advisories
+    in its own account, naming that account: this one is rejected, in words, and the same forgery
+    naming APP is stored as APP's (unconfirmed, as any forged pin)."""
+    from tests.helpers import collecting, collector_settings, eventually
+
+    db = str(tmp_path / "adv.duckdb")
+    store = Store(db)
+    now = dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z")
+
+    def forged(advisory_id: str, account: str) -> bytes:
+        return json.dumps({"type": "io.nats.jetstream.advisory.v1.consumer_group_pinned", "id": advisory_id,
+                           "timestamp": now, "account": account, "stream": "A", "consumer": "wa", "group": "jobs",
+                           "pinned_id": f"PIN-{advisory_id}"}).encode()
+
+    async def scenario() -> None:
+        settings = collector_settings(two_accounts.url, db, ("A",), user="app", password="app-pw")
+        async with collecting(settings):
+            plain = await nats.connect(two_accounts.url, user="plain", password="plain-pw")
+            subject = "$JS.EVENT.ADVISORY.CONSUMER.PINNED.A.wa"
+            await plain.publish(subject, forged("claims-other", "OTHER"))
+            await plain.publish(subject, forged("claims-app", "APP"))
+            await plain.flush()
+            await eventually(lambda: rows(store, "SELECT count(*) FROM rejects WHERE contains(raw, 'claims-other')"
+                                          )[0][0] == 1 and rows(store, "SELECT count(*) FROM advisories WHERE id = "
+                                                                       "'claims-app'")[0][0] == 1,
+                             timeout=30, message="both forgeries read")
+            await plain.close()
+
+    run(scenario())
+    assert rows(store, "SELECT count(*) FROM advisories WHERE account = 'OTHER' OR id = 'claims-other'") == [(0,)]
+    assert rows(store, "SELECT count(*) FROM pin_events WHERE account = 'OTHER'") == [(0,)]
+    assert rows(store, "SELECT account FROM pin_events WHERE pinned_id = 'PIN-claims-app'") == [("APP",)]
+    (error,), = rows(store, "SELECT error FROM rejects WHERE contains(raw, 'claims-other')")
+    assert error == ("advisory claims account 'OTHER', but it was published in account 'APP', whose advisories "
+                     "name only their own account: forged, or imported from another account; not stored"), error
+
 
 def _documented_deny_block() -> str:
     doc = (Path(__file__).resolve().parents[1] / "docs" / "security.md").read_text()

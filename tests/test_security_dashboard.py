@@ -4,6 +4,7 @@ operators are people with firm sessions, and foreign hosts are refused."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -511,6 +512,10 @@ def test_dns_rebinding_a_foreign_host_or_origin_gets_no_session_and_no_page(serv
     assert ws_handshake(port, f"localhost:{port}", None).startswith("HTTP/1.1 101")
     assert ws_handshake(port, f"evil.example:{port}", f"http://evil.example:{port}").startswith("HTTP/1.1 403")
     assert ws_handshake(port, f"127.0.0.1:{port}", "http://evil.example").startswith("HTTP/1.1 403")
+    # A page served on another port of this machine (any local dev server) is another origin.
+    for origin in (f"http://127.0.0.1:{port + 1}", f"http://localhost:{port - 1}", "http://127.0.0.1"):
+        assert ws_handshake(port, f"127.0.0.1:{port}", origin).startswith("HTTP/1.1 403"), origin
+        assert http_status(port, f"127.0.0.1:{port}", origin) == 403, origin
     assert http_status(port, f"127.0.0.1:{port}") == 200
     assert http_status(port, f"evil.example:{port}") == 403
     assert http_status(port, f"127.0.0.1:{port}", "http://evil.example") == 403
@@ -566,6 +571,97 @@ def test_a_session_survives_a_reload_and_a_deep_link_in_a_new_tab_and_ends_on_si
             assert again.get_by_text("signed in as ana").count() == 0
         finally:
             browser.close()
+
+
+@pytest.mark.browser
+def test_one_address_guessing_passwords_locks_out_itself_not_the_operators_elsewhere(tmp_path):
+    """Sign-ins come from two addresses through a proxy on this host (which says each in
+    X-Forwarded-For): one guesses ana's password 20 times over four sessions. It used to trip the
+    dashboard-wide limit, after which nobody, ana included, could sign in for 5 minutes. Now its
+    address is refused after 10 failures, ana signs in from hers, and the throttle is audited
+    with the guessing address."""
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import Page, sync_playwright
+
+    from tests.browser import CHROMIUM_ARGS
+
+    path = operators_file(tmp_path, "ana")
+    Store(tmp_path / "jetwatch.duckdb").migrate()  # an empty store, for the audit rows
+
+    def attempt(page: Page, password: str) -> None:
+        """Sign in once on this page: until the run that checks it clears the password field (a
+        click that lands while the page is still running is not seen, and is given again)."""
+        page.get_by_label("Operator name").fill("ana")
+        field = page.get_by_label("Password", exact=True)
+        field.fill(password)
+        def handled() -> bool:
+            try:
+                return field.input_value(timeout=500) == ""
+            except PlaywrightError:
+                return field.count() == 0  # the field gone: signed in
+
+        for _ in range(10):
+            page.get_by_role("button", name="Sign in").click()
+            try:
+                wait_until(handled, timeout=5, message="the sign-in handled")
+                return
+            except AssertionError:
+                continue
+        raise AssertionError("the sign-in was never handled")
+
+    def answer(page: Page) -> str:
+        """The sidebar's answer to a page's only sign-in: its error, or who is signed in."""
+        said = page.get_by_text(re.compile("wrong password|too many failed|signed in as ana"))
+        said.first.wait_for(timeout=30_000)
+        return said.first.inner_text()
+
+    with serve(tmp_path, operators_file=path) as port, sync_playwright() as p:
+        base = f"http://127.0.0.1:{port}/"
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            guesser = browser.new_context(extra_http_headers={"X-Forwarded-For": "203.0.113.7"})
+            for session in range(4):  # a new session (page) every five guesses: the per-session limit is 5
+                page = guesser.new_page()
+                page.goto(base)
+                for guess in range(5):
+                    attempt(page, f"guess {session}.{guess}")
+                page.close()
+            operator = browser.new_context(extra_http_headers={"X-Forwarded-For": "198.51.100.9"})
+            page = operator.new_page()
+            page.goto(base)
+            attempt(page, OPERATOR_PASSWORD)
+            assert answer(page).startswith("signed in as ana")
+
+            same = guesser.new_page()  # the right password, from the guessing address: not even checked
+            same.goto(base)
+            attempt(same, OPERATOR_PASSWORD)
+            assert answer(same).startswith("too many failed sign-ins from your address (203.0.113.7): wait ")
+        finally:
+            browser.close()
+    audit = rows(Store(tmp_path / "jetwatch.duckdb"), "SELECT actor, outcome, parameters FROM audit ORDER BY seq")
+    assert audit and {(a, o) for a, o, _ in audit} == {("unauthenticated:ana", "refused")}, audit
+    assert {json.loads(p)["source"] for _, _, p in audit} == {"203.0.113.7"}, audit
+
+
+def test_the_sign_in_limits_per_session_per_address_and_for_the_dashboard():
+    from jetwatch.dashboard.identities import Throttle, source_of
+
+    t = Throttle(per_session=5, per_source=10, overall=20, window_s=300)
+    for i in range(10):  # one address, a new session every five
+        assert t.blocked(f"s{i // 5}", "203.0.113.7", now=i) is None
+        t.failed(f"s{i // 5}", "203.0.113.7", now=i)
+    assert t.blocked("s9", "203.0.113.7", now=10).startswith("too many failed sign-ins from your address")
+    assert t.blocked("s9", "198.51.100.9", now=10) is None
+    for i in range(10):  # two more addresses: the dashboard-wide limit (20) trips
+        t.failed(f"x{i}", f"192.0.2.{i // 5}", now=20 + i)
+    assert t.blocked("s9", "192.0.2.0", now=31).startswith("too many failed sign-ins on this dashboard, from several")
+    assert t.blocked("s9", "198.51.100.9", now=31) is None  # an address with no failure may still try
+    for i in range(40):  # many addresses, one guess each: past the ceiling (60) everyone waits
+        t.failed(f"y{i}", f"10.0.{i}.1", now=40 + i)
+    assert t.blocked("s9", "198.51.100.9", now=81).startswith("too many failed sign-ins on this dashboard, from many")
+    assert t.blocked("s9", "198.51.100.9", now=81 + 300) is None  # the window passes
+    assert source_of(None) == "this host"
+    assert source_of("2001:db8:1:2:aaaa::1") == source_of("2001:db8:1:2:bbbb::2") == "2001:db8:1:2::/64"
 
 
 def test_operator_add_writes_a_salted_scrypt_line_from_stdin_and_refuses_short_passwords(tmp_path):
@@ -641,6 +737,30 @@ def test_the_host_check_reads_host_and_origin_strictly():
     assert all(foreign(h, allowed) for h in refused)
     assert "jetwatch.example.com" not in allowed_hosts(Settings({"address": "10.1.2.3"}))
     assert "10.1.2.3" in allowed_hosts(Settings({"address": "10.1.2.3"}))
+
+
+def test_an_origin_on_another_port_of_an_allowed_host_is_foreign():
+    """Another port is another origin: a page from any other local web server (localhost:3000)
+    would otherwise open a session, and SameSite cookies do not tell ports apart."""
+    from jetwatch.core.settings import Settings
+    from jetwatch.dashboard.gate import allowed_hosts, foreign
+
+    allowed = allowed_hosts(Settings({"address": "127.0.0.1", "allowed_hosts": ("jetwatch.example.com",)}))
+    same = [(b"127.0.0.1:8501", b"http://127.0.0.1:8501"), (b"localhost:8501", b"http://LOCALHOST:8501"),
+            (b"[::1]:8501", b"http://[::1]:8501"),
+            # Behind a TLS proxy (Host $host, no port): the Origin's scheme says which port it came to.
+            (b"jetwatch.example.com", b"https://jetwatch.example.com"),
+            (b"jetwatch.example.com", b"https://jetwatch.example.com:443"),
+            (b"jetwatch.example.com:443", b"https://jetwatch.example.com"),
+            (b"jetwatch.example.com:8443", b"https://jetwatch.example.com:8443"),
+            (b"localhost", b"http://localhost:80")]
+    other = [(b"127.0.0.1:8501", b"http://127.0.0.1:3000"), (b"127.0.0.1:8501", b"http://localhost:8080"),
+             (b"127.0.0.1:8501", b"http://127.0.0.1"), (b"localhost", b"http://localhost:8501"),
+             (b"jetwatch.example.com", b"https://jetwatch.example.com:8443"),
+             (b"jetwatch.example.com", b"http://jetwatch.example.com:443"),
+             (b"127.0.0.1:8501", b"chrome-extension://127.0.0.1:8501")]
+    assert [foreign({b"host": h, b"origin": o}, allowed) for h, o in same] == [None] * len(same)
+    assert [foreign({b"host": h, b"origin": o}, allowed) for h, o in other] == ["Origin"] * len(other)
 
 
 @pytest.mark.browser

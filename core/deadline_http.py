@@ -1,0 +1,72 @@
+"""An HTTP GET that is over within its deadline, whatever the other end does.
+
+A socket timeout bounds each read, not the whole: a monitoring port (or a proxy in front of it)
+that accepts the connection and then trickles its reply a byte every few seconds keeps every read
+alive, and a `urlopen(timeout=5)` then never ends, holding up whatever waits for it (a collector's
+cycle) for as long as the other end likes. Here a timer shuts the socket down under the blocked
+read at the deadline, so the call fails then.
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import ssl
+import threading
+from urllib.parse import urlsplit
+
+
+class TooSlow(OSError):
+    """The other end accepted the request but did not complete its reply within the deadline."""
+
+
+def _cut(conn: http.client.HTTPConnection) -> None:
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def get(url: str, timeout_s: float, authorization: str | None = None) -> bytes:
+    """The body of `url` (http:// or https://), within `timeout_s` in all: connecting, sending,
+    the headers and the whole body. Raises TooSlow at the deadline, OSError for anything else
+    (refused, reset, HTTP 4xx/5xx). `url` is said in errors: pass it without credentials (those go
+    in `authorization`)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise OSError(f"{url!r} is not an http:// or https:// URL")
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    conn: http.client.HTTPConnection = (
+        http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout_s, context=ssl.create_default_context())
+        if parts.scheme == "https" else http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s))
+    late = threading.Event()
+
+    def deadline() -> None:
+        late.set()
+        _cut(conn)
+
+    timer = threading.Timer(timeout_s, deadline)
+    timer.daemon = True
+    timer.start()
+    try:
+        conn.connect()
+        if late.is_set():  # the deadline passed while connecting, before there was a socket to cut
+            raise TooSlow()
+        conn.request("GET", path, headers={"Authorization": authorization} if authorization else {})
+        reply = conn.getresponse()
+        body = reply.read()
+        if reply.status >= 400:
+            raise OSError(f"{url} answered HTTP {reply.status} {reply.reason}")
+        return body
+    except (OSError, http.client.HTTPException) as exc:
+        if late.is_set():
+            raise TooSlow(f"{url} did not answer within {timeout_s:g}s (it accepted the connection but its reply "
+                          "never completed)") from None
+        if isinstance(exc, OSError):
+            raise
+        raise OSError(f"{url} sent a broken HTTP reply: {type(exc).__name__}: {exc}") from None
+    finally:
+        timer.cancel()
+        conn.close()
