@@ -19,8 +19,6 @@ import datetime as dt
 import http.client
 import json
 import logging
-import socket
-import ssl
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +26,7 @@ from urllib.parse import quote_plus, urlsplit
 
 import pandas as pd
 
+from jetwatch.core import deadline_http
 from jetwatch.core.clock import rfc3339
 from jetwatch.core.urls import split_userinfo
 from jetwatch.health import silences
@@ -217,19 +216,7 @@ class AlertmanagerClient:
             raise OSError(f"--alertmanager {self.url.removesuffix('/api/v2/alerts')!r} is not an http:// or "
                           "https:// URL: alerts are not sent")
         path = parts.path + (f"?{parts.query}" if parts.query else "")
-        if parts.scheme == "https":
-            return http.client.HTTPSConnection(parts.hostname, parts.port, timeout=self.timeout_s,
-                                               context=ssl.create_default_context()), path
-        return http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout_s), path
-
-    def _cut(self, conn: http.client.HTTPConnection) -> None:
-        """Wake a read blocked on this post's socket (another thread's call): it fails at once."""
-        sock = conn.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        return deadline_http.connection(parts.hostname, parts.port, parts.scheme == "https", self.timeout_s), path
 
     def abort(self) -> None:
         """The collector is stopping: cut the post under way, and send none after it."""
@@ -237,7 +224,7 @@ class AlertmanagerClient:
             self._aborted = True
             conn = self._open
         if conn is not None:
-            self._cut(conn)
+            deadline_http.cut(conn)
 
     def post(self, alerts: list[dict[str, Any]]) -> None:
         """One POST (blocking: run it off the event loop), over within `timeout_s` whatever the
@@ -249,7 +236,7 @@ class AlertmanagerClient:
 
         def deadline() -> None:
             late.set()
-            self._cut(conn)
+            deadline_http.cut(conn)
 
         timer = threading.Timer(self.timeout_s, deadline)
         with self._lock:

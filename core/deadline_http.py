@@ -20,13 +20,21 @@ class TooSlow(OSError):
     """The other end accepted the request but did not complete its reply within the deadline."""
 
 
-def _cut(conn: http.client.HTTPConnection) -> None:
+def cut(conn: http.client.HTTPConnection) -> None:
+    """Wake a read blocked on the connection's socket (in another thread): it fails at once."""
     sock = conn.sock
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def connection(host: str, port: int | None, https: bool, timeout_s: float) -> http.client.HTTPConnection:
+    """An unopened connection to `host`, with the system's certificate checks for https."""
+    if https:
+        return http.client.HTTPSConnection(host, port, timeout=timeout_s, context=ssl.create_default_context())
+    return http.client.HTTPConnection(host, port, timeout=timeout_s)
 
 
 def get(url: str, timeout_s: float, authorization: str | None = None) -> bytes:
@@ -38,14 +46,12 @@ def get(url: str, timeout_s: float, authorization: str | None = None) -> bytes:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise OSError(f"{url!r} is not an http:// or https:// URL")
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    conn: http.client.HTTPConnection = (
-        http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout_s, context=ssl.create_default_context())
-        if parts.scheme == "https" else http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s))
+    conn = connection(parts.hostname, parts.port, parts.scheme == "https", timeout_s)
     late = threading.Event()
 
     def deadline() -> None:
         late.set()
-        _cut(conn)
+        cut(conn)
 
     timer = threading.Timer(timeout_s, deadline)
     timer.daemon = True

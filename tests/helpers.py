@@ -120,6 +120,30 @@ async def collecting(settings: Settings) -> AsyncIterator[Collector]:
         yield collector
 
 
+async def judged(server_url: str, db: str, stream: str, subjects: str, consumers: dict[str, tuple[dict[str, Any], int]],
+                 expected: dict[str, str], timeout: float = 30.0) -> None:
+    """A stream on `<subjects>.>` with `consumers` (name: its config's extra keys, and how many
+    messages to publish on `<subjects>.<name>`), and the collector on a short health window until
+    their verdicts are `expected`: the set-up of a test about what a verdict leads to."""
+    import nats
+    nc = await nats.connect(server_url)
+    try:
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{subjects}.>"])
+        for name, (extra, count) in consumers.items():
+            await make_consumer(api, stream, name, **extra)
+            await publish(nc, f"{subjects}.{name}", count)
+        settings = collector_settings(server_url, db, (stream,), interval=0.3, health_window=4.0,
+                                      health_min_samples=3, health_min_span=1.0)
+        store = Store(db)
+        query = "SELECT consumer, verdict FROM verdicts_current WHERE stream = ?"
+        async with collecting(settings):
+            await eventually(lambda: store.exists() and dict(rows(store, query, [stream])) == expected,
+                             timeout=timeout, message=f"the verdicts {expected}")
+    finally:
+        await nc.close()
+
+
 def rows(store: Store, sql_text: str, params: Any = ()) -> list[tuple[Any, ...]]:
     """Ad-hoc read for assertions (tests only; product code reads named queries)."""
     return store.read(lambda con: con.execute(sql_text, params).fetchall())

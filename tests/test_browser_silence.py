@@ -8,22 +8,13 @@ import os
 import subprocess
 import sys
 
-import nats
 import pytest
 
-from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import free_port
-from jetwatch.store.database import Store
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, http_ok, no_errors, stop
 from tests.helpers import (
     clean_env,
-    collecting,
-    collector_settings,
-    eventually,
-    make_consumer,
-    make_stream,
-    publish,
-    rows,
+    judged,
     wait_until,
 )
 from tests.test_browser_fleet_layout import LAPTOP, drawn_grid
@@ -37,24 +28,10 @@ def test_a_silence_is_drawn_beside_its_verdict_on_the_fleet_at_1280(nats_server,
     if not os.path.exists(CHROMIUM):
         pytest.fail("Chromium is not installed: run `make test` (it installs Debian's chromium package)")
     stream = f"{uid}_SHH"
-    store = Store(db_path)
 
-    async def scenario() -> None:
-        nc = await nats.connect(nats_server.url)
-        api = JetStreamAPI(nc)
-        await make_stream(api, stream, [f"{uid}.>"])
-        for name in ("idle", "quiet"):
-            await make_consumer(api, stream, name, filter_subject=f"{uid}.{name}")
-            await publish(nc, f"{uid}.{name}", 2)
-        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=4.0,
-                                      health_min_samples=3, health_min_span=1.0)
-        verdict = "SELECT DISTINCT verdict FROM verdicts_current WHERE stream = ?"
-        async with collecting(settings):
-            await eventually(lambda: rows(store, verdict, [stream]) == [("NO_PULLERS",)], timeout=30,
-                             message="both NO_PULLERS")
-        await nc.close()
-
-    run(scenario())
+    run(judged(nats_server.url, db_path, stream, uid,
+               {name: ({"filter_subject": f"{uid}.{name}"}, 2) for name in ("idle", "quiet")},
+               {"idle": "NO_PULLERS", "quiet": "NO_PULLERS"}))
     done = subprocess.run([sys.executable, "-m", "jetwatch.cli", "silence", stream, "idle", "--for", "2h", "--note",
                            "draining by hand, INC-9", "--yes", "--actor", "oncall", "--db", db_path],
                           capture_output=True, text=True, timeout=120, env=clean_env())

@@ -23,6 +23,7 @@ from tests.helpers import (
     collecting,
     collector_settings,
     eventually,
+    judged,
     make_consumer,
     make_stream,
     publish,
@@ -222,22 +223,9 @@ def test_a_silence_is_refused_when_it_cannot_hold(nats_server, db_path, uid, run
     stream = f"{uid}_NOPE"
     store = Store(db_path)
 
-    async def scenario() -> None:
-        nc = await nats.connect(nats_server.url)
-        api = JetStreamAPI(nc)
-        await make_stream(api, stream, [f"{uid}.>"])
-        await make_consumer(api, stream, "calm", filter_subject=f"{uid}.calm")
-        await make_consumer(api, stream, "idle", filter_subject=f"{uid}.idle")
-        await publish(nc, f"{uid}.idle", 2)
-        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=4.0,
-                                      health_min_samples=3, health_min_span=1.0)
-        verdict = "SELECT consumer, verdict FROM verdicts_current WHERE stream = ?"
-        async with collecting(settings):
-            await eventually(lambda: dict(rows(store, verdict, [stream])) == {"calm": "OK", "idle": "NO_PULLERS"},
-                             timeout=30, message="calm OK, idle NO_PULLERS")
-        await nc.close()
-
-    run(scenario())
+    run(judged(nats_server.url, db_path, stream, uid,
+               {"calm": ({"filter_subject": f"{uid}.calm"}, 0), "idle": ({"filter_subject": f"{uid}.idle"}, 2)},
+               {"calm": "OK", "idle": "NO_PULLERS"}))
     for argv, said in ((["calm", "--for", "1h", "--note", "x"], "which raises no alert"),
                        (["idle", "--for", "1h", "--note", "x", "--verdict", "LAGGING"], "you saw LAGGING"),
                        (["idle", "--for", "1h", "--note", "  "], "say why in a note"),
@@ -281,21 +269,7 @@ def test_pages_show_the_thresholds_a_consumer_sets_and_a_silence_set_from_the_co
     meta = {"io.nats.monitor.last-delivery-critical": "90s", "io.nats.monitor.unprocessed-critical": "100",
             "io.jetwatch.lagging_age": "later"}
 
-    async def scenario() -> None:
-        nc = await nats.connect(nats_server.url)
-        api = JetStreamAPI(nc)
-        await make_stream(api, stream, [f"{uid}.>"])
-        await make_consumer(api, stream, "idle", metadata=meta)
-        await publish(nc, f"{uid}.x", 3)
-        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=4.0,
-                                      health_min_samples=3, health_min_span=1.0)
-        verdict = "SELECT verdict FROM verdicts_current WHERE stream = ?"
-        async with collecting(settings):
-            await eventually(lambda: rows(store, verdict, [stream]) == [("NO_PULLERS",)], timeout=30,
-                             message="NO_PULLERS")
-        await nc.close()
-
-    run(scenario())
+    run(judged(nats_server.url, db_path, stream, uid, {"idle": ({"metadata": meta}, 3)}, {"idle": "NO_PULLERS"}))
     for k in [k for k in __import__("os").environ if k.startswith("JETWATCH_")]:
         monkeypatch.delenv(k)
     monkeypatch.setenv("JETWATCH_DB", db_path)
