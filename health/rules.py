@@ -244,8 +244,13 @@ def _idle_for(x: Any, th: Thresholds, onset: str, name: str) -> Any:
     must have passed twice over as well, counted from the start of its wait."""
     seen = x["pullers_seen"] if onset == "idle_onset" else ~np.isnan(x["pull_gap_max"])
     floor = np.where(seen, _after(x, th, name), np.maximum(_after(x, th, name), th.health_window / 2))
-    batch = np.isnan(x["pull_rhythm"]) | (x["pull_waited"] >= RHYTHM * x["pull_rhythm"])
-    return (_held(x, onset) >= _rhythm(x["pull_gap_max"], floor)) & batch
+    held = _held(x, onset)
+    waited = np.fmax(held, x["pull_waited"])
+    batch = np.isnan(x["pull_rhythm"]) | (waited >= RHYTHM * x["pull_rhythm"])
+    # A consumer's own duration longer than the window can hold (a job declared hourly in its
+    # metadata) is counted from the start of its wait, which the collector follows beyond it.
+    declared = (_th(x, name) <= th.health_window / 2) | (waited >= _th(x, name))
+    return (held >= _rhythm(x["pull_gap_max"], floor)) & batch & declared
 
 
 def _pull_waited(c: Ctx, onset: str) -> float:

@@ -11,6 +11,7 @@ store) over simulated hours of cycles."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ import pytest
 
 from jetwatch.collectors.judging import judge_in, load_window
 from jetwatch.collectors.live_state import LiveState
-from jetwatch.health import pull_rhythm
+from jetwatch.health import pull_rhythm, thresholds
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store
@@ -154,12 +155,14 @@ class Consumer:
                        ack_floor_stream_seq=self.dcs, delivered_last_active=at, ack_floor_last_active=at)
 
 
-def _cycle(con: duckdb.DuckDBPyConnection, state: LiveState, samples: dict, now: dt.datetime) -> None:
-    """One cycle as the collector runs it, in one transaction: samples written, into its state,
-    judged and kept; its memory moves on once the transaction is in."""
+def _cycle(con: duckdb.DuckDBPyConnection, state: LiveState, samples: dict, now: dt.datetime,
+           configs: list[dict] | None = None) -> None:
+    """One cycle as the collector runs it, in one transaction: samples (and configs) written, into
+    its state, judged and kept; its memory moves on once the transaction is in."""
     con.execute("BEGIN TRANSACTION")
+    writes.write_configs(con, configs or [])
     writes.write_samples(con, ["A"], samples, [])
-    state.add(samples, ["A"])
+    state.add(samples, ["A"], configs=configs or [])
     judged = judge_in(con, now, TH, state)
     con.execute("COMMIT")
     judged.commit()
@@ -169,27 +172,36 @@ def test_a_job_drained_every_8_minutes_is_judged_against_its_own_rhythm(tmp_path
     """Cycles every 20 s, the default thresholds, a collector restart in the middle. The job:
     NO_PULLERS in its first wait (nothing is known of it yet), quiet through every wait once two
     have shown its rhythm, restart included, and NO_PULLERS when it stops running, once its
-    rhythm has passed twice over, with the rhythm in the reason. Beside it, a consumer pulled
+    rhythm has passed twice over, with the rhythm in the reason. The same job declaring 15 minutes
+    in its metadata (longer than the window can hold) is quiet from its first wait and named 15
+    minutes into the wait it never ends. Beside them, a consumer pulled
     steadily, whose workers went away for 5 minutes once, is named within 30 s of its workers
     going for good."""
     store = Store(str(tmp_path / "jetwatch.duckdb"))
     store.migrate()
     state = load_window(store, T0, TH)
     con = duckdb.connect(str(store.path))  # held open, as the collector's writer is, cycle after cycle
-    job, steady = Consumer("job"), Consumer("steady")
+    job, steady, declared = Consumer("job"), Consumer("steady"), Consumer("declared")
+    # The same job, declared in its metadata: no alarm before the 15 minutes it sets.
+    declares = {"io.jetwatch.no_pullers_after": "15m"}
+    configs = [{"ts": T0.isoformat(), "account": "A", "stream": "S", "consumer": "declared", "created": None,
+                "config_hash": "d", "is_pull": True, "filtered": False, "ack_policy": "explicit", "max_waiting": 512,
+                "max_ack_pending": 1000, "ack_wait_ns": None, "max_deliver": None, "priority_policy": None,
+                "priority_groups": None, "priority_timeout_ns": None, "config_json": json.dumps({"metadata": declares}),
+                **{k: values[0] for k, values in thresholds.input_columns([json.dumps(declares)]).items()}}]
     job_dies, steady_stops, outage, restart_at = 4 * PERIOD, 4 * PERIOD + 600, (1200.0, 1500.0), 3 * PERIOD + 200
-    verdicts: dict[str, list[tuple[float, str, str]]] = {"job": [], "steady": []}
+    verdicts: dict[str, list[tuple[float, str, str]]] = {"job": [], "steady": [], "declared": []}
     t = 0.0
-    while t <= job_dies + PERIOD + 240:
+    while t <= job_dies + PERIOD + 300:
         runs = t < job_dies and t % PERIOD < BUSY
         pulled = t < steady_stops and not (outage[0] <= t < outage[1])
-        rows = [job.sample(t, 5, runs), steady.sample(t, 3, pulled)]
+        rows = [job.sample(t, 5, runs), steady.sample(t, 3, pulled), declared.sample(t, 5, runs)]
         now = T0 + dt.timedelta(seconds=t)
         if t == restart_at:  # what a restarted collector knows: the store
             con.close()
             state = load_window(store, now, TH)
             con = duckdb.connect(str(store.path))
-        _cycle(con, state, {k: [r[k] for r in rows] for k in rows[0]}, now)
+        _cycle(con, state, {k: [r[k] for r in rows] for k in rows[0]}, now, configs if t == 0 else None)
         for name in verdicts:
             row = state.window.rows[("A", "S", name)]
             verdicts[name].append((t, state.kept_text["verdict"][row], state.kept_text["reason"][row]))
@@ -206,6 +218,10 @@ def test_a_job_drained_every_8_minutes_is_judged_against_its_own_rhythm(tmp_path
     named = alarms("job", overdue, job_dies + 3 * PERIOD)
     assert named and named[0][1] == "NO_PULLERS" and named[0][0] <= overdue + 30, named[:1]
     assert "it was pulled about every 7 min 20 s before" in named[0][2]
+
+    declared_named = alarms("declared", 0, job_dies + PERIOD + 240)
+    assert declared_named and declared_named[0][1] == "NO_PULLERS", declared_named[:1]
+    assert overdue - 2 * rhythm + 900 <= declared_named[0][0] <= overdue - 2 * rhythm + 900 + 30, declared_named[0]
 
     assert [v[1] for v in alarms("steady", outage[0], outage[0] + 40)][:1] == ["NO_PULLERS"]
     gone = alarms("steady", steady_stops, steady_stops + 120)
