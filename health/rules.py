@@ -248,8 +248,10 @@ def _idle_for(x: Any, th: Thresholds, onset: str, name: str) -> Any:
     waited = np.fmax(held, x["pull_waited"])
     batch = np.isnan(x["pull_rhythm"]) | (waited >= RHYTHM * x["pull_rhythm"])
     # A consumer's own duration longer than the window can hold (a job declared hourly in its
-    # metadata) is counted from the start of its wait, which the collector follows beyond it.
-    declared = (_th(x, name) <= th.health_window / 2) | (waited >= _th(x, name))
+    # metadata) is counted from the start of its wait, which the collector follows beyond it; the
+    # setting itself stays at most half the window (_after).
+    own = _th(x, name)
+    declared = (own <= th.health_window / 2) | (own == float(getattr(th, name))) | (waited >= own)
     return (held >= _rhythm(x["pull_gap_max"], floor)) & batch & declared
 
 
