@@ -314,6 +314,10 @@ def library() -> dict[str, Scenario]:
                                       "waits", None, **pinned, rate=1.0,
                                       clients=[{"between_s": s, "batch": 500, "expires_s": 1.0}, {}])
            for s in (40.0, 55.0)},
+        "batch": Scenario("a job draining the consumer every 6 minutes, as its metadata declares "
+                          "(io.nats.monitor.last-delivery-critical 15m)", None, rate=1.0,
+                          consumer={"metadata": {"io.nats.monitor.last-delivery-critical": "15m"}},
+                          clients=[{"between_s": 360.0, "batch": 1000, "expires_s": 1.0}]),
         "overflow": Scenario("an overflow standby idling on min_pending beside a worker that keeps up", None,
                              policy="overflow", clients=[{}, {"min_pending": 1000}]),
         "ordered": Scenario("one message at a time, always at max_ack_pending = 1", None, rate=1.5,
