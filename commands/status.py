@@ -25,7 +25,7 @@ import pandas as pd
 
 from jetwatch.core.clock import utcnow
 from jetwatch.core.durations import duration
-from jetwatch.core.pin_announce import holder_words
+from jetwatch.core.pin_words import pin_holder
 from jetwatch.core.settings import Settings
 from jetwatch.health import advice, failover, pin_causes, silences, thresholds
 from jetwatch.health.rules import SEVERITY
@@ -233,7 +233,7 @@ def _pin(r: Any) -> dict[str, Any] | None:
     name = _text(getattr(r, "holder_name", None))
     verification = _text(getattr(r, "holder_verification", None))
     pid = _num(getattr(r, "holder_pid", None))
-    return {"id": pin, "holder": holder_words(name, verification) or f"unannounced …{pin[-6:]}",
+    return {"id": pin, "holder": pin_holder(pin, name, verification),
             "name": name, "verification": verification or "unannounced",
             "host": _text(getattr(r, "holder_host", None)), "pid": None if pid is None else int(pid),
             "version": _text(getattr(r, "holder_version", None))}

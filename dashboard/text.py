@@ -7,21 +7,13 @@ are shown as visible marks such as ⟨U+202E⟩, so a name can never disguise it
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pandas as pd
 
 from jetwatch.core.durations import duration  # noqa: F401 (the pages import words from here)
-from jetwatch.core.pin_announce import holder_words
-
-# Embeddings and overrides (U+202A-U+202E), isolates (U+2066-U+2069), and the LRM/RLM marks.
-_BIDI = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def visible(text: object) -> str:
-    """`text` with every bidi control character replaced by a visible ⟨U+XXXX⟩ mark."""
-    return _BIDI.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", str(text))
+from jetwatch.core.pin_words import PIN_TAIL, pin_holder, pin_tail  # noqa: F401 (the pages import words from here)
+from jetwatch.core.text import BIDI, visible
 
 
 def visible_value(value: object) -> Any:
@@ -40,7 +32,7 @@ def visible_frame(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     for col in out.columns:
         if out[col].dtype == object or pd.api.types.is_string_dtype(out[col]):
-            texts = out[col].map(lambda v: isinstance(v, str) and _BIDI.search(v) is not None)
+            texts = out[col].map(lambda v: isinstance(v, str) and BIDI.search(v) is not None)
             if texts.any():  # rare: a big fleet pays one scan per text column, not a rewrite
                 out.loc[texts, col] = out.loc[texts, col].map(visible)
     out.columns = [visible(c) for c in out.columns]
@@ -49,18 +41,6 @@ def visible_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 # -- Words for numbers and ids (one place, so every page says them the same way) --------------
 
-PIN_TAIL = 6  # pin ids from one server share a long prefix (a NUID): their tail tells them apart
-
-
-def pin_holder(pin_id: object, name: object, verification: object) -> str:
-    """Who holds a pin, as its worker announced it ("worker-a · verified"), or "unannounced" with the
-    pin id's tail when no worker did ('' for no pin)."""
-    tail = pin_tail(pin_id)
-    if not tail:
-        return ""
-    return holder_words(visible(name) if isinstance(name, str) else None, verification) or f"unannounced {tail}"
-
-
 TILE_CHARS = 12  # what a Streamlit metric tile shows at 1280 px without cutting it
 
 
@@ -68,15 +48,6 @@ def short(text: str, most: int = TILE_CHARS) -> str:
     """`text` as a tile holds it: cut with an ellipsis past `most` characters (the whole goes to
     the tile's help)."""
     return text if len(text) <= most else text[:most - 1] + "…"
-
-
-def pin_tail(pin_id: object) -> str:
-    """The distinguishing part of a pin id: its last PIN_TAIL characters after an ellipsis ('' for
-    no pin). Pin ids of one server share their first 12+ characters, so a prefix names nothing."""
-    if pin_id is None or (not isinstance(pin_id, str) and pd.isna(pin_id)) or pin_id == "":
-        return ""
-    text = visible(pin_id)
-    return text if len(text) <= PIN_TAIL + 1 else "…" + text[-PIN_TAIL:]
 
 
 def utc(ts: object) -> str:
