@@ -26,6 +26,7 @@ from urllib.parse import quote_plus, urlsplit
 
 import pandas as pd
 
+from jetwatch.collectors.metrics import pin_holder_label
 from jetwatch.core import deadline_http
 from jetwatch.core.clock import rfc3339
 from jetwatch.core.urls import split_userinfo
@@ -68,13 +69,15 @@ def labels_for(alert: ConsumerAlert, verdict: str, cluster: str, account: str, s
     return {k: v for k, v in labels.items() if v}
 
 
-def annotations_for(labels: dict[str, str], dashboard_url: str) -> dict[str, str]:
-    """The rules' annotations, rendered for these labels."""
+def annotations_for(labels: dict[str, str], dashboard_url: str, holder: str = "") -> dict[str, str]:
+    """The rules' annotations, rendered for these labels; `holder`: who holds the consumer's pin,
+    as `jetwatch_consumer_pin_info`'s `pin_holder` says it ('' for no pin)."""
     stream, consumer, account = labels["stream"], labels["consumer"], labels["account"]
     return {
         "summary": f"{stream}/{consumer} is {labels['verdict']}",
         "description": f"jetwatch judged consumer {consumer} of stream {stream} (account {account}) "
-                       f"{labels['verdict']}; its findings and actions are on the dashboard.",
+                       f"{labels['verdict']}; its findings and actions are on the dashboard."
+                       + (f" The pin is held by {holder}." if holder else ""),
         "runbook_url": consumer_link(dashboard_url, account, stream, consumer, labels.get("cluster", "")),
     }
 
@@ -89,6 +92,12 @@ def _group(row: object) -> str:
         return pinned
     groups = getattr(row, "priority_groups", None)
     return str(groups[0]) if groups is not None and not isinstance(groups, float) and len(groups) else ""
+
+
+def _holder(row: object, holders: dict[str, tuple[str, str]]) -> str:
+    """Who holds the row's pin, as /metrics says it to the rules ('' for no pin)."""
+    pin = _text(getattr(row, "pinned_id", None))
+    return pin_holder_label(pin, holders.get(pin)) if pin else ""
 
 
 def _silenced(consumers: pd.DataFrame) -> pd.Series:
@@ -112,9 +121,10 @@ def held_back(consumers: pd.DataFrame, now: dt.datetime) -> dict[tuple, str]:
 
 
 def firing(consumers: pd.DataFrame, now: dt.datetime, after_s: float, dashboard_url: str,
-           resend_s: float) -> dict[tuple, dict[str, Any]]:
+           resend_s: float, holders: dict[str, tuple[str, str]] | None = None) -> dict[tuple, dict[str, Any]]:
     """The alerts firing now, by label set: consumers whose verdict has an alert and has held
-    for at least `after_s`, and no silence holds back."""
+    for at least `after_s`, and no silence holds back; each naming its pin's holder (`holders`:
+    pin id -> (announced name, verification))."""
     out: dict[tuple, dict[str, Any]] = {}
     if consumers.empty:
         return out
@@ -127,7 +137,7 @@ def firing(consumers: pd.DataFrame, now: dt.datetime, after_s: float, dashboard_
         labels = labels_for(BY_VERDICT[row.verdict], row.verdict, _text(getattr(row, "cluster", None)),
                             row.account, row.stream, row.consumer, _group(row))
         out[tuple(sorted(labels.items()))] = {
-            "labels": labels, "annotations": annotations_for(labels, dashboard_url),
+            "labels": labels, "annotations": annotations_for(labels, dashboard_url, _holder(row, holders or {})),
             "startsAt": rfc3339(fired_at.to_pydatetime()),
             "endsAt": rfc3339(now + dt.timedelta(seconds=resend_s)),
             "generatorURL": consumer_link(dashboard_url, row.account, row.stream, row.consumer,
@@ -192,9 +202,11 @@ class AlertmanagerClient:
         self._open: http.client.HTTPConnection | None = None  # the post under way, to cut
         self._aborted = False
 
-    def alerts_for(self, consumers: pd.DataFrame, changes: pd.DataFrame, now: dt.datetime) -> list[dict[str, Any]]:
-        """This cycle's post: every firing alert, and every alert resolved since the last post."""
-        now_firing = firing(consumers, now, self.after_s, self.dashboard_url, self.resend_s)
+    def alerts_for(self, consumers: pd.DataFrame, changes: pd.DataFrame, now: dt.datetime,
+                   holders: dict[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+        """This cycle's post: every firing alert (naming its pin's holder, from `holders`), and
+        every alert resolved since the last post."""
+        now_firing = firing(consumers, now, self.after_s, self.dashboard_url, self.resend_s, holders)
         resolved = resolved_from_changes(changes, consumers, now, self.after_s, self.dashboard_url)
         held = held_back(consumers, now)
         with self._lock:

@@ -33,6 +33,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
 from jetwatch.core.errors import JetwatchError
+from jetwatch.core.pin_words import pin_holder
 from jetwatch.health import failover
 from jetwatch.health.config_findings import KINDS as CONFIG_KINDS
 from jetwatch.health.pin_causes import CAUSES as MOVE_CAUSES
@@ -82,7 +83,7 @@ METRICS: tuple[MetricDef, ...] = (
     _c("jetwatch_consumer_silenced_until_timestamp_seconds", "gauge", "When the silence of the consumer's verdict expires (Unix time), unless the verdict turns into another that alerts first.", "verdict"),
     _c("jetwatch_consumer_pinned", "gauge", "pinned_client consumers: 1 while a client holds the pin."),
     _c("jetwatch_consumer_pin_age_seconds", "gauge", "How long the current pin has been held."),
-    _c("jetwatch_consumer_pin", "info", "The pin's id and its holder as the worker announced it (`holder`: the name, cut to 64 characters, or `unannounced`).", "pinned_id", "holder"),
+    _c("jetwatch_consumer_pin", "info", "The pin's id and its holder as the worker announced it (`holder`: the name, cut to 64 characters, or `unannounced`; `pin_holder`: the holder as the pages and alerts say it, `worker-a · verified` or `unannounced …9n1AbC`).", "pinned_id", "holder", "pin_holder"),
     _c("jetwatch_consumer_pin_switches", "counter", "Pins captured by this collector since it started."),
     _c("jetwatch_consumer_unpins", "counter", "Unpins captured by this collector since it started, by reason (`admin`, `timeout`, or `other` for any other).", "reason"),
     _c("jetwatch_consumer_pin_moves", "counter", "Pin switches by cause (`operator_unpin`, `leader_change`, `deploy`, `holder_disconnected`, `priority_timeout`, `unknown`), counted by this collector since it started, each once its cause is settled (--deploy-window after the pin ended). The Pins page says each one's cause in words.", "cause"),
@@ -131,13 +132,18 @@ UNPIN_REASONS = ("admin", "timeout")
 
 
 # The info metric's values, which are labels of the info series, not of the family.
-INFO_VALUES = ("pinned_id", "holder")
+INFO_VALUES = ("pinned_id", "holder", "pin_holder")
 HOLDER_LABEL_CHARS = 64
 
 
 def holder_label(holder: tuple[str, str] | None) -> str:
     """The `holder` label of a pin: the announced name, cut so a long name cannot blow up a series."""
     return holder[0][:HOLDER_LABEL_CHARS] if holder else "unannounced"
+
+
+def pin_holder_label(pin: str, holder: tuple[str, str] | None) -> str:
+    """The `pin_holder` label of a pin: its holder in the pages' words (the name cut as in `holder`)."""
+    return pin_holder(pin, holder_label(holder) if holder else None, holder[1] if holder else None)
 
 
 def unpin_reason(reason: object) -> str:
@@ -407,7 +413,9 @@ class CycleCollector(Collector):
         info = self._info("jetwatch_consumer_pin")
         for lab, pin in zip(labels, _label(f["pinned_id"])):
             if pin:
-                info.add_metric(lab, {"pinned_id": pin, "holder": holder_label(snap.holders.get(pin))})
+                held = snap.holders.get(pin)
+                info.add_metric(lab, {"pinned_id": pin, "holder": holder_label(held),
+                                      "pin_holder": pin_holder_label(pin, held)})
         yield info
         clusters = {(a, s, c, g): cl for cl, a, s, c, g in labels}
         switches = self._series("jetwatch_consumer_pin_switches")

@@ -512,7 +512,8 @@ class Collector:
         is still under way the next one is skipped (firing alerts go again next cycle; resolved
         ones wait in the client until delivered)."""
         assert self.alertmanager is not None
-        alerts = self.alertmanager.alerts_for(self.labelled(judged), judged.changes, judged.at)
+        alerts = self.alertmanager.alerts_for(self.labelled(judged), judged.changes, judged.at,
+                                              dict(self.pin_holders.holders) if self.pin_holders else {})
         if not alerts:
             return
         if self._alert_post is not None and not self._alert_post.done():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import subprocess
 import threading
 import time
@@ -21,6 +22,7 @@ import yaml
 
 from jetwatch.collectors import alerting
 from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.core.pin_announce import PinAnnouncer
 from jetwatch.demo.server import free_port
 from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
@@ -67,12 +69,29 @@ def test_the_rules_alert_on_exactly_the_verdicts_the_collector_alerts_on():
     assert from_rules == declared
 
 
+def _series_labels(series: str) -> dict[str, str]:
+    """The labels of a promtool input series ('name{a="x",b="y"}'); an empty one is no label."""
+    return {k: v for k, v in re.findall(r'(\w+)="([^"]*)"', series) if v}
+
+
+def _pin_holders(case: dict[str, Any]) -> dict[tuple[str, ...], str]:
+    """(cluster, account, stream, consumer, group) -> the `pin_holder` of the case's pin info series."""
+    out = {}
+    for s in case["input_series"]:
+        if s["series"].startswith("jetwatch_consumer_pin_info{"):
+            lab = _series_labels(s["series"])
+            out[tuple(lab.get(k, "") for k in ("cluster", "account", "stream", "consumer", "group"))] = lab["pin_holder"]
+    return out
+
+
 def test_direct_alert_annotations_are_the_rules_annotations_for_the_same_labels():
     """The promtool test's expected annotations (what Prometheus renders from the rule
-    templates) equal what the collector sends to Alertmanager for the same labels."""
+    templates) equal what the collector sends to Alertmanager for the same labels, and the same
+    pin holder where the consumer's pin info names one."""
     cases = yaml.safe_load((RULES_DIR / "jetwatch-rules.test.yml").read_text())["tests"]
-    checked = 0
+    checked = named = 0
     for case in cases:
+        holders = _pin_holders(case)
         for check in case["alert_rule_test"]:
             for exp in check.get("exp_alerts", []):
                 labels = exp["exp_labels"]
@@ -82,9 +101,12 @@ def test_direct_alert_annotations_are_the_rules_annotations_for_the_same_labels(
                 ours = alerting.labels_for(alert, labels["verdict"], labels.get("cluster", ""), labels["account"],
                                            labels["stream"], labels["consumer"], labels.get("group", ""))
                 assert ours == labels
-                assert alerting.annotations_for(ours, "http://127.0.0.1:8501/") == exp["exp_annotations"]
+                holder = holders.get(tuple(labels.get(k, "") for k in ("cluster", "account", "stream", "consumer",
+                                                                       "group")), "")
+                assert alerting.annotations_for(ours, "http://127.0.0.1:8501/", holder) == exp["exp_annotations"]
                 checked += 1
-    assert checked >= 3
+                named += bool(holder)
+    assert checked >= 3 and named >= 2
 
 
 # -- end to end against a real Alertmanager ------------------------------------------------------
@@ -163,14 +185,16 @@ def test_a_stalled_pinned_worker_fires_one_alert_a_restart_keeps_it_and_recovery
     hook = Webhook()
 
     async def scenario(am_url: str) -> None:
-        nc = await nats.connect(nats_server.url)
+        nc = await nats.connect(nats_server.url, name="stuck")
         api = JetStreamAPI(nc)
         await make_stream(api, stream, [f"{uid}.>"])
         await make_consumer(api, stream, "work", "pinned_client", timeout_s=60, ack_wait=int(300e9))
-        worker = PullWorker(nc, stream, "work", "jobs", name="stuck").start()
+        worker = PullWorker(nc, stream, "work", "jobs", name="stuck",  # it says who holds the pin
+                            announcer=PinAnnouncer(nc, stream, "work", group="jobs", version="2.0.1")).start()
         settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=10.0,
                                       health_min_samples=3, health_min_span=1.0, alert_after=0.0,
-                                      alertmanager=am_url, dashboard_url="http://dash.example:8501/")
+                                      alertmanager=am_url, dashboard_url="http://dash.example:8501/",
+                                      monitor_url=(nats_server.monitor_url,))
         interval = settings.interval
         cycles: list[tuple[float, bool]] = []  # (end of the cycle's exports, judged STALLED in it)
 
@@ -193,6 +217,8 @@ def test_a_stalled_pinned_worker_fires_one_alert_a_restart_keeps_it_and_recovery
             assert alert["labels"]["verdict"] == "STALLED" and alert["labels"]["group"] == "jobs"
             assert alert["annotations"]["runbook_url"] == (
                 f"http://dash.example:8501/consumer?account=%24G&stream={stream}&consumer=work&cluster=default")
+            assert alert["annotations"]["description"].endswith(" The pin is held by stuck · verified."), alert
+
             change_at = rows(store, "SELECT max(ts) FROM verdict_changes WHERE stream = ? AND to_verdict = 'STALLED'",
                              [stream])[0][0]
             starts = _active(am_url, stream)[0]["startsAt"]

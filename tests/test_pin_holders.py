@@ -104,6 +104,9 @@ def test_a_real_worker_is_shown_verified_and_a_forgery_never_replaces_it(nats_se
     from tests.test_dashboard import consumers, frame
     table = frame(at, "Verdict")
     assert table[consumers(table) == consumer].iloc[0]["Pin holder"] == "worker-a · verified"
+    at = run_app("views/pins.py")
+    sessions = frame(at, "End reason")
+    assert list(sessions[sessions["Pin id (tail)"] == "…" + pin[-6:]]["Pin holder"]) == ["worker-a · verified"]
 
 
 def test_a_forged_announcement_alone_shows_unverified_and_the_real_one_then_wins(nats_server, db_path, uid, run):
@@ -150,6 +153,12 @@ def test_the_metrics_pin_info_carries_the_holder_name_bounded():
     assert metrics.holder_label(("w" * 100, VERIFIED)) == "w" * metrics.HOLDER_LABEL_CHARS
     assert metrics.holder_label(None) == "unannounced"
     assert "holder" in metrics.BY_NAME["jetwatch_consumer_pin"].labels
+    # `pin_holder`: the holder in the pages' words, which the alert rules quote.
+    assert "pin_holder" in metrics.BY_NAME["jetwatch_consumer_pin"].labels
+    assert metrics.pin_holder_label("abcdefghijk123456", ("worker-a", VERIFIED)) == "worker-a · verified"
+    assert metrics.pin_holder_label("abcdefghijk123456", None) == "unannounced …123456"
+    assert metrics.pin_holder_label("abcdefghijk123456", ("w" * 100, NO_CONNZ)) == \
+        "w" * metrics.HOLDER_LABEL_CHARS + " · unverified (no CONNZ access)"
 
 
 def test_the_capture_keeps_a_verified_holder_in_memory_against_a_forgery(run):
