@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from jetwatch.dashboard.text import duration, pin_tail, utc, visible
+from jetwatch.dashboard.text import duration, pin_holder, pin_tail, utc, visible
 from jetwatch.health.rules import BY_NAME
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
@@ -277,7 +277,7 @@ def _time_span(sessions: pd.DataFrame, events: pd.DataFrame, actions: pd.DataFra
 def pin_timeline(sessions: pd.DataFrame, events: pd.DataFrame, title: str = "Pins",
                  actions: pd.DataFrame | None = None) -> go.Figure:
     """One lane per consumer and group (the busiest TOP_LANES), a bar per pin labelled with its
-    id's tail (whole on hover) and coloured so neighbours differ, unpins marked by reason, operator
+    holder's announced name, else its id's tail (the holder in words and the id whole on hover) and coloured so neighbours differ, unpins marked by reason, operator
     actions from the audit log marked with their actor. More than MAX_BARS pins: switch counts
     per time bucket instead of a barcode."""
     if sessions.empty and events.empty:
@@ -301,12 +301,18 @@ def pin_timeline(sessions: pd.DataFrame, events: pd.DataFrame, title: str = "Pin
         s["colour"] = ""
         for _, part in s.groupby("lane", sort=False):
             s.loc[part.index, "colour"] = lane_colours(part["start"])
+        none = [None] * len(s)
+        holders = [pin_holder(p, n, v) for p, n, v in zip(s["pinned_id"], s.get("holder_name", none),
+                                                           s.get("holder_verification", none))]
         fig.add_trace(go.Bar(
             base=s["start"], x=(s["end"] - s["start"]).dt.total_seconds() * 1000, y=s["lane"], orientation="h",
             name="pin (bar: one pin)", showlegend=True, marker={"color": list(s["colour"])},
-            text=[esc(pin_tail(p)) for p in s["pinned_id"]], textposition="inside", insidetextanchor="start",
-            customdata=[[esc(p), duration(d), esc(r)] for p, d, r in zip(s["pinned_id"], s["duration_seconds"], s["end_reason"])],
-            hovertemplate="pin id %{customdata[0]}<br>from %{base|%H:%M:%S} for %{customdata[1]}"
+            text=[esc(n if isinstance(n, str) and n else pin_tail(p))  # as the Consumer page's tile
+                  for p, n in zip(s["pinned_id"], s.get("holder_name", none))],
+            textposition="inside", insidetextanchor="start",
+            customdata=[[esc(p), duration(d), esc(r), esc(h)]
+                        for p, d, r, h in zip(s["pinned_id"], s["duration_seconds"], s["end_reason"], holders)],
+            hovertemplate="held by %{customdata[3]}<br>pin id %{customdata[0]}<br>from %{base|%H:%M:%S} for %{customdata[1]}"
                           "<br>ended: %{customdata[2]}<extra>%{y}</extra>"))
         if not events.empty:
             un = events[events["event"] == "unpinned"].copy()

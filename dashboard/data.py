@@ -15,7 +15,7 @@ import pandas as pd
 
 from jetwatch.core.clock import utcnow
 from jetwatch.dashboard.tables import since_cell
-from jetwatch.dashboard.text import duration, pin_tail
+from jetwatch.dashboard.text import duration, pin_holder
 from jetwatch.health import pin_causes, silences
 from jetwatch.health.rules import VERDICT_NAMES, Thresholds
 from jetwatch.health.sessions import SESSION_COLUMNS, pin_sessions
@@ -524,7 +524,30 @@ def audit(store: Store, limit: int = 500) -> pd.DataFrame:
 
 
 AUDIT_COLUMNS = ["ts", "actor", "origin", "action", *KEY, "group_name", "outcome", "parameters", "message",
-                 "summary", "action_id"]
+                 "holder", "summary", "action_id"]
+# The parameters naming the pin a consumer had when an action ran on it: the one an unpin dropped
+# (else the one its operator confirmed), the one a drain found.
+HELD_PIN = ("unpinned_id", "expect_pin", "pinned_before")
+
+
+def pin_holders_of(store: Store, pins: list[str]) -> dict[str, tuple[str, str]]:
+    """pin id -> (announced name, verification) of those of `pins` whose worker announced them."""
+    if not pins:
+        return {}
+    try:
+        found = store.query("pin_holders_of", {"pins": sorted(set(pins))})
+    except StoreMissing:
+        return {}
+    return {p: (n, v) for p, n, v in zip(found["pin_id"], found["name"], found["verification"])}
+
+
+def held_pins(log: pd.DataFrame) -> list[str]:
+    """The pin ids the audit rows name as held when their action ran."""
+    pins = []
+    for p in log.get("parameters", []):
+        got = _json(p)
+        pins += [got[k] for k in HELD_PIN if isinstance(got, dict) and isinstance(got.get(k), str) and got[k]]
+    return pins
 _VERBS = {"unpin": "unpinned", "pause": "paused", "resume": "resumed", "drain": "drained", "sign-in": "signed in to",
           "silence": "silenced"}
 # How a silence that was set ends later, by the collector's audit event: it was set all the same.
@@ -553,11 +576,14 @@ def _message(reply: object) -> str:
     return str(error) if error else ""
 
 
-def audit_actions(log: pd.DataFrame) -> pd.DataFrame:
+def audit_actions(log: pd.DataFrame, holders: dict[str, tuple[str, str]] | None = None) -> pd.DataFrame:
     """One row per action from the audit log's intent and outcome rows: when it was asked, who,
     what, on which consumer (the account the outcome names when the intent did not), how it ended
-    and in words why; its parameters with what the outcome added (the pin an unpin dropped).
+    and in words why; its parameters with what the outcome added (the pin an unpin dropped); for
+    an unpin or a drain, who held the pin when it ran (`holder`, in the Consumer page's words, from
+    `holders`: pin id -> (announced name, verification)).
     Rows put in around the chain (`outside_chain`) are no action of anyone's: left out."""
+    holders = holders or {}
     if "outside_chain" in log:
         log = log[~log["outside_chain"].fillna(False).astype(bool)]
     if log.empty:
@@ -578,14 +604,15 @@ def audit_actions(log: pd.DataFrame) -> pd.DataFrame:
         outcome = last["outcome"] if not ending.empty else "no outcome recorded"
         message = _message(_json(last["reply"])) if not ending.empty else ""
         verb = _VERBS.get(str(first["action"]), str(first["action"]))
-        dropped = params.get("unpinned_id") or params.get("expect_pin")
+        held = next((params[k] for k in HELD_PIN if isinstance(params.get(k), str) and params[k]), None)
+        holder = pin_holder(held, *holders.get(held, (None, None))) if held else ""
         done = outcome == "ok" or outcome in _ENDED.get(str(first["action"]), ())
         summary = (f"{first['actor']} {verb if done else 'tried to ' + str(first['action'])} "
                    f"{first['stream']} / {first['consumer']}"
-                   + (f" (pin {pin_tail(dropped)})" if dropped and first["action"] == "unpin" else "")
+                   + (f" (pin held by {holder})" if holder else "")
                    + f": {outcome}" + (f", {message}" if message and outcome != "ok" else ""))
         out.append({"ts": first["ts"], "actor": first["actor"], "origin": first["origin"], "action": first["action"],
                     "account": account, "stream": first["stream"], "consumer": first["consumer"],
                     "group_name": first["group_name"], "outcome": outcome, "parameters": params, "message": message,
-                    "summary": summary, "action_id": first["action_id"]})
+                    "holder": holder, "summary": summary, "action_id": first["action_id"]})
     return pd.DataFrame(out, columns=AUDIT_COLUMNS).sort_values("ts", ascending=False).reset_index(drop=True)

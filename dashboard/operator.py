@@ -30,8 +30,8 @@ from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.core.jsinfo import ConsumerInfo
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import shown_servers
-from jetwatch.dashboard import gate, identities, stores, ui
-from jetwatch.dashboard.text import visible_value
+from jetwatch.dashboard import data, gate, identities, stores, ui
+from jetwatch.dashboard.text import pin_holder, visible_value
 from jetwatch.dashboard.ui import md
 from jetwatch.store.database import Store, StoreError
 
@@ -219,12 +219,24 @@ def request(action: str, target: ops.Target, cluster: str | None = None, **param
     st.session_state.pop(PIN_MOVED, None)
 
 
-def _describe(pending: dict[str, Any]) -> str:
+def _describe(pending: dict[str, Any], holders: dict[str, tuple[str, str]] | None = None) -> str:
+    """The question the dialog asks; an unpin's names the pin it drops and who holds it (`holders`:
+    pin id -> (announced name, verification), in the Consumer page's words)."""
     text = catalog.confirmation(pending["action"], pending["target"], pending["params"])
     if pending["action"] == "unpin":
         pin = pending["params"].get("expect_pin")
-        text += f": drops pin {pin}" if pin else ": nothing was pinned when you looked"
+        holder = pin_holder(pin, *(holders or {}).get(pin, (None, None))) if pin else ""
+        text += f": drops pin {pin}, held by {holder}" if pin else ": nothing was pinned when you looked"
     return text
+
+
+def _holders(store: Store, pending: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Who holds the pin an unpin would drop, as announced (none known when the store cannot say)."""
+    pin = pending["params"].get("expect_pin") if pending["action"] == "unpin" else None
+    try:
+        return data.pin_holders_of(store, [pin]) if pin else {}
+    except StoreError:
+        return {}
 
 
 async def _pin_moved(api: JetStreamAPI, pending: dict[str, Any]) -> ops.ActionResult | None:
@@ -316,7 +328,7 @@ def dialog(s: Settings, store: Store) -> None:
         note = st.session_state.get(PIN_MOVED)
         if note:
             st.warning(md(note))
-        st.markdown("**" + md(_describe(pending)) + "**")
+        st.markdown("**" + md(_describe(pending, _holders(store, pending))) + "**")
         where = f"cluster {pending['cluster']}, " if pending.get("cluster") is not None else ""
         place = ("in its store (nothing is sent to the server)" if catalog.action(pending["action"]).on == "store"
                  else "on " + md(where + shown_servers(s.server)))

@@ -204,10 +204,16 @@ def pin_history(stores: Sequence[ClusterStore], read: Callable[[ClusterStore], d
 
 
 def audit_actions(stores: Sequence[ClusterStore], limit: int = 500) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(one line per action, the raw chained rows) of every store, newest first. Each store keeps
-    its own chain: the rows are put together only for reading."""
-    logs = each(stores, lambda cs: data.audit(cs.store, limit))
-    actions = union([(c, data.audit_actions(log)) for c, log in logs])
+    """(one line per action, the raw chained rows) of every store, newest first, an unpin's or a
+    drain's with who held the pin (its store's announced holder). Each store keeps its own chain:
+    the rows are put together only for reading."""
+    def read(cs: ClusterStore) -> tuple[pd.DataFrame, dict[str, tuple[str, str]]]:
+        log = data.audit(cs.store, limit)
+        return log, data.pin_holders_of(cs.store, data.held_pins(log))  # who held each pin acted on
+
+    found = each(stores, read)
+    logs = [(c, log) for c, (log, _) in found]
+    actions = union([(c, data.audit_actions(log, holders)) for c, (log, holders) in found])
     if not actions.empty and "ts" in actions:
         actions = actions.sort_values("ts", ascending=False).reset_index(drop=True)
     return actions, union(logs)

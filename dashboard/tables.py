@@ -312,7 +312,10 @@ SESSIONS: list[Column] = [
     _cluster_column(),
     Column("Stream", lambda f, now: f["stream"], width=NAME_WIDTH, pinned=True),
     Column("Consumer", _link, kind="link", width=NAME_WIDTH, pinned=True),
-    Column("Holder (pin id tail)", lambda f, now: [pin_tail(p) for p in f["pinned_id"]], width="small",
+    Column("Pin holder", lambda f, now: _holders(f), width="small",
+           help="the worker that held the pin as it announced itself (verified: CONNZ showed that connection under "
+                "that name), else \"unannounced\" and the end of the pin id"),
+    Column("Pin id (tail)", lambda f, now: [pin_tail(p) for p in f["pinned_id"]], width="small",
            help="the pin id's distinguishing tail: a pin id names one pin, not a client"),
     Column("Start (UTC)", _utc_cells("start_ts"), width="small"),
     Column("End (UTC)", lambda f, now: ["still pinned" if r == "still pinned" else since_cell(t, now)
@@ -368,6 +371,9 @@ AUDIT: list[Column] = [
     _cluster_column(),
     Column("Account", lambda f, now: f["account"], width="small"),
     Column("Actor", lambda f, now: f["actor"], width="small"),
+    Column("Pin holder", lambda f, now: f["holder"] if "holder" in f else [""] * len(f), width="small",
+           help="who held the pin when the unpin or drain ran, as its worker announced itself (verified: CONNZ "
+                "showed that connection under that name), else \"unannounced\" and the end of the pin id"),
     Column("Parameters", _params_words, width="medium"),
     Column("Error", lambda f, now: [m if o != "ok" else "" for m, o in zip(f["message"], f["outcome"])], width="large",
            help="what went wrong, for failures, refusals and timeouts"),

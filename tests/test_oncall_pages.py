@@ -388,7 +388,7 @@ def test_audit_is_one_line_per_action_with_the_pin_dropped_the_error_and_the_acc
     assert list(log["Summary"]) == [
         "bo tried to drain ORDERS / archive: error, timed out after 60s with 20 messages still in flight; the "
         "consumer was resumed",
-        "ana unpinned ORDERS / fulfilment (pin …9n1AbC): ok"]
+        "ana unpinned ORDERS / fulfilment (pin held by unannounced …9n1AbC): ok"]  # no worker announced it
     assert list(log["Account"]) == ["$G", "$G"]  # the account the server reported, also for the drain
     assert "pin dropped …9n1AbC" in log["Parameters"].iloc[1]
     assert log["Error"].iloc[0].startswith("timed out after 60s")
@@ -401,6 +401,40 @@ def test_audit_is_one_line_per_action_with_the_pin_dropped_the_error_and_the_acc
     raw = Store(db).read(lambda con: con.execute(
         "SELECT parameters::VARCHAR FROM audit WHERE action = 'unpin' AND phase = 'outcome'").fetchall())[0][0]
     assert json.loads(raw) == {"group": "jobs", "expect_pin": pin, "unpinned_id": pin}  # the pin it dropped
+
+
+def test_audit_says_who_held_the_pin_an_unpin_dropped_or_a_drain_found(tmp_path, app_env):
+    """An unpin of a pin whose worker announced itself names that worker as the Consumer page does;
+    a drain that found a pin nobody announced says so with the id's tail; a pause names no pin."""
+    from jetwatch.actions.audit import begin, finish
+    from jetwatch.actions.operations import ActionResult, Target
+
+    db = str(tmp_path / "audit.duckdb")
+    store = Store(db)
+    store.migrate()
+    held, found = "x3jkSMKG5bo5V7Sg9n1AbC", "x3jkSMKG5bo5V7Sg9n1XyZ"
+    store.write(lambda con: con.execute(
+        "INSERT INTO pin_holders VALUES (?, '$G', 'ORDERS', 'fulfilment', 'jobs', 'worker-a', 'host-1', 42, '1.2.3', "
+        "7, 'SRV', 'verified', NULL, now())", [held]))
+    target = Target("$G", "ORDERS", "fulfilment", "jobs")
+    unpin = begin(store, "unpin", target, "ana", "dashboard", {"group": "jobs", "expect_pin": held})
+    finish(store, unpin, ActionResult("unpin", target, True, f"unpinned {held}", {"success": True},
+                                      {"unpinned_id": held}), "ana", "dashboard", {"group": "jobs", "expect_pin": held})
+    drain_params = {"then": "handoff", "timeout_s": 60.0}
+    drain = begin(store, "drain", target, "bo", "cli", drain_params)
+    finish(store, drain, ActionResult("drain", target, True, "drained", {}, {"pinned_before": found,
+                                                                             "still_in_flight": 0}),
+           "bo", "cli", drain_params)
+    pause = begin(store, "pause", target, "cy", "cli", {"until": "2026-11-27T22:00:00Z"})
+    finish(store, pause, ActionResult("pause", target, True, "paused", {}), "cy", "cli", {"until": "2026-11-27T22:00:00Z"})
+    app_env(db)
+    log = frame(run_app("views/audit.py"), "Summary")
+    by_actor = log.set_index("Actor")
+    assert by_actor.loc["ana", "Pin holder"] == "worker-a · verified"
+    assert by_actor.loc["ana", "Summary"] == "ana unpinned ORDERS / fulfilment (pin held by worker-a · verified): ok"
+    assert by_actor.loc["bo", "Pin holder"] == "unannounced …9n1XyZ"
+    assert "(pin held by unannounced …9n1XyZ)" in by_actor.loc["bo", "Summary"]
+    assert by_actor.loc["cy", "Pin holder"] == "" and "held by" not in by_actor.loc["cy", "Summary"]
 
 
 def link_of(url: str) -> str:

@@ -112,6 +112,7 @@ def _holder(workers: list[Worker], store: Store, stream: str) -> Worker:
 
 
 def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monkeypatch):
+    from tests.test_dashboard import frame, run_app
     from tests.test_dashboard_actions import consumer_page, login
 
     stream, store, loop = site["stream"], site["store"], site["loop"]
@@ -146,16 +147,24 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     more()
     moved(1)
 
-    # 2. An operator unpins from the dashboard.
+    # 2. An operator unpins from the dashboard: the dialog and the Audit page name the holder.
+    held = _holder(workers, store, stream)
+    wait_until(lambda: rows(store, "SELECT verification FROM pin_holders WHERE pin_id = ?", [held.pull.pin_id])
+               == [("verified",)], timeout=30, message="the holder's announcement verified")
     monkeypatch.setenv("JETWATCH_OPERATORS_FILE", site["operators"])
     at = login(consumer_page({"stream": stream, "consumer": "work"}))
     [tile] = [m for m in at.metric if m.label == "Standby"]  # two workers: one holds, one waits
     assert tile.value == "1 waiting", tile.value
     at.button(key="action_unpin").click().run()
+    question = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert f"drops pin {held.pull.pin_id}, held by {held.name} · verified" in question, question
     at.button(key="action_confirm").click().run()
     assert not at.exception
     more()
     moved(2)
+    audit = frame(run_app("views/audit.py"), "Summary")
+    assert list(audit["Pin holder"]) == [f"{held.name} · verified"], audit
+    assert audit["Summary"].iloc[0] == f"ana unpinned {stream} / work (pin held by {held.name} · verified): ok"
 
     # 3. The holder stops pulling and stays connected: priority_timeout moves the pin.
     holder = _holder(workers, store, stream)

@@ -7,6 +7,7 @@ the span it names."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any
 
 import pandas as pd
@@ -72,11 +73,46 @@ def test_pins_ended_since_the_pipeline_ran_are_not_still_pinned_and_the_holder_r
 
     c = sessions[sessions["consumer"] == "c"]
     assert sorted(c["End reason"]) == ["", "timeout"], c
-    assert list(c[c["End (UTC)"] == "still pinned"]["Holder (pin id tail)"]) == ["PIN-B"], "one holder: the newest"
+    assert list(c[c["End (UTC)"] == "still pinned"]["Pin id (tail)"]) == ["PIN-B"], "one holder: the newest"
     e = sessions[sessions["consumer"] == "e"].iloc[0]
     assert e["End (UTC)"] == "still pinned" and e["Duration"].startswith("45 min"), e  # to now, not to the run
     d = sessions[sessions["consumer"] == "d"].iloc[0]
     assert d["Duration"].startswith("35 min"), d
+
+
+def _announced(db: str, pin: str, name: str, verification: str) -> None:
+    """A pin's holder as the collector stores its worker's announcement."""
+    Store(db).write(lambda con: con.execute(
+        "INSERT INTO pin_holders VALUES (?, 'A', 'S', 'c', 'jobs', ?, 'host-1', 42, '1.2.3', 7, 'SRV', ?, NULL, now())",
+        [pin, name, verification]))
+
+
+def test_the_pins_timeline_and_sessions_name_each_pins_holder_as_the_consumer_page_does(tmp_path, app_env):
+    """Three pins of c: one held by a worker that announced itself (verified), one by a worker whose
+    announcement could not be checked, one by nobody that announced: the sessions table says each
+    holder in the Consumer page's words, the timeline labels each bar with the name (else the id's
+    tail) and says the holder on hover."""
+    now = dt.datetime.now(dt.UTC)
+    m = lambda minutes: now - dt.timedelta(minutes=minutes)  # noqa: E731
+    db = _store(tmp_path, ["c"], now)
+    known, doubtful, silent = "x3jkSMKG5bo5V7Sg9n1AbC", "x3jkSMKG5bo5V7Sg9n1DeF", "x3jkSMKG5bo5V7Sg9n1GhI"
+    _pins(db, [(m(30), "c", "pinned", known, None), (m(20), "c", "unpinned", None, "timeout"),
+               (m(19), "c", "pinned", doubtful, None), (m(10), "c", "unpinned", None, "admin"),
+               (m(9), "c", "pinned", silent, None)])
+    _announced(db, known, "worker-a", "verified")
+    _announced(db, doubtful, "worker-b", "unverified")
+    app_env(db)
+    at = run_app("views/pins.py")
+    sessions = _sessions(at)
+    holders = dict(zip(sessions["Pin id (tail)"], sessions["Pin holder"]))
+    assert holders == {"…9n1AbC": "worker-a · verified", "…9n1DeF": "worker-b · unverified",
+                       "…9n1GhI": "unannounced …9n1GhI"}, holders
+    chart = next(c for c in at.get("plotly_chart") if "Pin timeline" in c.proto.spec)
+    [bars] = [t for t in json.loads(chart.proto.spec)["data"] if t.get("type") == "bar"]
+    by_pin = {d[0]: (text, d[3]) for text, d in zip(bars["text"], bars["customdata"])}
+    assert by_pin == {known: ("worker-a", "worker-a · verified"), doubtful: ("worker-b", "worker-b · unverified"),
+                      silent: ("…9n1GhI", "unannounced …9n1GhI")}, by_pin
+    assert "held by %{customdata[3]}" in bars["hovertemplate"]
 
 
 def test_median_and_p95_count_the_ongoing_pin_and_say_so(tmp_path, app_env):

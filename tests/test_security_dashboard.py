@@ -165,7 +165,7 @@ def test_unpin_sends_only_if_the_confirmed_pin_is_still_the_pin(two_streams):
     at.run()
     at.button(key="fleet_unpin").click().run()
     question = " ".join(m.value for m in at.markdown)
-    assert f"drops pin {first}" in question
+    assert f"drops pin {first}, held by unannounced …{first[-6:]}" in question  # no worker announced it
 
     # Between the operator's look and Confirm, the pin moves (an admin unpin elsewhere, and the
     # other waiting client is pinned at its next pull).
