@@ -88,7 +88,7 @@ METRICS: tuple[MetricDef, ...] = (
     _c("jetwatch_consumer_unpins", "counter", "Unpins captured by this collector since it started, by reason (`admin`, `timeout`, or `other` for any other).", "reason"),
     _c("jetwatch_consumer_pin_moves", "counter", "Pin switches by cause (`operator_unpin`, `leader_change`, `deploy`, `holder_disconnected`, `priority_timeout`, `unknown`), counted by this collector since it started, each once its cause is settled (--deploy-window after the pin ended). The Pins page says each one's cause in words.", "cause"),
     _c("jetwatch_consumer_failover", "gauge", "pinned_client consumers: 1 for the group's failover readiness now (label `readiness`: `standby`, a client's pull waits beyond the holder's; `no_standby`, if the holder stops, work stops until a new client pulls; `no_holder`, nothing is pinned). Exported for every pinned_client consumer without a standby, whatever --metrics-cardinality.", "readiness"),
-    _c("jetwatch_consumer_dropped_messages", "counter", "Messages the consumer gave up on, captured by this collector since it started, by reason: `max_deliver` (delivered max_deliver times, never acknowledged) or `terminated` (a client sent +TERM). The Consumer page and `status --json` list them.", "reason"),
+    _c("jetwatch_consumer_dropped_messages", "counter", "Messages the consumer gave up on, captured by this collector since it started, by reason: `max_deliver` (delivered max_deliver times, never acknowledged) or `terminated` (a client sent +TERM). The Consumer page and `status --json` list them. Exported for every consumer that dropped one, whatever --metrics-cardinality (`JetwatchConsumerDroppedMessages` alerts on it).", "reason"),
     MetricDef("jetwatch_consumers", "gauge", "Consumers in the live state per verdict (always exported).", ("verdict",)),
     MetricDef("jetwatch_pin_switches", "counter", "Pins captured by this collector since it started, all consumers."),
     MetricDef("jetwatch_unpins", "counter", "Unpins captured by this collector since it started, all consumers, by reason (`admin`, `timeout`, or `other` for any other).", ("reason",)),
@@ -349,8 +349,24 @@ class CycleCollector(Collector):
                     fam.add_metric([cl, a, s, c, g, r], 1.0)
         yield fam
 
+    def _dropped(self, snap: Snapshot) -> Iterator[Metric]:
+        """Every consumer that dropped messages since the collector started, whether shown or not:
+        a drop is lost work whatever the verdict (a +TERM leaves a consumer OK), and the alert on
+        drops needs its series. Bounded by the drops themselves (and `keep_only`)."""
+        f = snap.consumers
+        fam = self._series("jetwatch_consumer_dropped_messages")
+        if not f.empty and snap.drops.by_consumer:
+            clusters = _label(f["cluster"]) if "cluster" in f else [""] * len(f)
+            known = {(a, s, c): (cl, a, s, c, g) for cl, a, s, c, g in zip(
+                clusters, _label(f["account"]), _label(f["stream"]), _label(f["consumer"]), _group(f))}
+            for key, n in sorted(snap.drops.by_consumer.items()):
+                if key[:3] in known:
+                    fam.add_metric([*known[key[:3]], key[3]], n)
+        yield fam
+
     def _consumer_families(self, snap: Snapshot) -> Iterator[Metric]:
         yield from self._failover(snap)
+        yield from self._dropped(snap)
         f = self._shown(snap.consumers)
         if f.empty:
             return
@@ -433,12 +449,6 @@ class CycleCollector(Collector):
             if key[:4] in clusters:
                 moves.add_metric([clusters[key[:4]], *key], n)
         yield moves
-        shown = {(a, s, c): (cl, a, s, c, g) for cl, a, s, c, g in labels}
-        dropped = self._series("jetwatch_consumer_dropped_messages")
-        for key, n in sorted(snap.drops.by_consumer.items()):
-            if key[:3] in shown:
-                dropped.add_metric([*shown[key[:3]], key[3]], n)
-        yield dropped
 
     def _fleet_families(self, snap: Snapshot) -> Iterator[Metric]:
         counts = snap.consumers["verdict"].value_counts() if not snap.consumers.empty else pd.Series(dtype=int)

@@ -37,6 +37,7 @@ from tests.helpers import (
     running,
     stop_process,
 )
+from tests.test_metrics import PROMETHEUS, prom_query, prometheus
 
 RULES_DIR = Path(__file__).resolve().parents[1] / "deploy" / "prometheus"
 RULES = RULES_DIR / "jetwatch-rules.yml"
@@ -399,3 +400,42 @@ def test_shutdown_does_not_wait_for_a_post_to_a_trickling_alertmanager(nats_serv
     finally:
         trickler.close()
     assert took < 2.0, f"the collector took {took:.1f}s to stop behind a post to a trickling Alertmanager"
+
+
+# -- the drop alert, from a real server through a real Prometheus with the shipped rules --------
+
+@pytest.mark.skipif(not Path(PROMETHEUS).exists(), reason="Debian's prometheus is installed by `make system-deps`")
+def test_a_terminated_message_fires_the_drop_alert_in_a_real_prometheus_with_the_shipped_rules(
+        nats_server, db_path, uid, run, tmp_path):
+    """A client terminates one message (+TERM) of a consumer that otherwise keeps up; the collector
+    runs on its default cardinality. Prometheus, loading deploy/prometheus/jetwatch-rules.yml,
+    fires JetwatchConsumerDroppedMessages for that consumer and reason, and for no other consumer."""
+    stream = f"{uid}_DROPALERT"
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid.lower()}.dropalert.>"])
+        await make_consumer(api, stream, "billing", max_deliver=5)
+        await make_consumer(api, stream, "quiet")
+        await nc.request(f"{uid.lower()}.dropalert.invoice", b"unparseable", timeout=5)
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3,
+                                      metrics_address=f"127.0.0.1:{free_port()}")
+        async with collecting(settings) as collector:
+            host, port = collector.metrics_bound
+            with prometheus(tmp_path, f"{host}:{port}", [str(RULES)]) as url:
+                await eventually(lambda: prom_query(url, 'jetwatch_consumers'), timeout=60, interval=0.5,
+                                 message="Prometheus scraping the collector")
+                sub = await nc.jetstream().pull_subscribe_bind("billing", stream)
+                [msg] = await sub.fetch(1, timeout=5)
+                await nc.publish(msg.reply, b"+TERM schema v1 is not supported")
+                await nc.flush()
+                expr = f'ALERTS{{alertname="JetwatchConsumerDroppedMessages",alertstate="firing",stream="{stream}"}}'
+                got = await eventually(lambda: prom_query(url, expr), timeout=60, interval=0.5,
+                                       message="the drop alert firing in Prometheus")
+                assert [(a["metric"]["consumer"], a["metric"]["reason"], a["metric"]["severity"]) for a in got] == [
+                    ("billing", "terminated", "warning")]
+                await sub.unsubscribe()
+        await nc.close()
+
+    run(scenario())

@@ -210,6 +210,38 @@ def test_a_consumer_with_no_recorded_limits_renders_without_limit_series(db_path
     assert [s.value for s in got["jetwatch_consumer_paused"]] == [0.0]
 
 
+def test_dropped_messages_are_exported_for_an_ok_consumer_under_non_ok_cardinality(db_path):
+    """A consumer a client's +TERM left OK still has its drops on /metrics (the drop alert reads
+    them), and a consumer without drops gets no series."""
+    import datetime as dt
+
+    from jetwatch.collectors.judging import judge_cycle
+    from jetwatch.health.rules import Thresholds
+    from jetwatch.store import writes
+    from jetwatch.store.database import Store
+
+    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    samples = {"ts": [now.isoformat()] * 2, "account": ["$G"] * 2, "stream": ["S"] * 2, "consumer": ["C", "D"],
+               "num_pending": [0, 0], "num_ack_pending": [0, 0], "num_waiting": [0, 0], "num_redelivered": [0, 0],
+               "paused": [False, False]}
+    samples.update({k: [None] * 2 for k in ("server", "cluster", "domain", "created", "delivered_consumer_seq",
+                                            "delivered_stream_seq", "delivered_last_active", "ack_floor_consumer_seq",
+                                            "ack_floor_stream_seq", "ack_floor_last_active", "pause_until", "pin_group",
+                                            "pinned_id", "pinned_ts", "leader")})
+    judged = Store(db_path).write(lambda con: (writes.write_samples(con, ["$G"], samples),
+                                               judge_cycle(con, now, Thresholds()))[1])
+    drops = metrics.DropCounts()
+    drops.add([{"kind": "terminated", "account": "$G", "stream": "S", "consumer": "C"}])
+    text = metrics.MetricsExporter("non_ok").render(metrics.Snapshot(
+        at=now, consumers=judged.consumers.assign(verdict="OK", cluster="c1"), pins=metrics.PinCounts(), drops=drops,
+        cycle_buckets=[0] * 10, cycle_sum=0.0, cycles=1, capture_backlog=None, rejects=0)).decode()
+    got = {f.name: f.samples for f in text_string_to_metric_families(text)}
+    assert not got.get("jetwatch_consumer_verdict")  # OK consumers: no per-consumer series under non_ok
+    [dropped] = got["jetwatch_consumer_dropped_messages"]
+    assert (dropped.labels["consumer"], dropped.labels["reason"], dropped.labels["cluster"], dropped.value) == (
+        "C", "terminated", "c1", 1.0)
+
+
 def test_an_unknown_cardinality_is_refused_in_words_before_anything_starts(capsys):
     from jetwatch.cli import main
 
