@@ -28,7 +28,7 @@ from jetwatch.collectors import silencing
 from jetwatch.collectors.live_state import ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros, stamps
 from jetwatch.health import easing, pull_rhythm
 from jetwatch.health.columns import floats
-from jetwatch.health.config_findings import NONE, config_findings
+from jetwatch.health.config_findings import NONE, config_findings, held_resets
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
 from jetwatch.health.rules import (
     BY_NAME,
@@ -245,6 +245,9 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         for p, f in zip(pos.tolist(), config_findings(columns)):
             if f:
                 config[p] = f
+    # A reset the window has moved past stays shown for a while (reset_shown_for), from what was kept.
+    config = held_resets(config, state.kept_text["config_findings"][live], now_s, thresholds.reset_shown_for,
+                         recreated)
     config_json = _findings_json(config)
     _say_recreated(verdict, reason, findings, recreated_at)
 

@@ -25,7 +25,9 @@ Each kind, with the evidence it needs (all of it over the health window, after i
   over and sets the ack floor to the new start: server/consumer.go, resetLocalStartingSeq). Which
   way: `back` when the new ack floor is below the old one (acknowledged messages will be delivered
   again), `forward` when it is above (messages never acknowledged are skipped), `ack_floor` when
-  it is the same (only what was in flight is delivered again).
+  it is the same (only what was in flight is delivered again). A reset stays a finding after the
+  health window has moved past it, until `reset_shown_for` after it happened (`held_resets`: from
+  the findings last kept, so a restarted collector keeps it too), saying until when.
 
 Vectorised: a few array comparisons over every consumer, words only for the few with a finding.
 """
@@ -33,7 +35,8 @@ Vectorised: a few array comparisons over every consumer, words only for the few 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -108,19 +111,53 @@ def config_findings(x: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
                 "numbers": {"ack_wait_seconds": _n(ack_wait[i]), "ack_gap_max_seconds": _n(gap[i]),
                             "redeliveries": _n(again[i]), "redelivered_last": _n(x["redelivered_last"][i])}})
         if reset[i]:
-            before, after = float(x["reset_floor_before"][i]), float(x["reset_floor_after"][i])
-            way = "back" if after < before else "forward" if after > before else "ack_floor"
-            words = {"back": f"back: {_n(before - after)} acknowledged messages will be delivered again",
-                     "forward": f"forward: {_n(after - before)} messages after the ack floor were skipped",
-                     "ack_floor": "to its ack floor: what was in flight is delivered again"}[way]
-            found.append({
-                "kind": "reset",
-                "reason": (f"reset at {_ts(reset_at[i])} (the delivered sequence started over, `created` unchanged), "
-                           f"{words}; the server audits no reset"),
-                "fix": ("check whether the reset was meant: no advisory names who sent it (the server answers "
-                        "$JS.API.CONSUMER.RESET on the consumer's own subscription, with no API audit); only a "
-                        "subscriber to $JS.API.CONSUMER.RESET.> sees the requests"),
-                "numbers": {"at": _ts(reset_at[i]), "way": way, "ack_floor_before": _n(before),
-                            "ack_floor_after": _n(after)}})
+            found.append(_reset(float(reset_at[i]), float(x["reset_floor_before"][i]),
+                                float(x["reset_floor_after"][i])))
         out[i] = found
+    return out
+
+
+def _reset(at: float, before: float, after: float, until: float | None = None) -> dict[str, Any]:
+    """The reset finding: when, which way, the ack floor before and after; `until`: a reset older
+    than the health window, shown until then."""
+    way = "back" if after < before else "forward" if after > before else "ack_floor"
+    words = {"back": f"back: {_n(before - after)} acknowledged messages will be delivered again",
+             "forward": f"forward: {_n(after - before)} messages after the ack floor were skipped",
+             "ack_floor": "to its ack floor: what was in flight is delivered again"}[way]
+    held = f"; older than the health window, shown until {_ts(until)}" if until is not None else ""
+    numbers: dict[str, Any] = {"at": _ts(at), "way": way, "ack_floor_before": _n(before), "ack_floor_after": _n(after)}
+    if until is not None:
+        numbers["shown_until"] = _ts(until)
+    return {
+        "kind": "reset",
+        "reason": (f"reset at {_ts(at)} (the delivered sequence started over, `created` unchanged), "
+                   f"{words}; the server audits no reset{held}"),
+        "fix": ("check whether the reset was meant: no advisory names who sent it (the server answers "
+                "$JS.API.CONSUMER.RESET on the consumer's own subscription, with no API audit); only a "
+                "subscriber to $JS.API.CONSUMER.RESET.> sees the requests"),
+        "numbers": numbers}
+
+
+def held_resets(found: list[list[dict[str, Any]]], kept: np.ndarray | Sequence[object], now_s: float,
+                shown_for: float, new_consumer: np.ndarray | Sequence[bool]) -> list[list[dict[str, Any]]]:
+    """`found` (each consumer's config findings this cycle) with the reset each consumer's kept
+    findings (`kept`: the JSON last stored) still hold for it: a reset the health window no longer
+    shows stays a finding until `shown_for` after it happened (the `reset_shown_for` setting), so
+    a reset nobody looked at within the window is not lost. Never onto a consumer that has a newer
+    reset in the window, nor one deleted and recreated since (`new_consumer`: another consumer)."""
+    if shown_for <= 0:
+        return found
+    out = found
+    for i in [i for i, text in enumerate(kept) if isinstance(text, str) and '"reset"' in text]:
+        if new_consumer[i] or any(f["kind"] == "reset" for f in out[i]):
+            continue
+        try:
+            was = next(f["numbers"] for f in json.loads(str(kept[i])) if f.get("kind") == "reset")
+            at = dt.datetime.strptime(was["at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
+            before, after = float(was["ack_floor_before"]), float(was["ack_floor_after"])
+        except (ValueError, KeyError, TypeError, StopIteration):  # a finding stored by another version
+            continue
+        if now_s < at + shown_for:
+            out = list(out) if out is found else out
+            out[i] = [*out[i], _reset(at, before, after, until=at + shown_for)]
     return out

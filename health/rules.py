@@ -59,6 +59,7 @@ class Thresholds:
     pin_idle_after: float = _default("pin_idle_after")
     lagging_after: float = _default("lagging_after")
     loss_within: float = _default("loss_within")
+    reset_shown_for: float = _default("reset_shown_for")
     clear_after: float = _default("clear_after")
 
     @classmethod

@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import free_port
-from jetwatch.health.config_findings import KINDS, config_findings
+from jetwatch.health.config_findings import KINDS, config_findings, held_resets
 from jetwatch.health.features import window_features
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, rows
 from tests.incident_library import Client
@@ -146,6 +146,36 @@ async def _fetch(nc: Any, stream: str, consumer: str, batch: int, ack: bool) -> 
     return got
 
 
+def _kept(findings: list[list[dict[str, Any]]]) -> np.ndarray:
+    """The findings as the store keeps them (JSON), what the next cycle reads back."""
+    return np.array([json.dumps(f) for f in findings], dtype=object)
+
+
+def test_a_reset_older_than_the_window_stays_until_its_stated_time_and_says_so() -> None:
+    """A reset found at t (in the window) is kept from the stored findings once the window no
+    longer shows it, until `shown_for` after it; not onto a consumer with a newer reset, nor one
+    recreated since; the words do not change from cycle to cycle (no rewrite every cycle)."""
+    at = 1.7e9
+    first = config_findings(_columns([{"reset_ts": at, "reset_floor_before": 100, "reset_floor_after": 10},
+                                      {"reset_ts": at, "reset_floor_before": 0, "reset_floor_after": 8}, {}]))
+    quiet = config_findings(_columns([{}, {}, {}]))  # the window has moved past both resets
+    later = held_resets(quiet, _kept(first), at + 600, 3600.0, np.zeros(3, dtype=bool))
+    [back], [fwd], none = later
+    assert (back["kind"], back["numbers"]["way"], back["numbers"]["at"], back["numbers"]["shown_until"]) == (
+        "reset", "back", "2023-11-14T22:13:20Z", "2023-11-14T23:13:20Z")
+    assert back["reason"].endswith("; older than the health window, shown until 2023-11-14T23:13:20Z"), back["reason"]
+    assert fwd["numbers"]["way"] == "forward" and none == []
+    again = held_resets(quiet, _kept(later), at + 1200, 3600.0, np.zeros(3, dtype=bool))
+    assert _kept(again).tolist() == _kept(later).tolist()  # the same words: nothing to write
+    assert held_resets(quiet, _kept(later), at + 3600, 3600.0, np.zeros(3, dtype=bool)) == [[], [], []]  # expired
+    assert held_resets(quiet, _kept(first), at + 600, 0.0, np.zeros(3, dtype=bool)) == [[], [], []]  # only in window
+    assert held_resets(quiet, _kept(first), at + 600, 3600.0, np.array([True, False, False]))[0] == []  # recreated
+    newer = config_findings(_columns([{"reset_ts": at + 500, "reset_floor_before": 10, "reset_floor_after": 10},
+                                      {}, {}]))
+    [only] = held_resets(newer, _kept(first), at + 600, 3600.0, np.zeros(3, dtype=bool))[0]
+    assert only["numbers"]["way"] == "ack_floor" and "shown_until" not in only["numbers"]  # the newer, in the window
+
+
 def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_server, db_path, uid, run,
                                                                         monkeypatch):
     """max_ack_pending held at 2 while work waits; three clients pulling at max_waiting 2 (the
@@ -264,3 +294,60 @@ def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_se
             assert "Configuration findings" not in text
         else:
             assert "Configuration findings" in text and title in text and "**Fix:** raise ack_wait" in text, text[-2000:]
+
+
+def test_a_reset_on_a_real_server_outlives_the_window_and_a_restart_until_its_stated_time(nats_server, db_path, uid,
+                                                                                         run):
+    """A consumer reset back on a real server, judged over a 4 s window: once the window has moved
+    past the reset, the finding is still in the store and on /metrics, saying until when; a
+    restarted collector keeps it; it goes once `--reset-shown-for` (25 s) has passed since the
+    reset. On the old code it went with the window."""
+    import time
+
+    stream = f"{uid}_RESETKEPT"
+    window, shown_for = 4.0, 25.0
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        try:
+            await make_stream(api, stream, [f"{stream}.x"])
+            await make_consumer(api, stream, "c")
+            for i in range(20):
+                await nc.request(f"{stream}.x", str(i).encode(), timeout=5)
+            assert await _fetch(nc, stream, "c", 10, ack=True) == 10  # ack floor 10
+            settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=window,
+                                          health_min_samples=3, health_min_span=1.0, reset_shown_for=shown_for,
+                                          metrics_address=f"127.0.0.1:{free_port()}")
+
+            def reset_found(store: Any) -> dict[str, Any] | None:
+                got = rows(store, "SELECT config_findings::VARCHAR FROM verdicts_current WHERE stream = ?", [stream])
+                return next((f for f in json.loads(got[0][0] or "[]") if f["kind"] == "reset"), None) if got else None
+
+            async with collecting(settings) as collector:
+                await eventually(lambda: collector.cycles >= 4, message="a few cycles before the reset")
+                reset_at = time.time()
+                assert (await api.reset(stream, "c", 3)).get("reset_seq") == 3
+                found = await eventually(lambda: reset_found(collector.store), timeout=30, interval=0.2,
+                                         message="the reset found in the window")
+                assert found["numbers"]["way"] == "back" and "shown_until" not in found["numbers"], found
+                held = await eventually(lambda: (f := reset_found(collector.store)) and "shown_until" in f["numbers"]
+                                        and f, timeout=30, interval=0.2, message="the reset held past the window")
+                assert time.time() - reset_at > window  # the window no longer holds it
+                assert held["numbers"]["at"] == found["numbers"]["at"] and held["numbers"]["way"] == "back"
+                assert f"older than the health window, shown until {held['numbers']['shown_until']}" in held["reason"]
+                series = scrape(collector.metrics_bound).get("jetwatch_consumer_config_finding", [])
+                assert any(x.labels["stream"] == stream and x.labels["kind"] == "reset" for x in series), series
+            async with collecting(settings) as again:  # a restarted collector keeps it, from the store
+                await eventually(lambda: again.cycles >= 3, message="three cycles after the restart")
+                assert time.time() - reset_at < shown_for - 3, "the restart must come well before the stated time"
+                assert reset_found(again.store) == held
+                until = dt.datetime.strptime(held["numbers"]["shown_until"], "%Y-%m-%dT%H:%M:%SZ").replace(
+                    tzinfo=dt.UTC).timestamp()
+                await eventually(lambda: reset_found(again.store) is None, timeout=shown_for + 15, interval=0.3,
+                                 message="the reset gone after its stated time")
+                assert time.time() >= until
+        finally:
+            await nc.close()
+
+    run(scenario())
