@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from jetwatch.dashboard import stores
+from jetwatch.dashboard.text import pin_holder
 from jetwatch.health import pin_causes
 
 KEY = ["cluster", "account", "stream", "consumer"]
@@ -54,12 +55,6 @@ def _clock(value: Any) -> str:
     return "" if value is None or pd.isna(value) else pd.Timestamp(value).tz_convert("UTC").strftime("%m-%d %H:%M:%S")
 
 
-def _holder(name: Any, pin: Any) -> str:
-    if isinstance(name, str) and name:
-        return name
-    return f"unannounced …{pin[-6:]}" if isinstance(pin, str) and pin else ""
-
-
 def switches_table(moves: pd.DataFrame, several_clusters: bool = False) -> pd.DataFrame:
     """One row per move, as people read it: when, which consumer, from whom to whom, why."""
     table = pd.DataFrame({
@@ -67,8 +62,9 @@ def switches_table(moves: pd.DataFrame, several_clusters: bool = False) -> pd.Da
         "Stream": moves["stream"], "Consumer": moves["consumer"],
         "Cause": [pin_causes.CAUSE_WORDS.get(c, c) for c in moves["cause"]],
         "Why it moved": moves["why"],
-        "From": [_holder(n, p) for n, p in zip(moves["from_holder"], moves["from_pin"])],
-        "To": [_holder(n, p) for n, p in zip(moves["to_holder"], moves["to_pin"])],
+        "From": [pin_holder(p, n, v) for p, n, v in zip(moves["from_pin"], moves["from_holder"],
+                                                         moves["from_verification"])],
+        "To": [pin_holder(p, n, v) for p, n, v in zip(moves["to_pin"], moves["to_holder"], moves["to_verification"])],
     })
     if several_clusters:
         table.insert(0, "Cluster", moves["cluster"])

@@ -30,7 +30,7 @@ MATCH_SECONDS = 10.0
 COLUMNS = ["ts", "account", "stream", "consumer", "group_name", "source", "reason", "from_pin", "from_ts", "to_pin",
            "to_ts", "cause", "operator", "requester_name", "requester_id", "requester_host", "requester_user",
            "requester_account", "leader_elected_at", "new_leader", "burst_groups", "from_holder", "from_version",
-           "from_verification", "to_holder", "to_version", "exit_state", "stopped_at", "stop_reason",
+           "from_verification", "to_holder", "to_version", "to_verification", "exit_state", "stopped_at", "stop_reason",
            "priority_timeout_seconds", "last_pull_at"]
 
 

@@ -151,6 +151,7 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     held = _holder(workers, store, stream)
     wait_until(lambda: rows(store, "SELECT verification FROM pin_holders WHERE pin_id = ?", [held.pull.pin_id])
                == [("verified",)], timeout=30, message="the holder's announcement verified")
+    wait_until(lambda: status()["failover"]["readiness"] == "standby", timeout=30, message="the standby seen again")
     monkeypatch.setenv("JETWATCH_OPERATORS_FILE", site["operators"])
     at = login(consumer_page({"stream": stream, "consumer": "work"}))
     [tile] = [m for m in at.metric if m.label == "Standby"]  # two workers: one holds, one waits
@@ -230,14 +231,13 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
            f'readiness="no_standby",stream="{stream}"}} 1.0' in text
     assert 'jetwatch_pinned_groups{readiness="no_standby"} 1.0' in text
     # The Pins page: why each switch moved, and the consumer's causes over the range.
-    from tests.test_dashboard import frame, run_app
     at = run_app("views/pins.py")
     why = frame(at, "Why it moved")
     mine = why[why["Stream"] == stream]
     assert list(mine["Cause"]) == ["holder disconnected", "priority_timeout", "operator unpin", "operator unpin"]
     assert mine.iloc[3]["Why it moved"].startswith("unpinned by client ops-script")
     assert mine.iloc[2]["Why it moved"] == "unpinned by operator ana (jetwatch audit log)"
-    assert mine.iloc[0]["From"] == holder.name
+    assert mine.iloc[0]["From"] == f"{holder.name} · verified"  # in the Consumer page's words
     per = frame(at, "Causes over the range")
     assert per[per["Stream"] == stream].iloc[0][["Moves", "Mostly", "Causes over the range"]].tolist() == \
         [4, "operator unpin", "2 operator unpin, 1 holder disconnected, 1 priority_timeout"]

@@ -97,7 +97,7 @@ facts AS (
 ),
 decided AS (
     SELECT f.*, hf.name AS from_holder, hf.version AS from_version, hf.verification AS from_verification,
-           ht.name AS to_holder, ht.version AS to_version, x.state AS exit_state, x.stopped_at, x.stop_reason,
+           ht.name AS to_holder, ht.version AS to_version, ht.verification AS to_verification, x.state AS exit_state, x.stopped_at, x.stop_reason,
            CASE WHEN f.reason = 'admin' THEN 'operator_unpin'
                 WHEN f.source = 'inferred' AND f.election IS NOT NULL THEN 'leader_change' END AS decided
     FROM facts f
@@ -124,7 +124,7 @@ SELECT d.ts, d.account, d.stream, d.consumer, d.group_name, d.source, d.reason, 
        d.requester.account AS requester_account,
        d.election.ts AS leader_elected_at, d.election.leader AS new_leader,
        CASE WHEN d.decided IS NULL THEN coalesce(bu.groups, 0) END AS burst_groups,
-       d.from_holder, d.from_version, d.from_verification, d.to_holder, d.to_version,
+       d.from_holder, d.from_version, d.from_verification, d.to_holder, d.to_version, d.to_verification,
        d.exit_state, d.stopped_at, d.stop_reason,
        d.priority_timeout_ns / 1e9 AS priority_timeout_seconds,
        CASE WHEN d.reason = 'timeout' AND d.priority_timeout_ns > 0
