@@ -226,7 +226,12 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
                 f'group="jobs",stream="{stream}"}} {n}' for c, n in
                 (("operator_unpin", "2.0"), ("priority_timeout", "1.0"), ("holder_disconnected", "1.0"))]
         return text if all(w in text for w in want) else None
-    text = wait_until(counted, timeout=30, message="the moves counted in /metrics")
+    try:
+        text = wait_until(counted, timeout=30, message="the moves counted in /metrics")
+    except AssertionError as exc:  # say what was counted against what the store now says
+        counts = [ln for ln in _metrics(site["port"]).splitlines() if ln.startswith("jetwatch_consumer_pin_moves_total{")]
+        raise AssertionError(f"{exc}: /metrics {counts}; the store now: "
+                             f"{[(m['cause'], m['exit_state']) for m in _moves(store, stream)]}") from None
     assert f'jetwatch_consumer_failover{{account="$G",cluster="default",consumer="work",group="jobs",' \
            f'readiness="no_standby",stream="{stream}"}} 1.0' in text
     assert 'jetwatch_pinned_groups{readiness="no_standby"} 1.0' in text
