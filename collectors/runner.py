@@ -472,7 +472,9 @@ class Collector:
         if until <= since or con.execute(sql.query("unpins_between"), {"since": since, "until": until}
                                          ).fetchone()[0] <= counted:  # nothing new: no need to ask why
             return pd.DataFrame(columns=pin_causes.COLUMNS), since
-        return pin_causes.moves(con, since, until, self.settings), since
+        # CONNZ is asked about a timed-out holder within --request-timeout of the unpin's capture.
+        checked_by = until - dt.timedelta(seconds=2 * self.settings.request_timeout)
+        return pin_causes.settled(pin_causes.moves(con, since, until, self.settings), checked_by), since
 
     def labelled(self, judged: JudgedCycle) -> pd.DataFrame:
         """The consumers as they leave the collector (/metrics, alerts): `cluster` is this

@@ -46,6 +46,19 @@ def params(since: dt.datetime, until: dt.datetime, settings: Any, account: str |
             "deploy_groups": int(settings.deploy_groups)}
 
 
+def settled(moves: pd.DataFrame, checked_by: dt.datetime) -> pd.DataFrame:
+    """The moves whose cause will not change any more: a pin that timed out is told apart from
+    one whose holder disconnected only once CONNZ was asked about the holder's connection
+    (`exit_state`, stored by the collector's other loop moments after the unpin), so such a move
+    waits for that answer, until `checked_by` at the latest (an unpin before it that still has
+    none never will)."""
+    if moves.empty:
+        return moves
+    ts = pd.to_datetime(moves["ts"], utc=True)
+    asking = (moves["reason"] == "timeout") & moves["exit_state"].isna() & (ts > pd.Timestamp(checked_by))
+    return moves[~asking.to_numpy()]
+
+
 def moves(con: Any, since: dt.datetime, until: dt.datetime, settings: Any, account: str | None = None,
           stream: str | None = None, consumer: str | None = None) -> pd.DataFrame:
     """Every pin that ended in the range, with its cause and the facts behind it (pin_moves.sql)."""

@@ -17,6 +17,7 @@ import sys
 import urllib.request
 
 import nats
+import pandas as pd
 import pytest
 import streamlit as st
 
@@ -434,3 +435,21 @@ def test_failover_readiness_tells_the_holders_pulls_from_a_standbys(state, expec
         assert failover.finding(*state, holder_pulls=1)["finding"] == \
             "No standby: if the holder stops, work stops until a new client pulls"
     assert failover.readiness("pinned_client", "PIN", 2, 0, 0, 1000, holder_pulls=2) == "no_standby"  # pull-ahead clients
+
+
+NOW = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize("reason,exit_state,seconds_ago,counted", [
+    ("timeout", None, 5, False),  # CONNZ not answered yet: it may still say the holder disconnected
+    ("timeout", "closed", 5, True),
+    ("timeout", "open", 5, True),
+    ("timeout", None, 60, True),  # never answered within the bound: settled as it stands
+    ("admin", None, 5, True),  # an operator's unpin: no CONNZ question
+], ids=["timed out, CONNZ not answered yet", "holder disconnected", "holder still connected",
+        "no answer past the bound", "an operator's unpin"])
+def test_a_timed_out_pin_is_counted_once_connz_was_asked_about_its_holder(reason, exit_state, seconds_ago, counted):
+    """/metrics counts each move once, by its cause: a timeout counted before CONNZ answered
+    would stay `priority_timeout` for good when the holder had in fact disconnected."""
+    moves = pd.DataFrame([{"ts": NOW - dt.timedelta(seconds=seconds_ago), "reason": reason, "exit_state": exit_state}])
+    assert len(pin_causes.settled(moves, NOW - dt.timedelta(seconds=30))) == int(counted)
