@@ -58,6 +58,10 @@ class StoreIsDirectory(StoreError):
     """--db names a directory, not a file."""
 
 
+# How long a read that found the file damaged waits before it reads the file once more.
+READ_AGAIN_AFTER = 0.25
+
+
 class StoreCorrupt(StoreError):
     """The file is not a readable DuckDB database: another kind of file, truncated or damaged."""
 
@@ -406,12 +410,23 @@ class Store:
         return result
 
     def read(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
-        """Run fn on a fresh read-only connection, with a time limit, then close it."""
+        """Run fn on a fresh read-only connection, with a time limit, then close it. A file that
+        reads as damaged is read once more, on a fresh connection, before it is said to be: a
+        reader in another process can catch the file while a writer extends it ("Could not read
+        enough bytes"); a damaged file stays damaged, a busy one reads the next time."""
         if not self.path.exists():
             raise StoreMissing(
                 f"No store at {self.path} yet: start `jetwatch collect --db {self.path}` "
                 "(or `jetwatch up`) and it will appear with the first sample."
             )
+        try:
+            return self._read_once(fn)
+        except StoreCorrupt as first:
+            log.info("the store %s read as damaged; reading it once more: %s", self.path, first)
+            time.sleep(READ_AGAIN_AFTER)
+            return self._read_once(fn)
+
+    def _read_once(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         with self._turn(writing=False):
             con = self._connect(read_only=True)
             timer = threading.Timer(self.query_timeout, con.interrupt)

@@ -822,3 +822,26 @@ def test_a_truncated_or_damaged_store_is_said_in_words_on_every_page_never_a_tra
         out = done.stdout + done.stderr
         assert done.returncode == status and "Traceback" not in out, (command, out)
         assert "is not a readable DuckDB database" in out, (command, out)
+
+
+def test_a_read_that_finds_the_file_damaged_reads_it_once_more_before_saying_so(tmp_path):
+    """A reader in another process can catch the file while a writer extends it: DuckDB then says
+    "Could not read enough bytes", the words of a truncated file. Read once more, on a fresh
+    connection: what reads the second time is no damaged store; what fails twice is said to be."""
+    store = Store(str(tmp_path / "jetwatch.duckdb"))
+    store.migrate()
+    calls = []
+
+    def busy_once(con):
+        calls.append(con)
+        if len(calls) == 1:
+            raise duckdb.IOException("IO Error: Could not read enough bytes from file: attempted to read 262144 bytes")
+        return con.execute("SELECT 42").fetchone()[0]
+
+    assert store.read(busy_once) == 42 and len(calls) == 2 and calls[0] is not calls[1]
+
+    def always(con):
+        raise duckdb.IOException("IO Error: Could not read enough bytes from file")
+
+    with pytest.raises(StoreCorrupt, match="is not a readable DuckDB database"):
+        store.read(always)
