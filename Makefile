@@ -5,6 +5,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: up lint test test-heavy screenshots fuzz system-deps bench bench-detector bench-incidents lint-docker
 
+# The test runs keep Python's bytecode in the venv (never in the source tree) and write it even where
+# the environment says not to (PYTHONDONTWRITEBYTECODE=1): otherwise every pytest worker rewrites
+# and compiles every test module again, and every jetwatch command a test starts compiles the package
+# (0.4 s of CPU each, hundreds of them a run, on two cores).
+test test-heavy screenshots fuzz: export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
+test test-heavy screenshots fuzz: export PYTHONDONTWRITEBYTECODE :=
+
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
@@ -34,7 +41,10 @@ lint: $(STAMP)
 
 # Lint first, then two lanes, as datasette runs its suite: first every test that can share the
 # machine, on one pytest-xdist worker per core (tests in one xdist_group, which share a session
-# fixture, on one worker); then the tests marked `serial`, alone. Lint and both lanes always run;
+# fixture, on one worker); then the tests marked `serial`, away from the parallel lane's Spark,
+# Chromium and Streamlit. They wait on the wall clock and use little CPU, so they run beside each
+# other, one worker each: the incident library, the loss projection, and the three-node cluster's
+# tests one after another on a third (xdist_group "three_nodes"). Lint and both lanes always run;
 # the target fails if any failed (pytest's "no tests ran", exit 5, too). Nothing here writes to
 # the source tree.
 test: $(STAMP) system-deps
@@ -43,7 +53,7 @@ test: $(STAMP) system-deps
 	if [ $$lint -ne 0 ]; then echo "make test: lint failed (exit $$lint); the tests run all the same"; fi; \
 	$(PY) -m pytest -n auto --dist loadgroup -m "not serial and not heavy" || parallel=$$?; \
 	if [ $$parallel -ne 0 ]; then echo "make test: the parallel lane failed (exit $$parallel); the serial lane runs all the same"; fi; \
-	$(PY) -m pytest -m "serial and not heavy" || serial=$$?; \
+	$(PY) -m pytest -n 3 --dist loadgroup -m "serial and not heavy" || serial=$$?; \
 	if [ $$lint -ne 0 ] || [ $$parallel -ne 0 ] || [ $$serial -ne 0 ]; then \
 	  echo "make test: FAILED (lint exit $$lint, parallel lane exit $$parallel, serial lane exit $$serial)"; exit 1; fi
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nats
 from playwright.sync_api import Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import free_port
@@ -145,6 +146,31 @@ class LiveDashboard:
         if self.collector is not None:
             self.collector_exit = stop(self.collector)
             self.collector = None
+
+
+GRID_ROWS = '[data-testid="stDataFrame"] table[role="grid"] tbody tr[role="row"]'
+
+
+def tick_first_row(page: Page, timeout: float = 30.0) -> None:
+    """Tick the first grid's first row (its selection box, under the header) and return once the
+    grid says a row is selected. The grid lays its rows out a moment after the data arrives, and a
+    page rerunning under load may still be drawing it: a click it never received is made again,
+    never one on a row already ticked (that would untick it)."""
+    import time
+
+    page.locator(GRID_ROWS).first.wait_for(state="attached", timeout=timeout * 1000)
+    ticked = page.locator(GRID_ROWS + '[aria-selected="true"]')
+    deadline = time.monotonic() + timeout
+    while True:
+        box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+        if box is not None and ticked.count() == 0:
+            page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
+        try:
+            ticked.first.wait_for(state="attached", timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no row ticked after {timeout:.0f}s of clicking its selection box") from None
 
 
 def no_errors(page: Page) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser import CONSUMER, STREAM, no_errors, shoot
+from tests.browser import CONSUMER, STREAM, no_errors, shoot, tick_first_row
 from tests.helpers import OPERATOR_PASSWORD, rows, wait_until
 
 # One worker runs these and test_browser_fleet_layout.py, so the session's live dashboard
@@ -103,12 +103,7 @@ def test_fleet_row_unpin_in_chromium_is_confirmed_and_audited(live_dashboard):
     search.fill(CONSUMER)
     search.press("Enter")
     page.get_by_text("1 of 2 consumers shown").filter(visible=True).first.wait_for(timeout=30_000)
-    # The grid lays its rows out a moment after the data arrives (its accessibility table then
-    # holds them): a click before that lands on no row.
-    page.locator('[data-testid="stDataFrame"] table[role="grid"] tbody tr[role="row"]').first.wait_for(
-        state="attached", timeout=30_000)
-    box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)  # the first row's selection box, under the header
+    tick_first_row(page)
     page.get_by_role("button", name="Unpin").click()
     page.get_by_text(f"stream {STREAM}, consumer {CONSUMER}, group jobs").filter(visible=True).first.wait_for(timeout=30_000)
     page.get_by_role("button", name="Confirm").click()

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Page
 
 from jetwatch.dashboard.tables import link_target
-from tests.browser import CONSUMER, STREAM, no_errors, shoot
+from tests.browser import CONSUMER, STREAM, no_errors, shoot, tick_first_row
 from tests.helpers import rows, wait_until
 
 # One worker runs these and test_browser.py: the session's live dashboard starts once.
@@ -113,10 +113,7 @@ def _select_the_consumer(page: Page) -> None:
     search.fill(CONSUMER)
     search.press("Enter")
     page.get_by_text("1 of 2 consumers shown").filter(visible=True).first.wait_for(timeout=30_000)
-    page.locator('[data-testid="stDataFrame"] table[role="grid"] tbody tr[role="row"]').first.wait_for(
-        state="attached", timeout=30_000)
-    box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
+    tick_first_row(page)
 
 
 def _panel(page: Page) -> str:

@@ -19,8 +19,9 @@ from tests.incident_library import cluster_ready, judged, leader_changes, run_li
 
 # Serial: three routed servers keep their leaders by Raft timeouts, and on a machine starved by
 # other tests a node misses heartbeats and the group elects again, adding events to the exact
-# story these tests check. `make test` runs them alone, after the parallel lane.
-pytestmark = [pytest.mark.cluster, pytest.mark.serial]
+# story these tests check. `make test` runs them after the parallel lane, one after another on one
+# worker (never two clusters at once), beside the serial lane's other tests, which use little CPU.
+pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.xdist_group("three_nodes")]
 
 PIN_ROWS = ("SELECT event, pinned_id, reason, source FROM pin_events WHERE stream = 'JOBS' "
             "ORDER BY ts, CASE event WHEN 'unpinned' THEN 0 ELSE 1 END")

@@ -290,6 +290,7 @@ def test_two_stores_of_one_cluster_are_refused_in_words(fleet, tmp_path):
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(900)  # a Spark run (its own limit is 600 s): minutes on a loaded 2-core machine, as in test_pipeline_e2e
 def test_one_pipeline_run_over_both_stores_gives_each_cluster_its_own_results(fleet, tmp_path):
     dbs = {c: tmp_path / f"{c}.duckdb" for c in "ab"}
     for c, db in dbs.items():

@@ -12,7 +12,7 @@ from tests.incident_library import judged, library, run_library
 
 
 @pytest.mark.incidents
-@pytest.mark.serial  # its deadlines are wall-clock seconds: it runs alone, after the parallel lane
+@pytest.mark.serial  # its deadlines are wall-clock seconds: it runs after the parallel lane, on a worker of its own
 def test_each_incident_is_named_in_time_beside_its_look_alikes(nats_server, db_path, uid, run):
     outcome = run(run_library(nats_server.url, db_path, uid, library()))
     table = judged(outcome)

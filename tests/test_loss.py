@@ -59,7 +59,7 @@ def test_time_to_loss(limits, floor, age, arrivals, floor_rate, expected):
     assert got == expected if expected is None else got == pytest.approx(expected)
 
 
-@pytest.mark.serial  # compares projected and observed times: it runs alone, after the parallel lane
+@pytest.mark.serial  # compares projected and observed times: it runs after the parallel lane, on a worker of its own
 def test_a_slow_consumer_on_limited_streams_is_named_losing_before_the_loss_it_projects(nats_server, db_path,
                                                                                       uid, run, monkeypatch):
     """Two streams, one with max_age 30 s and one with max_msgs 120, 5 messages a second, a

@@ -512,10 +512,14 @@ def test_a_drain_whose_final_pause_the_server_refused_is_audited_as_failed(nats_
 
     async def scenario() -> str:
         nc, api, w = await _held_work(nats_server.url, stream, "c", f"{uid}.stay")
-        # Set once the work is held, not before: on a busy machine that set-up alone can take seconds.
-        stay_until = utcnow() + dt.timedelta(seconds=3)
+        # A duration, which the drain reads as from its own start: a time fixed before it starts was
+        # already past when the drain checked it on a busy machine (its start alone can take seconds).
+        # How long after its start is set by how long a loaded start takes to reach the check, not by
+        # what is tested; the time it resolved to is the one its audit intent records.
         proc, seen = await _cli_drain_holding_two(nats_server.url, db_path, stream, "--then", "stay-paused",
-                                                  "--stay-until", stay_until.isoformat())
+                                                  "--stay-until", "8s")
+        [(params,)] = rows(Store(db_path), "SELECT parameters FROM audit WHERE phase = 'intent'")
+        stay_until = dt.datetime.fromisoformat(json.loads(params)["stay_until"])
         await eventually(lambda: utcnow() > stay_until + dt.timedelta(seconds=0.5), timeout=30,
                          message="the stay-until time passed mid-drain")
         await w.ack_held()
