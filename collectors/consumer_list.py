@@ -7,7 +7,6 @@ requests in flight at once: never one INFO request per consumer.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,7 @@ from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.list_pages import RawFingerprints, read_pages
 from jetwatch.collectors.state_columns import Fingerprints, add_consumers
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
+from jetwatch.core.text import loads_storable
 
 
 class ConsumerListCollector:
@@ -106,13 +106,15 @@ class ConsumerListCollector:
 
 
 def _decoded(got: list[bytes] | None | Exception) -> list[Any] | None | Exception:
-    """A stream's pages decoded as JetStreamAPI.consumer_list decodes them: its entries, in order."""
+    """A stream's pages decoded as JetStreamAPI.consumer_list decodes them: its entries, in order
+    (each text as the server's own decoder reads it: a lone surrogate escaped is U+FFFD, which the
+    store can keep)."""
     if not isinstance(got, list):
         return got
     entries: list[Any] = []
     for raw in got:
         try:
-            page = json.loads(raw)
+            page = loads_storable(raw)
         except (ValueError, RecursionError) as exc:  # as JetStreamAPI.request raised it
             return exc
         entries.extend(page.get("consumers") or [])

@@ -24,6 +24,7 @@ from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.list_pages import Listing, RawFingerprints, read_listings
 from jetwatch.core import deadline_http
 from jetwatch.core.jsapi import NoReply
+from jetwatch.core.text import loads_storable
 from jetwatch.core.urls import split_userinfo
 
 JSZ_QUERY = "/jsz?accounts=true&streams=true&consumers=true&config=true"
@@ -44,7 +45,7 @@ class ServerReport:
 
     def decoded(self) -> dict[str, Any]:
         if self.jsz is None:
-            self.jsz = json.loads(self.raw if self.raw is not None else b"null")
+            self.jsz = loads_storable(self.raw if self.raw is not None else b"null")  # a lone surrogate is U+FFFD
         return self.jsz
 
 
@@ -190,20 +191,24 @@ def _report(data: bytes) -> ServerReport | None:
             data = bytes(ping.data)
             if not data.startswith(b"{"):
                 return None
-            return ServerReport(_server_name(ping.server or {}), raw=data)
+            return ServerReport(_server_name(ping.server), raw=data)
     except (msgspec.DecodeError, RecursionError):
         pass
     try:
-        doc = json.loads(data)
-    except ValueError:
+        doc = loads_storable(data)
+    except (ValueError, RecursionError):
         return None
     if isinstance(doc, dict) and isinstance(doc.get("data"), dict):
-        return ServerReport(_server_name(doc.get("server") or {}), doc["data"])
+        return ServerReport(_server_name(doc.get("server")), doc["data"])
     return None
 
 
-def _server_name(server: dict[str, Any]) -> str:
-    return server.get("name") or server.get("id") or "?"
+def _server_name(server: object) -> str:
+    """The replying server's name (else its id) from a PING reply's `server` object; "?" when it
+    gives neither as text (the name is stored with each sample it leads)."""
+    if not isinstance(server, dict):
+        return "?"
+    return next((v for v in (server.get("name"), server.get("id")) if isinstance(v, str) and v), "?")
 
 
 def _decodes(report: ServerReport) -> bool:

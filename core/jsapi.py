@@ -82,8 +82,13 @@ def check_group(group: str) -> str:
 def _checked(full: str, reply: dict[str, Any]) -> dict[str, Any]:
     err = reply.get("error")
     if err:
-        cls = _BY_ERR_CODE.get(err.get("err_code", 0), JetStreamAPIError)
-        raise cls(full, err.get("code", 0), err.get("err_code", 0), err.get("description", ""))
+        if not isinstance(err, dict):  # not the server's shape: a refusal all the same, in its own words
+            raise JetStreamAPIError(full, 0, 0, f"{err!r:.200}")
+        code, err_code = (v if isinstance(v, int) and not isinstance(v, bool) else 0
+                          for v in (err.get("code", 0), err.get("err_code", 0)))
+        description = err.get("description", "")
+        cls = _BY_ERR_CODE.get(err_code, JetStreamAPIError)
+        raise cls(full, code, err_code, description if isinstance(description, str) else f"{description!r:.200}")
     return reply
 
 
@@ -96,19 +101,32 @@ class _Envelope(msgspec.Struct):
 _ENVELOPE = msgspec.json.Decoder(_Envelope)
 
 
-def _extent(full: str, data: bytes) -> tuple[int, Any]:
+def _extent(full: str, data: bytes) -> tuple[int, int]:
     """(entries on the page, total) of a list page, raising a refusal as `request` does. A page
     msgspec will not read this way (not an object, `consumers` not a list, a NaN) is decoded as
     `request` decodes it, so that the paging is the same either way. msgspec does not check the
-    UTF-8 of the entries it skips: the collector's read does (collectors/list_pages.py)."""
+    UTF-8 of the entries it skips: the collector's read does (collectors/list_pages.py). A page
+    that is not an object, whose `consumers` is not a list or whose `total` is not a count is
+    refused with a ValueError saying so (the stream's listing fails in those words)."""
     try:
         page = _ENVELOPE.decode(data)
     except (msgspec.DecodeError, RecursionError):
-        reply = _checked(full, json.loads(data))
-        return len(reply.get("consumers") or []), reply.get("total", 0)
-    if page.error:
-        _checked(full, json.loads(data))
-    return len(page.consumers or []), page.total
+        reply = json.loads(data)
+        if not isinstance(reply, dict):
+            raise ValueError(f"the reply to {full} is {type(reply).__name__} {reply!r:.40}, not a list page") from None
+        _checked(full, reply)
+        consumers, total = reply.get("consumers"), reply.get("total", 0)
+        if consumers is not None and not isinstance(consumers, list):
+            raise ValueError(f"the reply to {full} lists consumers as {type(consumers).__name__} "
+                             f"{consumers!r:.40}, not a list") from None
+        count = len(consumers or [])
+    else:
+        if page.error:
+            _checked(full, json.loads(data))
+        count, total = len(page.consumers or []), page.total
+    if isinstance(total, bool) or not isinstance(total, int):
+        raise ValueError(f"the reply to {full} gives its total as {type(total).__name__} {total!r:.40}, not a count")
+    return count, total
 
 
 class JetStreamAPI:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import json.scanner
 import re
+from typing import Any
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
@@ -24,3 +27,33 @@ def visible(text: object) -> str:
     """`text` with every bidi control character replaced by a visible ⟨U+XXXX⟩ mark (U+202E turns
     `\u202eorders` into "sredro" on screen): a name shown can never disguise itself as another."""
     return BIDI.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", str(text))
+
+
+# A JSON escape of a surrogate (`\ud800`–`\udfff`): only text holding one can decode to a lone one.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _storable_decoder() -> json.JSONDecoder:
+    decoder = json.JSONDecoder(object_pairs_hook=lambda pairs: {storable(k): v for k, v in pairs})
+    scan = decoder.parse_string  # type: ignore[attr-defined]
+
+    def parse_string(text: str, end: int, strict: bool = True) -> tuple[str, int]:
+        value, at = scan(text, end, strict)
+        return storable(value), at
+
+    decoder.parse_string = parse_string  # type: ignore[attr-defined]
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    return decoder
+
+
+_STORABLE = _storable_decoder()
+
+
+def loads_storable(raw: bytes) -> Any:
+    """`json.loads(raw)` with every string (keys as well) made `storable`, as Go's decoder reads a
+    reply: a lone surrogate written as a JSON escape is U+FFFD. Raises what json.loads raises (and
+    RecursionError sooner: the scanner that can replace is Python's, used only for text that holds
+    such an escape)."""
+    if not _SURROGATE_ESCAPE.search(raw):
+        return json.loads(raw)
+    return _STORABLE.decode(raw.decode())
