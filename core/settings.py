@@ -28,26 +28,46 @@ class SettingsError(UsageError, ValueError):
     """A setting has a value jetwatch cannot use; the message says which and what to do."""
 
 
+# The longest duration anything takes: a century. Longer ones (or "1e400") would be taken by a
+# setting without a maximum and overflow the first date computed from them.
+MAX_DURATION_SECONDS = 36500 * 86400.0
+# The largest count or size any setting takes: what a server (a stream's max_bytes) or a socket can hold.
+MAX_INT = (1 << 63) - 1
+
+
+class DurationTooLong(SettingsError):
+    """A duration longer than any setting or action takes."""
+
+
 def parse_duration(text: str | float | int) -> float:
-    """Seconds from '500ms', '5s', '2m', '1h', '7d' or a bare number of seconds."""
+    """Seconds from '500ms', '5s', '2m', '1h', '7d' or a bare number of seconds (at most a century)."""
     if isinstance(text, (int, float)):
         return float(text)
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", str(text))
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", str(text), re.ASCII)
     if not m:
         raise SettingsError(
             f"'{text}' is not a duration: write a number with a unit, such as 500ms, 5s, 2m, 1h or 7d"
         )
     value, unit = float(m.group(1)), m.group(2) or "s"
-    return value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
+    seconds = value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
+    if not seconds <= MAX_DURATION_SECONDS:
+        raise DurationTooLong(f"'{text:.40}' is longer than a century (36500d), the longest duration jetwatch takes")
+    return seconds
 
 
 def parse_instant(text: str, now: dt.datetime, backwards: bool = False) -> dt.datetime:
     """An RFC 3339 time, or a duration from `now` (ahead, or back when `backwards`) such as 10m."""
     try:
         seconds = parse_duration(text)
-        return now - dt.timedelta(seconds=seconds) if backwards else now + dt.timedelta(seconds=seconds)
+    except DurationTooLong:
+        raise
     except SettingsError:
         pass
+    else:
+        try:
+            return now - dt.timedelta(seconds=seconds) if backwards else now + dt.timedelta(seconds=seconds)
+        except OverflowError:
+            raise SettingsError(f"'{text:.40}' from now is past the last date there is") from None
     try:
         # Servers write nanoseconds; Python keeps microseconds.
         t = dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", text.strip().replace("Z", "+00:00")))
@@ -61,11 +81,14 @@ def parse_size(text: str | int) -> int:
     """Bytes from '256MB', '1GB', '512KB' or a bare number of bytes."""
     if isinstance(text, int):
         return text
-    m = re.fullmatch(r"\s*(\d+)\s*(B|KB|MB|GB|TB)?\s*", str(text), re.IGNORECASE)
+    m = re.fullmatch(r"\s*(\d+)\s*(B|KB|MB|GB|TB)?\s*", str(text), re.IGNORECASE | re.ASCII)
     if not m:
         raise SettingsError(f"'{text}' is not a size: write a number with a unit, such as 256MB or 1GB")
     mult = {"b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40}
-    return int(m.group(1)) * mult[(m.group(2) or "b").lower()]
+    digits = m.group(1).lstrip("0") or "0"
+    if len(digits) > 19 or int(digits) * mult[(m.group(2) or "b").lower()] > MAX_INT:
+        raise SettingsError(f"'{text:.40}' is larger than any size a server takes (at most {MAX_INT} bytes)")
+    return int(digits) * mult[(m.group(2) or "b").lower()]
 
 
 def parse_bool(text: str | bool) -> bool:
@@ -130,10 +153,10 @@ def parse_host_port(text: str) -> str:
     if not value:
         return value
     port = value.rpartition(":")[2]
-    if not port.isdigit():
+    if not (port.isascii() and port.isdigit()):
         raise SettingsError(f"'{text}' is not HOST:PORT (for example 127.0.0.1:9464)")
-    if int(port) > 65535:
-        raise SettingsError(f"port {int(port)} is out of range: allowed from 0 to 65535 (HOST:PORT, such as "
+    if len(port.lstrip("0")) > 5 or int(port) > 65535:
+        raise SettingsError(f"port {port[:12]} is out of range: allowed from 0 to 65535 (HOST:PORT, such as "
                             "127.0.0.1:9464)")
     return value
 
@@ -379,14 +402,20 @@ def add_arguments(parser: argparse.ArgumentParser, groups: tuple[str, ...], with
                                 metavar=setting.name.upper())
 
 
+_KINDS: dict[Callable[[Any], Any], str] = {int: "a whole number", float: "a number"}
+
+
 def _parse(setting: Setting, raw: object, origin: str) -> Any:
     """The one place every flag, variable and context value is parsed and range-checked."""
     try:
         value = setting.parse(raw)
         check_range(setting, value)
         return value
-    except (SettingsError, ValueError) as exc:
-        raise SettingsError(f"{origin} {setting.flag if origin == 'flag' else setting.env}: {exc}") from None
+    except SettingsError as exc:
+        said = str(exc)
+    except (ValueError, OverflowError):  # int() and float() in their own words: said in the setting's
+        said = f"{str(raw)[:40]!r} is not {_KINDS.get(setting.parse, 'a value it takes')}: allowed {allowed_range(setting)}"
+    raise SettingsError(f"{origin} {setting.flag if origin == 'flag' else setting.env}: {said}") from None
 
 
 def _in_units(setting: Setting, value: float) -> str:
@@ -419,6 +448,8 @@ def check_range(setting: Setting, value: object) -> None:
     """Refuse a value outside the setting's declared range, saying the range."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return
+    if isinstance(value, int) and not -MAX_INT <= value <= MAX_INT:  # before any float arithmetic on it
+        raise SettingsError(f"{str(value)[:40]}… is out of range: allowed {allowed_range(setting)}")
     if not math.isfinite(value):  # `float` reads "nan" and "inf", and NaN passes every comparison
         raise SettingsError(f"{value} is not a number: allowed {allowed_range(setting)}")
     if (setting.minimum is not None and value < setting.minimum) or (
@@ -429,6 +460,9 @@ def check_range(setting: Setting, value: object) -> None:
 def read_context(name: str, env: Mapping[str, str]) -> dict[str, Any]:
     """Connection settings from a `nats` CLI context file, as the CLI stores them."""
     base = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else Path.home() / ".config"
+    if not name or "/" in name or "\x00" in name or name in (".", ".."):
+        raise SettingsError(f"NATS context {name[:64]!r} is not a context name: give the name `nats context ls` "
+                            "shows (no '/')")
     path = base / "nats" / "context" / f"{name}.json"
     try:
         data = json.loads(path.read_text())
@@ -439,8 +473,18 @@ def read_context(name: str, env: Mapping[str, str]) -> dict[str, Any]:
         ) from None
     except json.JSONDecodeError as exc:
         raise SettingsError(f"NATS context file {path} is not valid JSON ({exc})") from None
+    except UnicodeDecodeError:
+        raise SettingsError(f"NATS context file {path} is not valid JSON (not UTF-8 text)") from None
+    except (OSError, ValueError) as exc:  # a directory, no permission, a name no file system takes
+        raise SettingsError(f"NATS context {name[:64]!r} cannot be read at {str(path)!r}: "
+                            f"{exc.strerror if isinstance(exc, OSError) else 'no file can have that name'}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"NATS context file {path} is not a JSON object, as `nats context add` writes it")
     mapping = {"url": "server", "user": "user", "password": "password", "token": "token",
                "nkey": "nkey", "creds": "creds", "ca": "tls_ca", "cert": "tls_cert", "key": "tls_key"}
+    for theirs in mapping:
+        if data.get(theirs) and not isinstance(data[theirs], str):
+            raise SettingsError(f"NATS context file {path} gives {theirs} as {type(data[theirs]).__name__}, not text")
     return lift_userinfo({ours: data[theirs] for theirs, ours in mapping.items() if data.get(theirs)})
 
 
@@ -454,7 +498,11 @@ def lift_userinfo(values: dict[str, Any]) -> dict[str, Any]:
     for url in str(values["server"]).split(","):
         if not url.strip():
             continue
-        clean, user, password = split_userinfo(url)
+        try:
+            clean, user, password = split_userinfo(url)
+        except ValueError as exc:  # urllib's: an unclosed IPv6 bracket, a port that is not a number
+            raise SettingsError(f"--server (JETWATCH_SERVER, or the context's url): {url.rpartition('@')[2][:60]!r} is not a "
+                                f"server URL ({exc}); write nats://host:4222") from None
         bare.append(clean)
         found_user, found_password = found_user or user, found_password or password
     lifted = {**values, "server": ",".join(bare)}
