@@ -28,19 +28,15 @@ class SettingsError(UsageError, ValueError):
     """A setting has a value jetwatch cannot use; the message says which and what to do."""
 
 
-# The longest duration anything takes: a century. Longer ones (or "1e400") would be taken by a
-# setting without a maximum and overflow the first date computed from them.
+# The longest duration any setting takes, beside its own range: a century. Longer ones (or "1e400")
+# would be taken by a setting without a maximum and overflow the first date computed from them.
 MAX_DURATION_SECONDS = 36500 * 86400.0
 # The largest count or size any setting takes: what a server (a stream's max_bytes) or a socket can hold.
 MAX_INT = (1 << 63) - 1
 
 
-class DurationTooLong(SettingsError):
-    """A duration longer than any setting or action takes."""
-
-
 def parse_duration(text: str | float | int) -> float:
-    """Seconds from '500ms', '5s', '2m', '1h', '7d' or a bare number of seconds (at most a century)."""
+    """Seconds from '500ms', '5s', '2m', '1h', '7d' or a bare number of seconds."""
     if isinstance(text, (int, float)):
         return float(text)
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", str(text), re.ASCII)
@@ -49,18 +45,13 @@ def parse_duration(text: str | float | int) -> float:
             f"'{text}' is not a duration: write a number with a unit, such as 500ms, 5s, 2m, 1h or 7d"
         )
     value, unit = float(m.group(1)), m.group(2) or "s"
-    seconds = value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
-    if not seconds <= MAX_DURATION_SECONDS:
-        raise DurationTooLong(f"'{text:.40}' is longer than a century (36500d), the longest duration jetwatch takes")
-    return seconds
+    return value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
 
 
 def parse_instant(text: str, now: dt.datetime, backwards: bool = False) -> dt.datetime:
     """An RFC 3339 time, or a duration from `now` (ahead, or back when `backwards`) such as 10m."""
     try:
         seconds = parse_duration(text)
-    except DurationTooLong:
-        raise
     except SettingsError:
         pass
     else:
@@ -455,6 +446,9 @@ def check_range(setting: Setting, value: object) -> None:
     if (setting.minimum is not None and value < setting.minimum) or (
             setting.maximum is not None and value > setting.maximum):
         raise SettingsError(f"{_in_units(setting, value)} is out of range: allowed {allowed_range(setting)}")
+    if setting.parse is parse_duration and value > MAX_DURATION_SECONDS:
+        raise SettingsError(f"{_in_units(setting, value)} is longer than a century (36500d), the longest duration "
+                            f"any setting takes: allowed {allowed_range(setting)}, up to 36500d")
 
 
 def read_context(name: str, env: Mapping[str, str]) -> dict[str, Any]:

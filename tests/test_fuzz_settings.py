@@ -45,6 +45,8 @@ def _in_range(setting, value) -> None:
         assert math.isfinite(value), (setting.name, value)
         assert setting.minimum is None or value >= setting.minimum, (setting.name, value)
         assert setting.maximum is None or value <= setting.maximum, (setting.name, value)
+        if setting.parse is parse_duration:
+            assert value <= 36500 * 86400, (setting.name, value)  # a date can be computed from it
         if setting.parse is int or setting.parse is parse_size:
             assert -(1 << 63) <= value < 1 << 63, (setting.name, value)  # what a server or a socket can take
 
@@ -62,12 +64,14 @@ def _refused_in_words(exc: SettingsError, *names: str) -> None:
 # Each failed before: a size past int64 was taken (the capture stream's limit then failed at the
 # server), a count past int64 raised OverflowError, a port of more than 4,300 digits or of '²' and
 # a count written 826.0 were refused in Python's int() words, and a server URL with an unclosed
-# IPv6 bracket raised a plain ValueError out of resolve.
+# IPv6 bracket raised a plain ValueError out of resolve, and a duration of 10^30 days was taken
+# by a setting without a maximum (the first date computed from it overflowed).
 @example(next(s for s in SETTINGS if s.name == "capture_max_bytes"), "9" * 30 + "TB", False)
 @example(next(s for s in SETTINGS if s.name == "metrics_address"), "x:" + "9" * 5000, True)
 @example(next(s for s in SETTINGS if s.name == "metrics_address"), ":²", False)
 @example(next(s for s in SETTINGS if s.name == "server"), "nats://u:p@[::1", False)
 @example(next(s for s in SETTINGS if s.name == "port"), "826.0", True)
+@example(next(s for s in SETTINGS if s.name == "raw_retention"), "1" + "0" * 30 + "d", False)
 @example(next(s for s in SETTINGS if s.name == "deploy_groups"), "9" * 400, False)
 def test_any_text_for_any_setting_is_taken_in_range_or_refused_naming_it(config_home, setting, text, as_flag):
     if setting.name in ("context", "system_context", "account_contexts"):
