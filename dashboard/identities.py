@@ -65,16 +65,41 @@ def _verify_hash(password: str, stored: str) -> bool:
 _DUMMY = hash_password(secrets.token_hex(16))  # checked for unknown names, so timing does not tell names
 
 
+_HEX = re.compile(r"(?:[0-9a-f]{2})+", re.ASCII)
+
+
+def _usable_hash(stored: str) -> bool:
+    """`scrypt:N:r:p:salt:hash` with costs a sign-in can pay (N a power of two up to 2^20, r up to
+    32, p up to 16: at most 64 MiB and about a second) and hex salt and hash: a line with a cost
+    past these would hold every sign-in under its name for minutes, or fail in hashlib's words."""
+    parts = stored.split(":")
+    if len(parts) != 6 or parts[0] != "scrypt" or not all(part.isascii() and part.isdigit() for part in parts[1:4]):
+        return False
+    n, r, p = (int(part) if len(part) < 9 else 0 for part in parts[1:4])
+    return (2 <= n <= 1 << 20 and n & (n - 1) == 0 and 1 <= r <= 32 and 1 <= p <= 16 and 128 * n * r <= 64 << 20
+            and bool(_HEX.fullmatch(parts[4])) and bool(_HEX.fullmatch(parts[5])) and 16 <= len(parts[5]) <= 128)
+
+
 def read(path: str | Path) -> dict[str, str]:
-    """name -> stored hash. Blank lines and `#` comments are skipped; a malformed line is an error."""
+    """name -> stored hash. Blank lines and `#` comments are skipped; a malformed line is an error,
+    and so is a file that is not UTF-8 text."""
     out: dict[str, str] = {}
-    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise IdentityError(f"{path} is not UTF-8 text (byte {exc.start}): expected `name:scrypt:...` lines as "
+                            "`jetwatch operator add` writes") from None
+    for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         name, _, stored = line.partition(":")
         if not NAME.match(name) or not stored.startswith("scrypt:"):
             raise IdentityError(f"{path}, line {number}: expected `name:scrypt:...` as `jetwatch operator add` writes")
+        if not _usable_hash(stored):
+            raise IdentityError(f"{path}, line {number}: the hash of {name} is not `scrypt:N:r:p:salt:hash` with "
+                                "costs jetwatch takes (N a power of two up to 2^20, r up to 32, p up to 16; salt "
+                                "and hash in hex): write it again with `jetwatch operator add`")
         out[name] = stored
     return out
 
