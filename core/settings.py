@@ -158,6 +158,18 @@ def parse_list(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return tuple(p.strip() for p in str(text).split(",") if p.strip())
 
 
+def parse_url_list(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """URLs, comma separated, each one urllib can split (its credentials are taken out of it)."""
+    urls = parse_list(text)
+    for url in urls:
+        try:
+            split_userinfo(url)
+        except ValueError as exc:  # an unclosed IPv6 bracket, a port that is not a number
+            raise SettingsError(f"{url.rpartition('@')[2][:60]!r} is not a URL ({exc}); write "
+                                "http://host:8222") from None
+    return urls
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -211,7 +223,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("retention_every", 600.0, "How often the collector deletes what is past --raw-retention and --event-retention (raw samples only where hourly rollups cover them) and reclaims the space.", parse_duration, "store", minimum=1.0, maximum=86400.0),
     # collection
     Setting("interval", 5.0, "Seconds between samples of consumer state.", parse_duration, "collect", minimum=0.1, maximum=3600.0),
-    Setting("monitor_url", (), "HTTP monitoring URL(s) of every server, comma separated: samples via /jsz instead of CONSUMER.LIST.", parse_list, "collect"),
+    Setting("monitor_url", (), "HTTP monitoring URL(s) of every server, comma separated: samples via /jsz instead of CONSUMER.LIST.", parse_url_list, "collect"),
     Setting("system_context", None, "Name of a `nats` CLI context for a system-account user: samples every account via `$SYS.REQ.SERVER.PING.JSZ` instead of CONSUMER.LIST.", str, "collect"),
     Setting("capture_stream", "JETWATCH_ADVISORIES", "Name of the JetStream stream that captures consumer advisories durably.", str, "collect"),
     Setting("capture_max_age", 7 * 86400.0, "Longest time the capture stream keeps an advisory.", parse_duration, "collect", minimum=60.0),

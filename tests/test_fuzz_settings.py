@@ -14,6 +14,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from jetwatch.collectors.jsz import HttpJsz
 from jetwatch.core.settings import SETTINGS, SettingsError, parse_duration, parse_instant, parse_size, resolve
 
 NUMBERS = ("nan", "NaN", "inf", "-inf", "Infinity", "1e400", "-1", "-0", "0", "1e-400", "9" * 400, "9" * 5000,
@@ -65,12 +66,14 @@ def _refused_in_words(exc: SettingsError, *names: str) -> None:
 # server), a count past int64 raised OverflowError, a port of more than 4,300 digits or of '²' and
 # a count written 826.0 were refused in Python's int() words, and a server URL with an unclosed
 # IPv6 bracket raised a plain ValueError out of resolve, and a duration of 10^30 days was taken
-# by a setting without a maximum (the first date computed from it overflowed).
+# by a setting without a maximum (the first date computed from it overflowed), and a monitoring
+# URL with an unclosed IPv6 bracket was taken and raised ValueError when the collector started.
 @example(next(s for s in SETTINGS if s.name == "capture_max_bytes"), "9" * 30 + "TB", False)
 @example(next(s for s in SETTINGS if s.name == "metrics_address"), "x:" + "9" * 5000, True)
 @example(next(s for s in SETTINGS if s.name == "metrics_address"), ":²", False)
 @example(next(s for s in SETTINGS if s.name == "server"), "nats://u:p@[::1", False)
 @example(next(s for s in SETTINGS if s.name == "port"), "826.0", True)
+@example(next(s for s in SETTINGS if s.name == "monitor_url"), "http://u:p@[::1", False)
 @example(next(s for s in SETTINGS if s.name == "raw_retention"), "1" + "0" * 30 + "d", False)
 @example(next(s for s in SETTINGS if s.name == "deploy_groups"), "9" * 400, False)
 def test_any_text_for_any_setting_is_taken_in_range_or_refused_naming_it(config_home, setting, text, as_flag):
@@ -88,6 +91,8 @@ def test_any_text_for_any_setting_is_taken_in_range_or_refused_naming_it(config_
         _refused_in_words(exc, setting.flag, setting.env)
         return
     _in_range(setting, getattr(got, setting.name))
+    if setting.name == "monitor_url":
+        HttpJsz(got.monitor_url)  # the collector's reader takes what was taken
 
 
 @settings(max_examples=60, deadline=None)
