@@ -126,6 +126,8 @@ class HttpJsz:
                 head: Any = _HEAD.decode(raw)
             except (msgspec.DecodeError, RecursionError):  # read as before, decoded
                 jsz = report.decoded()
+                if not isinstance(jsz, dict):
+                    return None  # not a report: left out, as a reply that is not JSON is
                 head = _Head(jsz.get("server_id"), jsz.get("server_name"))
             server_id = str(head.server_id or "?")
             known = self.names.get(url)
@@ -133,15 +135,16 @@ class HttpJsz:
                 left = ends - time.monotonic()
                 if left <= 0:
                     raise deadline_http.TooSlow(f"{url} did not answer within {self.timeout:g}s")
-                varz = json.loads(await asyncio.to_thread(deadline_http.get, url + "/varz", left, self._auth.get(url)))
-                self.names[url] = known = (server_id, str(varz.get("server_name") or server_id))
+                varz = loads_storable(await asyncio.to_thread(deadline_http.get, url + "/varz", left, self._auth.get(url)))
+                name = varz.get("server_name") if isinstance(varz, dict) else None
+                self.names[url] = known = (server_id, name if isinstance(name, str) and name else server_id)
         except deadline_http.TooSlow as exc:
             self.late.append(f"{exc}: its consumers were not read this cycle; check the server's monitoring port "
                              "(and any proxy in front of it)")
             return None
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
-        report.server = head.server_name or known[1]
+        report.server = head.server_name if isinstance(head.server_name, str) and head.server_name else known[1]
         return report
 
     async def reports(self) -> list[ServerReport]:

@@ -9,6 +9,7 @@ batch, and nothing raises. Bounded examples keep them in the normal suite;
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -209,3 +210,27 @@ def test_any_jsz_report_is_read_entry_by_entry_into_the_batch_or_refused_in_word
     assert batch.consumers + len(batch.rejects) >= least, (batch.samples["consumer"], batch.rejects)
     assert all(error for _, error, _ in batch.rejects)
     _store(scratch_store, batch)
+
+
+@settings(max_examples=40, deadline=None)
+@given(values, st.one_of(values, st.just({"server_name": "n1"})), st.booleans())
+# Failed before: a `/varz` reply that is JSON but not an object raised AttributeError out of the
+# read, and every server's report was lost with it.
+@example([1], [], True)
+def test_any_monitoring_reply_is_a_report_or_left_out(head, varz, same_id):
+    """`/jsz` and `/varz` of a monitoring port (or a proxy in front of it) answer anything: each
+    server's report is read or left out, the read never raises."""
+    bodies = {"/jsz": json.dumps({"server_id": "NID" if same_id else head, "server_name": head, "now": NOW,
+                                  "account_details": []}).encode(), "/varz": json.dumps(varz).encode()}
+
+    def get(url: str, timeout: float, auth: str | None = None) -> bytes:
+        return next(body for path, body in bodies.items() if path in url)
+
+    source = jsz.HttpJsz(("http://n1:8222",))
+    original = jsz.deadline_http.get
+    jsz.deadline_http.get = get  # type: ignore[assignment]
+    try:
+        reports = asyncio.run(source.reports())
+    finally:
+        jsz.deadline_http.get = original  # type: ignore[assignment]
+    assert all(isinstance(r.server, str) for r in reports)
