@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ import nats
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from jetwatch import sql
 from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
@@ -845,3 +848,35 @@ def test_a_read_that_finds_the_file_damaged_reads_it_once_more_before_saying_so(
 
     with pytest.raises(StoreCorrupt, match="is not a readable DuckDB database"):
         store.read(always)
+
+
+@st.composite
+def _damage(draw: Any) -> Callable[[bytes], bytes]:
+    """A store file cut short anywhere, or a stretch of it overwritten with zeros or any bytes,
+    as a full disk, a torn copy or a hand edit leaves it."""
+    kind = draw(st.sampled_from(["cut", "zeros", "bytes"]))
+    at = draw(st.floats(0.0, 1.0))
+    length = draw(st.sampled_from([1, 64, 4096, 40960]))
+    noise = draw(st.binary(min_size=1, max_size=64))
+
+    def damage(data: bytes) -> bytes:
+        start = int(at * (len(data) - 1))
+        if kind == "cut":
+            return data[:start]
+        stretch = bytes(length) if kind == "zeros" else (noise * (length // len(noise) + 1))[:length]
+        return data[:start] + stretch + data[start + length:]
+    return damage
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(damage=_damage())
+def test_a_store_damaged_anywhere_is_read_or_refused_in_words_never_a_traceback(damage, filled_db, tmp_path_factory):
+    """Whatever happened to the file, `status` and `check` answer: with what they read, or with
+    the store's error in words (what happened and what to do), never a traceback or a hang."""
+    bad = tmp_path_factory.mktemp("damaged") / "jetwatch.duckdb"
+    bad.write_bytes(damage(Path(filled_db).read_bytes()))
+    for command, answered, failed in ((["status"], (0,), 1), (["check"], (0, 1, 2), 3)):
+        done = _jetwatch([*command, "--db", str(bad)])
+        out = done.stdout + done.stderr
+        assert "Traceback" not in out and done.returncode in (*answered, failed), (command, done.returncode, out[-2000:])
+        assert done.returncode != failed or f"store {bad}" in out, (command, out[-2000:])
