@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import logging
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,6 +35,8 @@ from jetwatch.dashboard import data, gate, identities, stores, ui
 from jetwatch.dashboard.text import pin_holder, visible_value
 from jetwatch.dashboard.ui import md
 from jetwatch.store.database import Store, StoreError
+
+log = logging.getLogger("jetwatch.dashboard")
 
 PENDING = "pending_action"
 RESULT = "action_result"  # the latest result (the Consumer page follows its new pin)
@@ -133,6 +136,15 @@ def _login(s: Settings, operators_file: str) -> None:
     blocked = identities.THROTTLE.blocked(key, source)
     if blocked:
         st.session_state["op_error"] = blocked
+        return
+    try:
+        identities.read(operators_file)
+    except (OSError, identities.IdentityError) as exc:
+        # Said in the log, with the file's path and the line at fault; the page, which anyone may
+        # see, says only that sign-in cannot work, never "wrong password" for a file at fault.
+        log.error("sign-in refused: the operators file cannot be read: %s", exc)
+        st.session_state["op_error"] = ("Sign-in is unavailable: the operators file cannot be read (the dashboard's "
+                                        "log says why). Fix it with `jetwatch operator add`, or restore it.")
         return
     if not identities.verify(operators_file, name, given):
         identities.THROTTLE.failed(key, source)

@@ -100,6 +100,17 @@ def test_without_a_signed_in_operator_no_action_can_be_triggered(live, monkeypat
     assert not {k for k in button_keys(at) if k.startswith("action_")}
     assert any("wrong password" in e.value for e in at.sidebar.error)
 
+    # An operators file that cannot be read is never said as a wrong password.
+    broken = os.path.join(os.path.dirname(live["operators"]), "broken-operators")
+    with open(broken, "wb") as f:
+        f.write(b"ana:\xff\xfe not text\n")
+    os.chmod(broken, 0o600)
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", broken)
+    at = login(consumer_page(live))
+    assert any("Sign-in is unavailable: the operators file cannot be read" in e.value for e in at.sidebar.error), \
+        [e.value for e in at.sidebar.error]
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", live["operators"])
+
     # Even a forged request in session state is refused at the action path.
     at.session_state["pending_action"] = {"action": "unpin", "target": Target(None, live["stream"], live["consumer"]),
                                           "params": {}}
