@@ -422,7 +422,7 @@ class Store:
         try:
             return self._read_once(fn)
         except StoreCorrupt as first:
-            log.info("the store %s read as damaged; reading it once more: %s", self.path, first)
+            log.debug("the store %s read as damaged; reading it once more: %s", self.path, first)
             time.sleep(READ_AGAIN_AFTER)
             return self._read_once(fn)
 

@@ -266,7 +266,7 @@ def test_pages_show_the_thresholds_a_consumer_sets_and_a_silence_set_from_the_co
 
     stream = f"{uid}_PAGE"
     store = Store(db_path)
-    meta = {"io.nats.monitor.last-delivery-critical": "90s", "io.nats.monitor.unprocessed-critical": "100",
+    meta = {"io.nats.monitor.last-delivery-critical": "2s", "io.nats.monitor.unprocessed-critical": "100",
             "io.jetwatch.lagging_age": "later"}
 
     run(judged(nats_server.url, db_path, stream, uid, {"idle": ({"metadata": meta}, 3)}, {"idle": "NO_PULLERS"}))
