@@ -237,6 +237,14 @@ def handoff(token: str, max_age_s: float, now: float | None = None) -> str:
     return key
 
 
+def handoff_waiting(key: str, now: float | None = None) -> bool:
+    """Whether the browser has yet to trade this handoff (and still may)."""
+    now = time.time() if now is None else now
+    with _LOCK:
+        found = _HANDOFFS.get(key)
+    return found is not None and found[2] > now
+
+
 def redeem(key: str, now: float | None = None) -> tuple[str, float] | None:
     now = time.time() if now is None else now
     with _LOCK:

@@ -205,8 +205,14 @@ def _status(s: Settings, who: str | None) -> None:
         if session is None:
             st.caption(f"signed in by your proxy as {md(who)}")
             return
-        if st.session_state.get(HANDOFF):
-            _browser_call(gate.SESSION_PATH, st.session_state.pop(HANDOFF))
+        # Drawn on every run until the browser has traded it: a refresh of this fragment that
+        # came before a slow browser ran the frame's script would otherwise remove the frame, and
+        # the cookie would never be set (a reload then signs out).
+        code = st.session_state.get(HANDOFF)
+        if code and identities.handoff_waiting(code):
+            _browser_call(gate.SESSION_PATH, code)
+        elif code:
+            st.session_state.pop(HANDOFF)
         until = dt.datetime.fromtimestamp(session.expires, dt.UTC).strftime("%H:%M UTC")
         st.caption(f"signed in as {md(who)} until {until}")
         st.button("Sign out", key="op_lock", on_click=_logout, args=(s,))

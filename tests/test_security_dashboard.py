@@ -786,3 +786,19 @@ def test_behind_a_trusted_proxy_the_operator_is_the_name_its_header_carries_and_
                 assert page.get_by_text("signed in by your proxy").count() == 0
         finally:
             browser.close()
+
+
+def test_the_cookie_handoff_is_offered_on_every_run_until_the_browser_trades_it(operator_env):
+    """The page hands the browser a one-time code to trade for the session cookie. A refresh that
+    comes before a slow browser ran the frame's script must not take the offer away (the cookie
+    was then never set, and a reload signed the operator out); once traded, it is gone."""
+    from jetwatch.dashboard import identities
+    from jetwatch.dashboard.operator import HANDOFF
+
+    at = login(fresh_page(), name="ana")
+    code = at.session_state[HANDOFF]
+    at.run()  # a refresh, the browser not heard from
+    assert at.session_state[HANDOFF] == code and identities.handoff_waiting(code)
+    assert identities.redeem(code) is not None  # the browser's POST /_jetwatch/session
+    at.run()
+    assert HANDOFF not in at.session_state and signed_in(at)
