@@ -875,8 +875,13 @@ def test_a_store_damaged_anywhere_is_read_or_refused_in_words_never_a_traceback(
     the store's error in words (what happened and what to do), never a traceback or a hang."""
     bad = tmp_path_factory.mktemp("damaged") / "jetwatch.duckdb"
     bad.write_bytes(damage(Path(filled_db).read_bytes()))
-    for command, answered, failed in ((["status"], (0,), 1), (["check"], (0, 1, 2), 3)):
-        done = _jetwatch([*command, "--db", str(bad)])
-        out = done.stdout + done.stderr
-        assert "Traceback" not in out and done.returncode in (*answered, failed), (command, done.returncode, out[-2000:])
-        assert done.returncode != failed or f"store {bad}" in out, (command, out[-2000:])
+    status = _jetwatch(["status", "--db", str(bad)])
+    out = status.stdout + status.stderr
+    assert "Traceback" not in out and status.returncode in (0, 1), (status.returncode, out[-2000:])
+    assert status.returncode == 0 or f"store {bad}" in out, out[-2000:]
+    # `check` answers as a monitoring check does, in one line: OK, WARNING, CRITICAL, or UNKNOWN
+    # with its reason (a store it cannot read, or verdicts too old to trust).
+    check = _jetwatch(["check", "--db", str(bad)])
+    out = check.stdout + check.stderr
+    assert "Traceback" not in out and check.returncode in (0, 1, 2, 3) and out.startswith("JETWATCH "), \
+        (check.returncode, out[-2000:])
