@@ -89,6 +89,17 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")}, **extra}
 
 
+def pages_on(monkeypatch: Any, db: str, server_url: str) -> None:
+    """The pages' settings for an AppTest on this store and server, and nothing else of the
+    environment's JETWATCH_* (as `jetwatch dashboard` hands them over)."""
+    for k in list(os.environ):
+        if k.startswith("JETWATCH_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("JETWATCH_DB", db)
+    monkeypatch.setenv("JETWATCH_SERVER", server_url)
+    monkeypatch.setenv("JETWATCH_DATA_DIR", os.path.dirname(db))
+
+
 def collector_settings(server_url: str, db: str, streams: tuple[str, ...] = (), **extra: Any) -> Settings:
     return Settings({"server": server_url, "db": db, "interval": 0.5, "inference_grace": 1.5,
                      "include_streams": streams, "lock_timeout": 30.0, **extra})

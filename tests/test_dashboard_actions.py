@@ -22,6 +22,7 @@ from tests.helpers import (
     make_consumer,
     make_stream,
     operators_file,
+    pages_on,
     publish,
     rows,
     wait_until,
@@ -55,12 +56,7 @@ def live(nats_server, db_path, uid, monkeypatch):
     wait_until(lambda: store.exists() and rows(store, "SELECT * FROM pin_events WHERE stream = ?", [stream])
                and rows(store, "SELECT * FROM consumer_latest WHERE stream = ? AND pinned_id IS NOT NULL", [stream]),
                timeout=30, message="first pin stored and sampled")
-    for k in list(os.environ):
-        if k.startswith("JETWATCH_"):
-            monkeypatch.delenv(k)
-    monkeypatch.setenv("JETWATCH_DB", db_path)
-    monkeypatch.setenv("JETWATCH_SERVER", nats_server.url)
-    monkeypatch.setenv("JETWATCH_DATA_DIR", os.path.dirname(db_path))
+    pages_on(monkeypatch, db_path, nats_server.url)
     st.cache_data.clear()
     yield {"stream": stream, "consumer": consumer, "store": store, "loop": loop, "nc": nc, "api": api,
            "workers": workers, "uid": uid, "operators": operators_file(os.path.dirname(db_path), "ana")}

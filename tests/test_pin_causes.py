@@ -28,7 +28,17 @@ from jetwatch.demo.server import free_port
 from jetwatch.demo.workers import PullWorker
 from jetwatch.health import advice, pin_causes
 from jetwatch.store.database import Store
-from tests.helpers import LoopThread, clean_env, make_consumer, make_stream, operators_file, publish, rows, wait_until
+from tests.helpers import (
+    LoopThread,
+    clean_env,
+    make_consumer,
+    make_stream,
+    operators_file,
+    pages_on,
+    publish,
+    rows,
+    wait_until,
+)
 
 PINS = "SELECT event, reason FROM pin_events WHERE stream = ? ORDER BY ts, CASE event WHEN 'unpinned' THEN 0 ELSE 1 END"
 
@@ -86,12 +96,7 @@ def site(nats_server, db_path, uid, monkeypatch):
          "--interval", "0.3s", "--inference-grace", "1.5s", "--include-streams", stream, "--deploy-window", "1s",
          "--monitor-url", nats_server.monitor_url, "--metrics-address", f"127.0.0.1:{port}",
          "--metrics-cardinality", "all", "--flapping-switches", "3", "--health-min-span", "5s"], env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for k in list(os.environ):
-        if k.startswith("JETWATCH_"):
-            monkeypatch.delenv(k)
-    monkeypatch.setenv("JETWATCH_DB", db_path)
-    monkeypatch.setenv("JETWATCH_SERVER", nats_server.url)
-    monkeypatch.setenv("JETWATCH_DATA_DIR", os.path.dirname(db_path))
+    pages_on(monkeypatch, db_path, nats_server.url)
     st.cache_data.clear()
     store = Store(db_path)
     wait_until(lambda: store.exists() and rows(store, "SELECT count(*) FROM verdicts_current")[0][0], timeout=60,

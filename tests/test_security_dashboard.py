@@ -27,6 +27,7 @@ from tests.helpers import (
     make_consumer,
     make_stream,
     operators_file,
+    pages_on,
     publish,
     rows,
     wait_until,
@@ -73,12 +74,7 @@ def two_streams(nats_server, db_path, uid, monkeypatch):
     wait_until(lambda: store.exists() and len(rows(store, latest, [f"{uid}_%"])) == 2
                and any(r[2] for r in rows(store, latest, [f"{uid}_%"])), timeout=30,
                message="both consumers sampled, fulfilment with a pin")
-    for k in list(os.environ):
-        if k.startswith("JETWATCH_"):
-            monkeypatch.delenv(k)
-    monkeypatch.setenv("JETWATCH_DB", db_path)
-    monkeypatch.setenv("JETWATCH_SERVER", nats_server.url)
-    monkeypatch.setenv("JETWATCH_DATA_DIR", os.path.dirname(db_path))
+    pages_on(monkeypatch, db_path, nats_server.url)
     monkeypatch.setenv("JETWATCH_OPERATORS_FILE", operators_file(os.path.dirname(db_path), "ana"))
     st.cache_data.clear()
     yield {"orders": orders, "events": events, "store": store, "loop": loop, "nc": nc, "api": api,
