@@ -11,12 +11,15 @@ from __future__ import annotations
 import math
 
 _UNITS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
+_PAIRS = tuple(zip(_UNITS, _UNITS[1:]))
 
 
 def _seconds(value: object) -> float | None:
     """`value` as seconds, None when it is missing (None, NaN, NaT) or not a number."""
     if value is None:
         return None
+    if type(value) is float:  # the common case, read by the rules' words for every row they name
+        return None if value != value else value
     try:
         seconds = float(value)  # type: ignore[arg-type]  # numbers, numpy scalars
     except (TypeError, ValueError):
@@ -35,7 +38,7 @@ def duration(seconds: object) -> str:
     if 0 < value < 0.95:
         return f"{value:.1f} s"  # a sub-second interval (a refresh, a timeout) is not "0 s"
     s = int(round(max(0.0, value)))
-    for (big, size), (small, small_size) in zip(_UNITS, _UNITS[1:]):
+    for (big, size), (small, small_size) in _PAIRS:
         if s >= size:
             rest = s % size // small_size
             return f"{s // size} {big} {rest} {small}" if rest else f"{s // size} {big}"

@@ -61,6 +61,16 @@ class Lag:
             out[:, self.irregular] = np.take_along_axis(a[:, self.irregular], self.prev, axis=0)
         return out
 
+    def diff(self, a: np.ndarray) -> np.ndarray:
+        """a minus self(a), without self(a)'s copy of the array."""
+        out = np.empty(a.shape, a.dtype)
+        np.subtract(a[1:], a[:-1], out=out[1:])
+        np.subtract(a[:1], a[:1], out=out[:1])
+        if len(self.irregular):
+            cols = a[:, self.irregular]
+            out[:, self.irregular] = cols - np.take_along_axis(cols, self.prev, axis=0)
+        return out
+
     def at(self, a: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Each consumer's value at the sample before its row `rows` (self(a) read at those rows)."""
         before = np.maximum(rows - 1, 0)

@@ -13,6 +13,7 @@ collector kept.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -259,12 +260,15 @@ def _idle_for(x: Any, th: Thresholds, onset: str, name: str) -> Any:
 def _pull_waited(c: Ctx, onset: str) -> float:
     """How long an idle consumer has waited for a pull: since its wait began, where the collector
     knows (beyond the window), else since the condition's onset."""
-    return float(np.fmax(_held(c, onset), c["pull_waited"]))
+    held, waited = float(_held(c, onset)), float(c["pull_waited"])
+    return held if math.isnan(waited) else waited if math.isnan(held) else max(held, waited)
 
 
 def _rhythm_says(c: Ctx) -> str:
     rhythm = c["pull_rhythm"]
-    return "" if pd.isna(rhythm) else f" (it was pulled about every {_seconds_text(float(rhythm))} before)"
+    if rhythm is None or rhythm != rhythm:  # NaN: no rhythm learnt (a float read per row, as pd.isna but cheaper)
+        return ""
+    return f" (it was pulled about every {_seconds_text(float(rhythm))} before)"
 
 
 def _no_pullers(f: Columns, th: Thresholds) -> np.ndarray:
@@ -605,18 +609,17 @@ def _collecting(c: Ctx, th: Thresholds) -> Finding:
                    f"{th.health_min_samples} over {th.health_min_span:.0f}s", numbers)
 
 
-class _Columns:
+class _Columns(dict[str, list[Any]]):
     """The speaking rows' columns as lists of Python values (numbers as floats, as `_inputs`
-    makes them), each made on first use."""
+    makes them), each made on first use (a dict: a column already made is a plain lookup, read
+    for every value a rule's words say)."""
 
     def __init__(self, columns: Columns, rows: np.ndarray) -> None:
+        super().__init__()
         self.columns, self.rows = columns, rows
-        self.made: dict[str, list[Any]] = {}
 
-    def __getitem__(self, name: str) -> list[Any]:
-        made = self.made.get(name)
-        if made is None:
-            made = self.made[name] = self.columns[name][self.rows].tolist()
+    def __missing__(self, name: str) -> list[Any]:
+        made = self[name] = self.columns[name][self.rows].tolist()
         return made
 
 

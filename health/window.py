@@ -20,6 +20,7 @@ boundaries and reset.
 from __future__ import annotations
 
 import datetime as dt
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -284,6 +285,11 @@ class WindowState:
         return feature_frame(columns)
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per consumer, the sum over its samples of a * b (einsum: without the product's temporary)."""
+    return np.einsum("ij,ij->j", a, b)
+
+
 def _at(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """Each row's cell at its own column `idx`."""
     return a[idx, np.arange(len(idx))]
@@ -351,6 +357,12 @@ def _activity_times(state: WindowState, pick: np.ndarray | slice, lo: int, hi: i
     delivered = _rows_of(state.times["delivered_last_active"], pick, lo, hi)
     acked = _rows_of(state.times["ack_floor_last_active"], pick, lo, hi)
     bare = np.flatnonzero(np.isnan(delivered).all(axis=0) & np.isnan(acked).all(axis=0))
+    if len(bare):
+        # Only where a sequence moved in the window is there a time to find (the others stay NaN).
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a column of NaN (no sample) has no max
+            moved = [np.nanmax(seq[:, bare], axis=0) > np.nanmin(seq[:, bare], axis=0) for seq in (dcs, afs)]
+        bare = bare[moved[0] | moved[1]]
     if len(bare) == 0:
         return delivered, acked
     delivered, acked = delivered.copy(), acked.copy()
@@ -403,11 +415,10 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
 
     _take = Lag(irregular, p)
 
-    p_dcs, p_created = _take(dcs), _take(created)
-
     with np.errstate(invalid="ignore"):
-        recreated = has_prev & ~np.isnan(created) & ~np.isnan(p_created) & (created != p_created)
-        reset = recreated | (has_prev & (dcs < p_dcs))
+        # A comparison with NaN (a `created` unknown at either sample) is false: no change seen.
+        recreated = has_prev & (np.abs(_take.diff(created)) > 0)
+        reset = recreated | (has_prev & (_take.diff(dcs) < 0))
     # Resets are rare: the latest one looked for only in the rows that have one.
     reset_rows = np.flatnonzero(reset.any(axis=0))
     reset_t = np.full(t.shape[1], _NEVER)
@@ -460,18 +471,18 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     t_first, t_last = first_last(t)
     tt = counted(t - (counted(t, 0).sum(axis=0) / count)[None, :], 0.0)
     pp = counted(pending - (counted(pending, 0).sum(axis=0) / count)[None, :], 0.0)
-    var = (tt * tt).sum(axis=0)
+    var = _dot(tt, tt)
     with np.errstate(invalid="ignore", divide="ignore"):
-        slope = (tt * pp).sum(axis=0) / var  # NaN for a single reading, as DuckDB's regr_slope
+        slope = _dot(tt, pp) / var  # NaN for a single reading, as DuckDB's regr_slope
     backlog = pending + ack
     bb = counted(backlog - (counted(backlog, 0).sum(axis=0) / count)[None, :], 0.0)
-    sxy, syy = (tt * bb).sum(axis=0), (bb * bb).sum(axis=0)
+    sxy, syy = _dot(tt, bb), _dot(bb, bb)
     with np.errstate(invalid="ignore", divide="ignore"):
         backlog_slope = np.where(var > 0, sxy / var, np.nan)
         backlog_se = np.where((count > 2) & (var > 0),
                               np.sqrt(np.maximum(syy - sxy * sxy / var, 0) / np.maximum(count - 2, 1) / var), np.nan)
-    d_pending = pending - _take(pending)
-    d_redelivered = redelivered - _take(redelivered)
+    d_pending = _take.diff(pending)
+    d_redelivered = _take.diff(redelivered)
     steps = stepped.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         rising = np.where(steps > 0, (stepped & (d_pending > 0)).sum(axis=0) / np.maximum(steps, 1), 0.0)
