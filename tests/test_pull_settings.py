@@ -352,3 +352,27 @@ def test_the_capture_checks_a_connection_once_and_judging_reads_only_recent_unco
     [(key, current)] = capture.current(t0).items()
     assert key == ("$G", "S", "C") and [r["client_id"] for r in current] == [7]
     assert capture.current(t0 + CURRENT_FOR + dt.timedelta(seconds=1)) == {}
+
+
+def test_pull_settings_are_stored_once_per_connection_and_pruned_with_the_events(db_path) -> None:
+    import datetime as dt
+
+    from jetwatch.collectors.pull_settings import recent_settings, settings_row, store_settings
+    from jetwatch.store.database import Store
+    from jetwatch.store.retention import Cutoffs, prune
+
+    class Conn:
+        options = {"name": "w1"}
+        _server_info = {"client_id": 7, "server_id": "SRV"}
+
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    store = Store(db_path)
+    for i, expires in enumerate((5 * S, 300 * S)):  # the same connection, its settings changed
+        ann = PullAnnouncer(Conn(), "S", "C").announcement(PullSettings.of_request({"expires": expires}))
+        row = settings_row(ann, "verified", "ok", "$G", t0 + dt.timedelta(seconds=60 * i))
+        store.write(lambda con, row=row: store_settings(con, row))
+    [kept] = store.read(lambda con: recent_settings(con, t0))
+    assert (kept["expires_ns"], kept["first_seen_at"], kept["received_at"]) == (
+        300 * S, t0, t0 + dt.timedelta(seconds=60))
+    store.write(lambda con: prune(con, Cutoffs.at(t0 + dt.timedelta(days=30), 86400.0, 86400.0)))
+    assert store.read(lambda con: recent_settings(con, t0)) == []
