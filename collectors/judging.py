@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -28,7 +29,7 @@ from jetwatch.collectors import silencing
 from jetwatch.collectors.live_state import ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros, stamps
 from jetwatch.health import easing, pull_rhythm
 from jetwatch.health.columns import floats
-from jetwatch.health.config_findings import NONE, config_findings, held_resets
+from jetwatch.health.config_findings import NONE, config_findings, held_resets, pull_findings
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
 from jetwatch.health.rules import (
     BY_NAME,
@@ -211,9 +212,36 @@ def _eta(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], at_
         "acked": acked, "is_pull": state.state["is_pull"][live]})
 
 
-def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd.DataFrame) -> JudgedCycle:
+@dataclass(frozen=True)
+class PullsAnnounced:
+    """The pull settings workers announced lately (collectors/pull_settings.py `current`), per
+    (account, stream, consumer), and the version of the server the collector is connected to."""
+
+    by_consumer: Mapping[tuple[str, str, str], Sequence[Mapping[str, Any]]]
+    server_version: str | None = None
+
+
+PULL_LIMITS = ("priority_policy", "priority_timeout_ns", "max_ack_pending")
+
+
+def _pull_findings(state: LiveState, position: np.ndarray, config: list[Any], pulls: PullsAnnounced) -> None:
+    """Add to `config` (per live consumer) the findings of the pull settings its workers announced:
+    only the few consumers with announcements are looked at."""
+    for key, announced in pulls.by_consumer.items():
+        row = state.window.rows.get(key)
+        if row is None or row >= len(position) or position[row] < 0:
+            continue
+        p = int(position[row])
+        found = pull_findings({c: state.state[c][row] for c in PULL_LIMITS}, announced, pulls.server_version)
+        if found:
+            config[p] = [*config[p], *found]
+
+
+def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd.DataFrame,
+          pulls: PullsAnnounced | None = None) -> JudgedCycle:
     """Judge every live consumer from the in-memory state and find what changed against the
-    verdicts kept: pure, nothing is written and `state` is unchanged until `commit`."""
+    verdicts kept: pure, nothing is written and `state` is unchanged until `commit`. `pulls`: the
+    pull settings the workers announced lately, per consumer, and the server's version."""
     n = len(state.keys)
     live = np.flatnonzero(state.live[:n])
     m = len(live)
@@ -245,6 +273,8 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
         for p, f in zip(pos.tolist(), config_findings(columns)):
             if f:
                 config[p] = f
+    if pulls is not None and pulls.by_consumer:
+        _pull_findings(state, position, config, pulls)
     # A reset the window has moved past stays shown for a while (reset_shown_for), from what was kept.
     config = held_resets(config, state.kept_text["config_findings"][live], now_s, thresholds.reset_shown_for,
                          recreated)

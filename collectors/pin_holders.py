@@ -108,13 +108,24 @@ class SystemConnz:
         return next(iter(data.get("connections") or []), None)
 
 
+class Claim(Protocol):
+    """Who an announcement says sent it: a pin announcement or a pull-settings one."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def client_id(self) -> int | None: ...
+    @property
+    def server_id(self) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class Checked:
     verification: str  # VERIFIED, UNVERIFIED or NO_CONNZ
     note: str
 
 
-async def check(connz: Connz | None, ann: Announcement, account: str | None) -> Checked:
+async def check(connz: Connz | None, ann: Claim, account: str | None) -> Checked:
     """Whether the connection the announcement names exists under its claimed name and account."""
     if connz is None:
         return Checked(NO_CONNZ, NO_CONNZ_NOTE)

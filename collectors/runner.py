@@ -43,11 +43,12 @@ from jetwatch.collectors.dropped import DroppedReader, drops_in
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.gc_policy import GcPolicy
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
-from jetwatch.collectors.judging import JudgedCycle, event_counts, judge, keep, load_window
+from jetwatch.collectors.judging import JudgedCycle, PullsAnnounced, event_counts, judge, keep, load_window
 from jetwatch.collectors.lag import LagReader, LagStats
 from jetwatch.collectors.live_state import LiveState
 from jetwatch.collectors.metrics import CycleHistogram, DropCounts, MetricsExporter, MoveCounts, PinCounts, Snapshot
 from jetwatch.collectors.pin_holders import HttpConnz, PinHolderCapture, SystemConnz, remembered_holders
+from jetwatch.collectors.pull_settings import CURRENT_FOR, PullSettingsCapture, recent_settings
 from jetwatch.collectors.rejects import RejectBudget
 from jetwatch.collectors.unpin_requests import UnpinRequestCapture
 from jetwatch.core.clock import rfc3339, utcnow
@@ -142,6 +143,7 @@ class Collector:
         self._stop: asyncio.Event | None = None
         self._writing = asyncio.Lock()  # one write of cycles at a time (write_queued)
         self.pin_holders: PinHolderCapture | None = None  # who holds each pin, as announced
+        self.pull_settings: PullSettingsCapture | None = None  # what the workers pull with, as announced
         self.dropped: DroppedReader | None = None  # reads the messages consumers dropped
         self.unpin_requests: UnpinRequestCapture | None = None  # who asked for unpins (API audit advisory)
 
@@ -218,6 +220,15 @@ class Collector:
         self.pin_holders = PinHolderCapture(self.nc, connz, self.scope.account, self.write, self.clock)
         since = self.clock() - dt.timedelta(seconds=s.event_retention)
         await self.pin_holders.open(await self.write(lambda con: remembered_holders(con, since)))
+        self.pull_settings = PullSettingsCapture(self.nc, connz, self.scope.account, self.write, self.clock)
+        recent = self.clock() - CURRENT_FOR
+        await self.pull_settings.open(await self.write(lambda con: recent_settings(con, recent)))
+
+    def _pulls(self, now: dt.datetime) -> PullsAnnounced | None:
+        """What judging reads of the workers' pull settings: those announced lately, and the server's version."""
+        if self.pull_settings is None:
+            return None
+        return PullsAnnounced(self.pull_settings.current(now), (self.nc._server_info or {}).get("version"))
 
     async def _open_capture(self) -> Capture:
         s = self.settings
@@ -405,6 +416,8 @@ class Collector:
         window = self.window
         touched = []  # the state took this cycle's samples: a rollback leaves it ahead of the store
 
+        pulls = self._pulls(server_now)
+
         def tx(con: duckdb.DuckDBPyConnection) -> tuple[LiveState, tuple[JudgedCycle, tuple[pd.DataFrame, dt.datetime]] | BaseException]:
             for cycle in pending:
                 writes.write_samples(con, cycle.accounts, cycle.samples, cycle.kept, cycle.at, cycle.arrow)
@@ -424,7 +437,7 @@ class Collector:
                 for cycle in pending:
                     state.add(cycle.samples, cycle.accounts, cycle.kept, cycle.configs)
             try:
-                verdicts = judge(state, server_now, thresholds, event_counts(con, server_now, thresholds))
+                verdicts = judge(state, server_now, thresholds, event_counts(con, server_now, thresholds), pulls)
             except Exception as exc:  # a fault in judging costs the verdicts, never the samples
                 return state, exc
             keep(con, verdicts)
@@ -847,6 +860,7 @@ class Collector:
             assert self.pin_holders is not None
             await asyncio.gather(self._sample_loop(stop), self._event_loop(stop), self._retention_loop(stop),
                                  self.pin_holders.run(stop), self.pin_holders.run_exits(stop),
+                                 *([self.pull_settings.run(stop)] if self.pull_settings is not None else []),
                                  *([self.unpin_requests.run(stop)] if self.unpin_requests is not None else []))
             if self.fatal is not None:  # what was not written is lost: the message says why
                 raise self.fatal
@@ -862,6 +876,8 @@ class Collector:
                 await self.capture.close()
             if self.pin_holders is not None:
                 await self.pin_holders.close()
+            if self.pull_settings is not None:
+                await self.pull_settings.close()
             if self.unpin_requests is not None:
                 await self.unpin_requests.close()
             self._writer.shutdown(wait=True)

@@ -18,6 +18,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from jetwatch.core.pin_announce import PinAnnouncer
+from jetwatch.core.pull_announce import PullAnnouncer
 
 log = logging.getLogger("jetwatch.demo.worker")
 
@@ -48,11 +49,13 @@ class PullWorker:
     def __init__(self, nc: Client, stream: str, consumer: str, group: str | None = None,
                  name: str = "worker", batch: int = 10, expires_s: float = 1.0,
                  min_pending: int | None = None, priority: int | None = None,
-                 work_s: float = 0.0, between_s: float = 0.0, announcer: PinAnnouncer | None = None):
+                 work_s: float = 0.0, between_s: float = 0.0, announcer: PinAnnouncer | None = None,
+                 min_ack_pending: int | None = None, pull_announcer: PullAnnouncer | None = None):
         self.nc, self.stream, self.consumer, self.group, self.name = nc, stream, consumer, group, name
         self.batch, self.expires_s, self.work_s, self.between_s = batch, expires_s, work_s, between_s
-        self.min_pending, self.priority = min_pending, priority
+        self.min_pending, self.min_ack_pending, self.priority = min_pending, min_ack_pending, priority
         self.announcer = announcer  # says who holds each new pin
+        self.pull_announcer = pull_announcer  # says what it pulls with
         self.pin_id: str | None = None
         self.stalled = False
         self.acking = True
@@ -69,6 +72,8 @@ class PullWorker:
                 req["id"] = self.pin_id
         if self.min_pending is not None:
             req["min_pending"] = self.min_pending
+        if self.min_ack_pending is not None:
+            req["min_ack_pending"] = self.min_ack_pending
         if self.priority is not None:
             req["priority"] = self.priority
         return req
@@ -111,8 +116,11 @@ class PullWorker:
         inbox = self.nc.new_inbox()
         sub = await self.nc.subscribe(inbox)
         try:
+            request = self.pull_request()
+            if self.pull_announcer is not None:
+                await self.pull_announcer.pulling(request)
             await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self.consumer}",
-                                  json.dumps(self.pull_request()).encode(), reply=inbox)
+                                  json.dumps(request).encode(), reply=inbox)
             got = 0
             deadline = asyncio.get_running_loop().time() + self.expires_s + 1.0
             while got < self.batch and not self.stalled and not self._stopping:

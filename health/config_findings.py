@@ -30,6 +30,26 @@ Each kind, with the evidence it needs (all of it over the health window, after i
   the findings last kept, so a restarted collector keeps it too), saying until when.
 
 Vectorised: a few array comparisons over every consumer, words only for the few with a finding.
+
+From the pull settings the workers announce (core/pull_announce.py; consumer info never shows
+them), per consumer with announcements, `pull_findings`:
+
+- `pull_expires_past_pin_timeout`: a `pinned_client` consumer whose workers pull in its group
+  with an expiry at or above `priority_timeout` (or none). The server restarts the pin timer only
+  when it pins a pull and when a pull carrying the current pin id arrives (server/consumer.go
+  `setPinnedTimer`, from `assignNewPinId` and `processNextMsgRequest`), never on a delivery or an
+  ack; when fewer than `batch` messages come, the holder's pull is still open when the timer fires,
+  and the server unpins it (UNPINNED, reason `timeout`) though it is waiting for work.
+- `min_ack_pending_unreachable`: an `overflow` consumer whose workers pull with `min_ack_pending`
+  at or above `max_ack_pending`. The server hands a new message to a pull only while fewer than
+  `max_ack_pending` are in flight (`getNextMsg`), and picks the pull after that (`nextWaiting`),
+  so in flight is below `max_ack_pending` then: the threshold is met for a redelivery at most.
+  With `min_pending` as well, it depends on the server's version: from 2.12.5 a pull is served
+  when either threshold is met (the other, `min_pending`, still serves it), before 2.12.5 (all of
+  2.11 and 2.12.0-2.12.4) only when both are (never).
+- `min_pending_without_overflow`: workers pull with `min_pending` or `min_ack_pending` from a
+  consumer whose policy is not `overflow`: the server refuses every such pull
+  (`400 Bad Request - Not a Overflow Priority consumer`, `processNextMsgRequest`).
 """
 
 from __future__ import annotations
@@ -43,7 +63,8 @@ import numpy as np
 
 from jetwatch.health.columns import floats
 
-KINDS = ("max_ack_pending_reached", "max_waiting_reached", "ack_wait_short", "reset")
+KINDS = ("max_ack_pending_reached", "max_waiting_reached", "ack_wait_short", "reset",
+         "pull_expires_past_pin_timeout", "min_ack_pending_unreachable", "min_pending_without_overflow")
 NONE: list[dict[str, Any]] = []  # shared by every consumer without a config finding
 MIN_SAMPLES = 3
 
@@ -161,3 +182,116 @@ def held_resets(found: list[list[dict[str, Any]]], kept: np.ndarray | Sequence[o
             out = list(out) if out is found else out
             out[i] = [*out[i], _reset(at, before, after, until=at + shown_for)]
     return out
+
+
+# The first server version that serves an overflow pull when either of `min_pending` and
+# `min_ack_pending` is met; before it, only when both are (server/consumer.go `nextWaiting`).
+EITHER_FROM = (2, 12, 5)
+NAMED = 3  # workers named in a finding's words; the rest counted
+
+
+def either_threshold(server_version: str | None) -> bool | None:
+    """Whether the server serves an overflow pull when either threshold is met (True), only when
+    both are (False), or unknown (None) from its version ("2.12.5", "2.15.0-dev", "v2.11.3")."""
+    if not server_version:
+        return None
+    try:
+        parts = tuple(int(p) for p in server_version.lstrip("v").split("-")[0].split(".")[:3])
+    except ValueError:
+        return None
+    return parts >= EITHER_FROM if len(parts) == 3 else None
+
+
+def _workers(rows: Sequence[Mapping[str, Any]]) -> str:
+    names = sorted({str(r["name"]) + ("" if r.get("verification") == "verified" else " (unverified)") for r in rows})
+    more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
+    return ", ".join(names[:NAMED]) + more
+
+
+def _int(v: Any) -> int | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if f != f else int(f)
+
+
+def pull_findings(limits: Mapping[str, Any], announced: Sequence[Mapping[str, Any]],
+                  server_version: str | None = None) -> list[dict[str, Any]]:
+    """One consumer's findings from the pull settings its workers announced (`announced`: rows of
+    `pull_settings`) and its config (`limits`: `priority_policy`, `priority_timeout_ns`,
+    `max_ack_pending`); `server_version` decides how `min_pending` and `min_ack_pending` combine."""
+    policy = limits.get("priority_policy") if isinstance(limits.get("priority_policy"), str) else None
+    out: list[dict[str, Any]] = []
+    timeout_ns = _int(limits.get("priority_timeout_ns")) or 0
+    if policy == "pinned_client" and timeout_ns > 0:
+        # A pull without `expires` (or with 0) never expires: as long as any. A no_wait pull never waits.
+        late = [r for r in announced if r.get("group_name") and not r.get("no_wait")
+                and ((_int(r.get("expires_ns")) or 0) == 0 or (_int(r.get("expires_ns")) or 0) >= timeout_ns)]
+        if late:
+            longest = [_int(r.get("expires_ns")) or 0 for r in late]
+            never = 0 in longest
+            expiry = "no expiry" if never else f"expires {_n(max(longest) / 1e9)} s"
+            out.append({
+                "kind": "pull_expires_past_pin_timeout",
+                "reason": (f"{_workers(late)} pull with {expiry}, priority_timeout is {_n(timeout_ns / 1e9)} s: the "
+                           "server restarts the pin timer only when a pull carrying the pin id arrives (or when it "
+                           "pins one), never on a delivery or an ack. When fewer than a batch of messages come "
+                           "within priority_timeout, the pinned worker's pull is still open when the timer fires: "
+                           "the server unpins it while it waits (UNPINNED, reason timeout), refuses that pull "
+                           "(423 Nats-Wrong-Pin-Id) and pins the next pull without a pin id, often a standby's"),
+                "fix": ("pull with an expiry well under priority_timeout (half of it at most, leaving room for the "
+                        "work between pulls), or raise priority_timeout above the expiry and that work"),
+                "numbers": {"priority_timeout_seconds": _n(timeout_ns / 1e9),
+                            "expires_seconds": None if never else _n(max(longest) / 1e9),
+                            "workers": len({r["name"] for r in late})}})
+    max_ack = _int(limits.get("max_ack_pending")) or 0
+    if policy == "overflow" and max_ack > 0:
+        dead = [r for r in announced if (_int(r.get("min_ack_pending")) or 0) >= max_ack]
+        if dead:
+            out.append(_unreachable(dead, max_ack, either_threshold(server_version), server_version))
+    if policy != "overflow":
+        refused = [r for r in announced if (_int(r.get("min_pending")) or 0) > 0 or (_int(r.get("min_ack_pending")) or 0) > 0]
+        if refused:
+            out.append({
+                "kind": "min_pending_without_overflow",
+                "reason": (f"{_workers(refused)} pull with min_pending or min_ack_pending, and the consumer's "
+                           f"priority_policy is {policy or 'none'}, not overflow: the server refuses each such pull "
+                           "(400 Bad Request - Not a Overflow Priority consumer), so these workers get nothing"),
+                "fix": ("pull without min_pending and min_ack_pending, or make the consumer an overflow consumer "
+                        "(priority_policy overflow, with a priority group)"),
+                "numbers": {"workers": len({r["name"] for r in refused})}})
+    return out
+
+
+def _unreachable(dead: Sequence[Mapping[str, Any]], max_ack: int, either: bool | None,
+                 server_version: str | None) -> dict[str, Any]:
+    """`min_ack_pending_unreachable`, worded for how the server combines the two thresholds."""
+    need = max(_int(r.get("min_ack_pending")) or 0 for r in dead)
+    also = [r for r in dead if (_int(r.get("min_pending")) or 0) > 0]
+    alone = [r for r in dead if r not in also]
+    version = f"nats-server {server_version}" if server_version else "the server (version unknown)"
+    why = (f"{_workers(dead)} pull with min_ack_pending {need}, max_ack_pending is {max_ack}: the server hands a "
+           "new message to a pull only while fewer than max_ack_pending are in flight, so min_ack_pending is never "
+           "reached for a new message (only a redelivery can meet it)")
+    parts = []
+    if alone:
+        parts.append(f"{_workers(alone)} (no min_pending) never get a new message")
+    if also:
+        if either is True:
+            parts.append(f"{_workers(also)} get work only from min_pending: on {version} a pull is served when "
+                         "either threshold is met, and this one never is")
+        elif either is False:
+            parts.append(f"{_workers(also)} never get a new message either: on {version} (before 2.12.5) a pull "
+                         "is served only when both min_pending and min_ack_pending are met")
+        else:
+            parts.append(f"{_workers(also)} never get a new message on a server before 2.12.5 (both thresholds "
+                         "must be met there), and only from min_pending from 2.12.5 (either is enough); "
+                         f"{version}")
+    return {
+        "kind": "min_ack_pending_unreachable",
+        "reason": why + ": " + "; ".join(parts),
+        "fix": (f"set min_ack_pending below max_ack_pending ({max_ack}), to the in-flight count at which the "
+                "standby should help, or pull with min_pending only; or raise max_ack_pending"),
+        "numbers": {"min_ack_pending": need, "max_ack_pending": max_ack, "workers": len({r["name"] for r in dead}),
+                    "either_threshold": either, "server_version": server_version}}

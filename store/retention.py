@@ -24,7 +24,7 @@ COLLECTOR_STATUS_KEEP = dt.timedelta(days=1)
 @dataclass(frozen=True)
 class Cutoffs:
     samples: dt.datetime  # raw samples (only where rollups cover them)
-    events: dt.datetime   # advisories, dropped-message reads, inferred pins, pin holders, rejects, verdict changes, configs, drains, runs, ended silences
+    events: dt.datetime   # advisories, dropped-message reads, inferred pins, pin holders, pull settings, rejects, verdict changes, configs, drains, runs, ended silences
     collectors: dt.datetime  # status rows of collectors silent since then
 
     @classmethod
@@ -36,7 +36,7 @@ class Cutoffs:
 EVENT_TABLES = ("retention_events", "retention_rejects", "retention_inferred", "retention_verdict_changes",
                 "retention_configs", "retention_drains", "retention_pipeline_runs", "retention_pin_confirmations",
                 "retention_pin_holders", "retention_dropped_reads", "retention_silences", "retention_unpin_requests",
-                "retention_pin_holder_exits")
+                "retention_pin_holder_exits", "retention_pull_settings")
 
 
 def _deleted(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, object]) -> int:
