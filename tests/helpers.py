@@ -5,15 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import io
+import json
 import os
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from unittest import mock
 
 from hypothesis import strategies as st
 
+from jetwatch import cli
 from jetwatch.collectors.runner import Collector
 from jetwatch.core.connection import connect
 from jetwatch.core.jsapi import JetStreamAPI
@@ -87,6 +91,18 @@ def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without JETWATCH_* settings, plus `extra`: what a child
     jetwatch process sees when a test means to set its options explicitly."""
     return {**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")}, **extra}
+
+
+def status_json(db: str, *more: str) -> list[dict[str, Any]]:
+    """`jetwatch status --json` run in this process, as a child would run it (the environment's
+    JETWATCH_* settings left out): for a test that polls the command until a condition holds, where
+    a child Python started for every poll would cost the suite more than the test itself. A test
+    that checks the command as users run it starts the child once, for its final read."""
+    out = io.StringIO()
+    with mock.patch.dict(os.environ, clean_env(), clear=True), contextlib.redirect_stdout(out):
+        code = cli.main(["status", "--json", "--db", db, *more])
+    assert code == 0, f"jetwatch status exited {code}"
+    return json.loads(out.getvalue())
 
 
 def pages_on(monkeypatch: Any, db: str, server_url: str) -> None:

@@ -37,6 +37,7 @@ from tests.helpers import (
     pages_on,
     publish,
     rows,
+    status_json,
     wait_until,
 )
 
@@ -135,10 +136,7 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
         _holder(workers, store, stream)
 
     def status() -> dict:
-        out = subprocess.run([sys.executable, "-m", "jetwatch.cli", "status", "--json", "--db", site["db"]],
-                             env=clean_env(), capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
-        return next(r for r in json.loads(out.stdout) if r["stream"] == stream)
+        return next(r for r in status_json(site["db"]) if r["stream"] == stream)
 
     # Both workers pull: a standby waits behind the holder.
     wait_until(lambda: status()["failover"]["readiness"] == "standby", timeout=30, message="a standby seen")
@@ -224,6 +222,12 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     assert "mostly operator unpin (2 of 4 moves: 2 operator unpin, 1 holder disconnected, 1 priority_timeout)" \
         in mine["reason"], mine["reason"]
     assert mine["next_step"].endswith(advice.FLAPPING_STEP["operator_unpin"]), mine["next_step"]
+    # The command as users run it says the same.
+    out = subprocess.run([sys.executable, "-m", "jetwatch.cli", "status", "--json", "--db", site["db"]],
+                         env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    said = next(r for r in json.loads(out.stdout) if r["stream"] == stream)
+    assert (said["verdict"], said["pin_moves"]["by_cause"]) == (mine["verdict"], mine["pin_moves"]["by_cause"])
 
     # /metrics: each move counted once by cause, once its cause is settled; readiness as a label.
     def counted() -> str | None:
