@@ -23,6 +23,7 @@ import pandas as pd
 
 from jetwatch.core import durations
 from jetwatch.core.settings import SETTINGS, Settings
+from jetwatch.health import elementwise as ew
 from jetwatch.health.columns import array as column_array
 from jetwatch.health.columns import floats
 from jetwatch.health.features import KEY, window_features
@@ -110,7 +111,7 @@ def _th(x: Any, name: str) -> Any:
 def _after(x: Any, th: Thresholds, name: str) -> Any:
     """A rule's duration (its `for:`) per consumer, at most half the health window: the window must
     hold the evidence."""
-    return np.minimum(_th(x, name), th.health_window / 2)
+    return ew.minimum(_th(x, name), th.health_window / 2)
 
 
 DURATIONS = ("stalled_after", "no_pullers_after", "pin_idle_after", "lagging_after")
@@ -135,12 +136,12 @@ def _held(x: Any, onset: str) -> Any:
 
 def _rhythm(gap: Any, floor: Any) -> Any:
     """The duration a condition must hold: `floor`, or the consumer's own longest gap doubled."""
-    return np.fmax(floor, RHYTHM * np.nan_to_num(gap, nan=0.0))
+    return ew.fmax(floor, RHYTHM * ew.nan_to_zero(gap))
 
 
 def _ack_wait(x: Any) -> Any:
     ack_wait = x["ack_wait_ns"] / 1e9
-    return np.where(np.isnan(ack_wait) | (ack_wait <= 0), ACK_WAIT_DEFAULT, ack_wait)
+    return ew.where(ew.isnan(ack_wait) | (ack_wait <= 0), ACK_WAIT_DEFAULT, ack_wait)
 
 
 def _seconds_text(seconds: float) -> str:
@@ -156,7 +157,7 @@ def _stalled_fast(x: Any, th: Thresholds) -> Any:
     """Unambiguous before ack_wait: more work handed out, or the limit reached with pulls waiting,
     while nothing is acknowledged for longer than the consumer ever went between acks."""
     held = _held(x, "stall_onset")
-    known = ~np.isnan(x["ack_gap_max"])
+    known = ~ew.isnan(x["ack_gap_max"])
     slower = held >= _rhythm(x["ack_gap_max"], _after(x, th, "stalled_after"))
     return slower & ((known & (x["stall_grew"] | _stalled_at_limit(x))) | (~known & _stalled_at_limit(x)))
 
@@ -164,8 +165,8 @@ def _stalled_fast(x: Any, th: Thresholds) -> Any:
 def _stalled_timed_out(x: Any) -> Any:
     """ack_wait passed with nothing acknowledged and nothing delivered or reported in progress:
     every message in flight has outlived its ack timer in the hands of a client that does nothing."""
-    quiet = np.where(np.isnan(x["quiet_since"]), x["stall_onset"], x["quiet_since"])
-    return ~np.isnan(x["stall_onset"]) & (x["last_seconds"] - quiet >= _ack_wait(x))
+    quiet = ew.where(ew.isnan(x["quiet_since"]), x["stall_onset"], x["quiet_since"])
+    return ~ew.isnan(x["stall_onset"]) & (x["last_seconds"] - quiet >= _ack_wait(x))
 
 
 def _stalled_redelivered(x: Any) -> Any:
@@ -175,7 +176,7 @@ def _stalled_redelivered(x: Any) -> Any:
 
 def _refused(x: Any) -> Any:
     """Messages refused in the window: naked, or dropped at max_deliver (from the advisories)."""
-    return (np.nan_to_num(x["nak_count"]) + np.nan_to_num(x["max_deliveries_count"])) > 0
+    return (ew.nan_to_zero(x["nak_count"]) + ew.nan_to_zero(x["max_deliveries_count"])) > 0
 
 
 def _stalled_failing(x: Any, th: Thresholds) -> Any:
@@ -183,7 +184,7 @@ def _stalled_failing(x: Any, th: Thresholds) -> Any:
     every message naks it until max_deliver drops it, so nothing stays in flight and the ack floor
     moves; only the server's clocks (delivered yes, acknowledged no) and the advisories tell."""
     after = _after(x, th, "stalled_after")
-    since_ack = x["last_seconds"] - np.fmax(x["acked_last_active"], x["first_ts"])
+    since_ack = x["last_seconds"] - ew.fmax(x["acked_last_active"], x["first_ts"])
     delivering = x["last_seconds"] - x["delivered_last_active"] <= after / 2
     return (since_ack >= _rhythm(x["ack_gap_max"], after)) & delivering & _refused(x)
 
@@ -195,7 +196,7 @@ def _stalled(f: Columns, th: Thresholds) -> np.ndarray:
 def _age(c: Ctx) -> float:
     """The latest sample's oldest unacknowledged age (0 when unknown or nothing unacknowledged)."""
     age = c.get("unacked_age_last", 0.0)
-    return 0.0 if age is None or pd.isna(age) else float(age)
+    return 0.0 if age is None or age != age else float(age)  # None or NaN: unknown
 
 
 def _waited(seconds: float) -> str:
@@ -203,7 +204,7 @@ def _waited(seconds: float) -> str:
 
 
 def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
-    if pd.isna(c["stall_onset"]) or not bool(_stalled_fast(c, th) | _stalled_timed_out(c) | _stalled_redelivered(c)):
+    if ew.isnan(c["stall_onset"]) or not bool(_stalled_fast(c, th) | _stalled_timed_out(c) | _stalled_redelivered(c)):
         return _failing_says(c, th)
     held = float(_held(c, "stall_onset"))
     numbers: dict[str, Any] = {"ack_pending": _n(c["ack_pending_last"]), "seconds": round(held),
@@ -231,8 +232,8 @@ def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
 
 
 def _failing_says(c: Ctx, th: Thresholds) -> Finding:
-    held = float(c["last_seconds"] - np.fmax(c["acked_last_active"], c["first_ts"]))
-    naks, dropped = _n(np.nan_to_num(c["nak_count"])), _n(np.nan_to_num(c["max_deliveries_count"]))
+    held = float(c["last_seconds"] - ew.fmax(c["acked_last_active"], c["first_ts"]))
+    naks, dropped = _n(ew.nan_to_zero(c["nak_count"])), _n(ew.nan_to_zero(c["max_deliveries_count"]))
     reason = (f"messages keep being delivered and none acknowledged for {_seconds_text(held)}: "
               f"{naks} naked, {dropped} dropped at max_deliver in the window")
     return Finding("STALLED", reason, {"ack_pending": _n(c["ack_pending_last"]), "seconds": round(held),
@@ -244,11 +245,11 @@ def _idle_for(x: Any, th: Thresholds, onset: str, name: str) -> Any:
     seen it pull; else at least half the health window (a consumer first seen idle may be one
     that pulls rarely). A batch consumer's rhythm, learnt beyond the window (health/pull_rhythm.py),
     must have passed twice over as well, counted from the start of its wait."""
-    seen = x["pullers_seen"] if onset == "idle_onset" else ~np.isnan(x["pull_gap_max"])
-    floor = np.where(seen, _after(x, th, name), np.maximum(_after(x, th, name), th.health_window / 2))
+    seen = x["pullers_seen"] if onset == "idle_onset" else ~ew.isnan(x["pull_gap_max"])
+    floor = ew.where(seen, _after(x, th, name), ew.maximum(_after(x, th, name), th.health_window / 2))
     held = _held(x, onset)
-    waited = np.fmax(held, x["pull_waited"])
-    batch = np.isnan(x["pull_rhythm"]) | (waited >= RHYTHM * x["pull_rhythm"])
+    waited = ew.fmax(held, x["pull_waited"])
+    batch = ew.isnan(x["pull_rhythm"]) | (waited >= RHYTHM * x["pull_rhythm"])
     # A consumer's own duration longer than the window can hold (a job declared hourly in its
     # metadata) is counted from the start of its wait, which the collector follows beyond it; the
     # setting itself stays at most half the window (_after).
@@ -404,7 +405,7 @@ def _gauge_rising(x: Any) -> Any:
 
 def _dropped(x: Any) -> Any:
     """Messages that reached max_deliver in the window: dropped unprocessed."""
-    return np.nan_to_num(x["max_deliveries_count"]) > 0
+    return ew.nan_to_zero(x["max_deliveries_count"]) > 0
 
 
 def _redelivering(f: Columns, th: Thresholds) -> np.ndarray:
@@ -450,8 +451,8 @@ def _never_caught_up(x: Any, th: Thresholds) -> Any:
 
 def _acks_came(x: Any) -> Any:
     """Acknowledged within the window, by the server's clock (the ack floor where it gives none)."""
-    known = ~np.isnan(x["acked_last_active"])
-    return np.where(known, x["acked_last_active"] >= x["first_ts"], x["ack_floor_moved"])
+    known = ~ew.isnan(x["acked_last_active"])
+    return ew.where(known, x["acked_last_active"] >= x["first_ts"], x["ack_floor_moved"])
 
 
 def acks_in_window(features: Mapping[str, Any]) -> np.ndarray:
@@ -475,20 +476,20 @@ def _lagging(f: Columns, th: Thresholds) -> np.ndarray:
     """Falling behind while clients pull: work waiting for nobody is NO_PULLERS or PIN_IDLE (the
     cause), not a consumer too slow for its arrivals."""
     pulled = np.isnan(f["idle_onset"]) & np.isnan(f["pin_idle_onset"])
-    return pulled & (_age_rising(f, th) | _never_caught_up(f, th) | _growing(f) | _too_old(f, th))
+    return pulled & (f["age_rising"] | f["never_caught_up"] | f["growing"] | _too_old(f, th))
 
 
 def _lagging_says(c: Ctx, th: Thresholds) -> Finding:
     parts: list[str] = []
     numbers: dict[str, float | int | str] = {}
-    for fired, onset, rise in ((_age_rising, "age_rise_onset", "age_rise"), (_never_caught_up, "behind_onset", "behind_rise")):
-        if bool(fired(c, th)):
+    for fired, onset, rise in (("age_rising", "age_rise_onset", "age_rise"), ("never_caught_up", "behind_onset", "behind_rise")):
+        if c[fired]:
             held = float(_held(c, onset))
             parts.append(f"the oldest unacknowledged message got {_seconds_text(float(c[rise]))} older in "
                          f"{_seconds_text(held)} with {_n(c['pending_last'])} messages waiting: it falls behind")
             numbers.update(seconds=round(held), pending=_n(c["pending_last"]))
             break
-    if bool(_growing(c)):
+    if c["growing"]:
         parts.append(f"backlog grew from {_n(c['pending_first'])} to {_n(c['pending_last'])} "
                      f"({c['pending_slope']:.1f}/s) while acks kept coming")
         numbers.update(pending_first=_n(c["pending_first"]), pending_last=_n(c["pending_last"]),
@@ -505,7 +506,7 @@ def _lagging_says(c: Ctx, th: Thresholds) -> Finding:
 
 def _lagging_since(f: Columns, th: Thresholds) -> np.ndarray:
     """Since the oldest message began getting older: the rule that fired first gives the onset."""
-    return np.where(_age_rising(f, th), f["age_rise_onset"], np.where(_never_caught_up(f, th), f["behind_onset"], np.nan))
+    return np.where(f["age_rising"], f["age_rise_onset"], np.where(f["never_caught_up"], f["behind_onset"], np.nan))
 
 
 def _onset(name: str) -> Callable[[Columns, Thresholds], np.ndarray]:
@@ -780,7 +781,16 @@ def _inputs(feats: pd.DataFrame | Mapping[str, Any], th: Thresholds) -> dict[str
         own = floats(feats[THRESHOLD_INPUT + name]) if THRESHOLD_INPUT + name in feats else None
         out[THRESHOLD + name] = (np.full(n, setting) if own is None or np.isnan(own).all()
                                  else np.where(np.isnan(own), setting, own))
+    with np.errstate(invalid="ignore"):
+        for name, condition in DERIVED.items():
+            out[name] = np.asarray(condition(out, th), dtype=bool)
     return out
+
+
+# The ways of falling behind, each read by LAGGING's condition, its since and its words: worked out
+# once on the columns, so a firing row's words read them rather than work them out again.
+DERIVED: dict[str, Callable[[Columns, Thresholds], Any]] = {
+    "age_rising": _age_rising, "never_caught_up": _never_caught_up, "growing": lambda x, th: _growing(x)}
 
 
 def verdict_columns(feats: pd.DataFrame | Mapping[str, Any], thresholds: Thresholds) -> dict[str, Any]:
