@@ -103,7 +103,7 @@ def test_fleet_row_unpin_in_chromium_is_confirmed_and_audited(live_dashboard):
     search.fill(CONSUMER)
     search.press("Enter")
     page.get_by_text("1 of 2 consumers shown").filter(visible=True).first.wait_for(timeout=30_000)
-    tick_first_row(page)
+    tick_first_row(page, shows=(STREAM, CONSUMER))
     page.get_by_role("button", name="Unpin").click()
     page.get_by_text(f"stream {STREAM}, consumer {CONSUMER}, group jobs").filter(visible=True).first.wait_for(timeout=30_000)
     page.get_by_role("button", name="Confirm").click()
