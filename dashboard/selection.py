@@ -5,8 +5,10 @@ filtered, searched, re-sorted by a verdict change or refreshed, so the page keep
 consumer's key (account, stream, consumer) instead, and reads a position only in the table it
 was made in: the table widget's key is derived from the exact ordered list of consumers it shows,
 so a new list is a new widget with no selection, and a position is always looked up in the list
-it was clicked in. No Streamlit import here: the session state is passed in, so this is tested
-with plain pytest as well as through the page.
+it was clicked in. The lists of the last few tables drawn are kept: a table stays on screen, and
+clickable, until the run that replaces it has reached the browser, which may be more than one run
+later (a search's run, then a refresh queued behind it). No Streamlit import here: the session
+state is passed in, so this is tested with plain pytest as well as through the page.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any, TypedDict
 import pandas as pd
 
 SELECTED = "fleet_selected_key"  # (account, stream, consumer, cluster) of the selected consumer
-_SEEN = "fleet_selection_seen"  # (widget key, rows, keys) at the last run: a click or a new table?
+_SEEN = "fleet_selection_seen"  # [(widget key, rows, keys)] of the last runs' tables, oldest first
+TABLES_KEPT = 4  # tables whose clicks are still read: a click lands a run or two behind the page's rerun
 
 Key = tuple[str | None, str, str, str | None]
 # Streamlit's session state (keyed by name or number), or a dict in the tests.
@@ -68,23 +71,29 @@ def _rows(state: State, widget: str) -> list[int]:
 def follow(state: State, widget: str, keys: list[Key]) -> bool:
     """Take a click in the table `widget` (showing `keys`) into the selected key.
 
-    A row picked in a table selects that row's consumer, looked up in the list that table showed
-    (also when the data changed between the click and this run, which makes a new table); un-ticking
-    the row in the same table clears the selection; a new table (other filter, order or data) keeps
-    the selected consumer. Returns whether the selection changed.
+    A row picked in a table selects that row's consumer, looked up in the list that table showed:
+    also a click in a table the browser still showed while the runs after it were under way (a
+    filter's run, a refresh behind it), which made new tables; un-ticking the row in the same table
+    clears the selection; a new table (other filter, order or data) keeps the selected consumer.
+    Returns whether the selection changed.
     """
     before = state.get(SELECTED)
-    seen_widget, seen_rows, seen_keys = state.get(_SEEN) or (None, [], [])
-    if seen_widget is not None and seen_widget != widget:
+    seen: list[tuple[str, list[int], list[Key]]] = list(state.get(_SEEN) or [])
+    kept: list[tuple[str, list[int], list[Key]]] = []
+    for seen_widget, seen_rows, seen_keys in seen:
+        if seen_widget == widget:
+            continue
         clicked = [r for r in _rows(state, seen_widget) if 0 <= r < len(seen_keys)]
-        if clicked and clicked != seen_rows:  # a click in the table the user was looking at
+        if clicked and clicked != seen_rows:  # a click in a table the user was looking at
             state[SELECTED] = seen_keys[clicked[0]]
+        kept.append((seen_widget, clicked or seen_rows, seen_keys))  # each click taken once
     rows = [r for r in _rows(state, widget) if 0 <= r < len(keys)]
-    if seen_widget == widget and rows != seen_rows:
+    last_widget, last_rows, _ = seen[-1] if seen else (None, [], [])
+    if last_widget == widget and rows != last_rows:
         state[SELECTED] = keys[rows[0]] if rows else None
-    elif seen_widget != widget and rows:
+    elif last_widget != widget and rows:
         state[SELECTED] = keys[rows[0]]
-    state[_SEEN] = (widget, rows, keys)
+    state[_SEEN] = (kept + [(widget, rows, keys)])[-TABLES_KEPT:]
     return state.get(SELECTED) != before
 
 

@@ -151,14 +151,36 @@ class LiveDashboard:
 GRID_ROWS = '[data-testid="stDataFrame"] table[role="grid"] tbody tr[role="row"]'
 
 
-def tick_first_row(page: Page, timeout: float = 30.0) -> None:
+def first_row_names(page: Page) -> tuple[str, str] | None:
+    """(stream, consumer) of the first grid's first drawn row, read from its consumer link."""
+    from jetwatch.dashboard.tables import link_target
+
+    row = page.locator(GRID_ROWS).first
+    if row.count() == 0:
+        return None
+    for cell in row.locator('td[role="gridcell"]').all_inner_texts():
+        if cell.strip().startswith("consumer?"):
+            target = link_target(cell.strip())
+            return target.get("stream", ""), target.get("consumer", "")
+    return None
+
+
+def tick_first_row(page: Page, timeout: float = 30.0, shows: tuple[str, str] | None = None) -> None:
     """Tick the first grid's first row (its selection box, under the header) and return once the
     grid says a row is selected. The grid lays its rows out a moment after the data arrives, and a
     page rerunning under load may still be drawing it: a click it never received is made again,
-    never one on a row already ticked (that would untick it)."""
+    never one on a row already ticked (that would untick it).
+
+    `shows` (stream, consumer): first wait until the first row is that consumer's. A filter's run
+    draws the words above the grid ("1 of 2 consumers shown") before the grid itself, and until
+    the new grid arrives the one before the filter is on screen, and clickable: its first row may
+    be another consumer's."""
     import time
 
     page.locator(GRID_ROWS).first.wait_for(state="attached", timeout=timeout * 1000)
+    if shows is not None:
+        wait_until(lambda: first_row_names(page) == shows, timeout=timeout,
+                   message=f"the grid's first row showing {shows[0]} / {shows[1]}")
     ticked = page.locator(GRID_ROWS + '[aria-selected="true"]')
     deadline = time.monotonic() + timeout
     while True:

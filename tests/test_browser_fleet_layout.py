@@ -102,6 +102,7 @@ def test_fleet_at_1280_shows_the_impact_numbers_of_every_row_without_scrolling(l
     assert all(h in headers for h in IDENTITY + IMPACT), headers
     # The cause and the next step, cut to their columns' width in the grid, are said in full below it.
     _select_the_consumer(page)
+    wait_until(lambda: _panel(page), timeout=30, message="the panel naming the consumer below the table")
     page.get_by_text("Next step:").filter(visible=True).first.wait_for(timeout=30_000)
     no_errors(page)
     page.close()
@@ -113,7 +114,7 @@ def _select_the_consumer(page: Page) -> None:
     search.fill(CONSUMER)
     search.press("Enter")
     page.get_by_text("1 of 2 consumers shown").filter(visible=True).first.wait_for(timeout=30_000)
-    tick_first_row(page)
+    tick_first_row(page, shows=(STREAM, CONSUMER))
 
 
 def _panel(page: Page) -> str:
