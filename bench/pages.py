@@ -90,11 +90,9 @@ def load_pipeline_sessions(store: Store, until: dt.datetime) -> int:
 
 
 def pins_page(store: Store, since: dt.datetime, until: dt.datetime, th: Thresholds) -> Any:
-    """What the Pins page reads on a load with its cache cold (dashboard/views/pins.py)."""
-    history = data.pin_history(store, since, until, th)
-    data.capture_gaps(store, since, until)
-    data.operator_actions(store, since, until)
-    return history
+    """What the Pins page reads on a load with its cache cold (dashboard/views/pins.py): the pin
+    history, with the range's capture gaps and operator actions."""
+    return data.pin_history(store, since, until, th)
 
 
 def consumer_page(store: Store, account: str, stream: str, consumer: str, since: dt.datetime, until: dt.datetime,
