@@ -193,6 +193,7 @@ def band_from_changes(changes: pd.DataFrame, since: dt.datetime, until: dt.datet
 
 
 GAP_COLUMNS = ["detected_at", "stream", "from_seq", "to_seq", "missed", "from_ts", "to_ts", "reason"]
+ACTION_COLUMNS = ["ts", "actor", "action", *KEY, "group_name", "outcome", "action_id"]  # audit_actions_range
 
 
 def capture_gaps(store: Store, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
@@ -445,6 +446,8 @@ class PinHistory:
     summary: pd.DataFrame  # one row per consumer (SUMMARY_COLUMNS)
     source: str
     counts: dict[str, int] = field(default_factory=dict)  # "sessions": how many in the range in all
+    gaps: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GAP_COLUMNS))  # capture gaps touching the range
+    actions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ACTION_COLUMNS))  # operator actions in it
 
 
 EVERY_CONSUMER = {"account": None, "stream": None, "consumer": None}  # the pin queries over the fleet
@@ -486,21 +489,23 @@ def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds
     """The fleet's pin history over the range: what the pipeline rolled up, then the collector's
     live pin events since its last run, as one set of sessions up to now; per consumer its summary.
     The newest `limit` sessions and events of the consumers whose name holds `search` and that were
-    unpinned for one of `reasons` (any, when empty); the summary of every consumer."""
+    unpinned for one of `reasons` (any, when empty); the summary of every consumer. With them, what
+    the Pins page draws beside them: the capture gaps and the operator actions of the range, read on
+    the same connection (opening the store costs about what one of those queries does)."""
     rng = {"since": since, "until": until}
     chosen = {"search": search or None, "reasons": list(reasons), "limit": limit}
     try:
-        sessions, events, pins, nopin, run = store.queries([
+        sessions, events, pins, nopin, run, gaps, actions = store.queries([
             ("pin_sessions_rows", {"limit": limit}), ("pin_events_newest", {**rng, **chosen}),
             ("pin_summary_range", {}), ("nopin_pending", {"since": max(since, until - NOPIN_RANGE_LIMIT), "until": until}),
-            ("pin_range_run", {})],
+            ("pin_range_run", {}), ("capture_gaps_range", rng), ("audit_actions_range", rng)],
             stage=pin_range(since, until, thresholds, search=search, reasons=reasons))
     except StoreMissing:
         return PinHistory(pd.DataFrame(), pd.DataFrame(columns=SESSION_COLUMNS), pd.DataFrame(), "no store yet")
     summary = pin_summary(pins, nopin, since, until)
     return PinHistory(pin_switches(events).iloc[::-1].reset_index(drop=True), _sessions_read(sessions).reset_index(drop=True),
                       summary, _source(run.iloc[0]["run_until"]),
-                      {"sessions": int(pins["sessions"].sum()) if not pins.empty else 0})
+                      {"sessions": int(pins["sessions"].sum()) if not pins.empty else 0}, gaps, actions)
 
 
 def operator_actions(store: Store, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
@@ -508,7 +513,7 @@ def operator_actions(store: Store, since: dt.datetime, until: dt.datetime) -> pd
     try:
         return store.query("audit_actions_range", {"since": since, "until": until})
     except StoreMissing:
-        return pd.DataFrame(columns=["ts", "actor", "action", *KEY, "group_name", "outcome", "action_id"])
+        return pd.DataFrame(columns=ACTION_COLUMNS)
 
 
 def outside_chain_count(log: pd.DataFrame) -> int:

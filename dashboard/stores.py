@@ -11,7 +11,6 @@ No Streamlit here: caching sits in dashboard/ui.py, so this is tested with plain
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -200,7 +199,8 @@ def pin_history(stores: Sequence[ClusterStore], read: Callable[[ClusterStore], d
     sources = sorted({v.source for _, v in views})
     counts = {k: sum(v.counts.get(k, 0) for _, v in views) for k in ("sessions",)}
     return data.PinHistory(union([(c, v.events) for c, v in views]), union([(c, v.sessions) for c, v in views]),
-                           union([(c, v.summary) for c, v in views]), "; ".join(sources), counts)
+                           union([(c, v.summary) for c, v in views]), "; ".join(sources), counts,
+                           union([(c, v.gaps) for c, v in views]), union([(c, v.actions) for c, v in views]))
 
 
 def audit_actions(stores: Sequence[ClusterStore], limit: int = 500) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -217,10 +217,6 @@ def audit_actions(stores: Sequence[ClusterStore], limit: int = 500) -> tuple[pd.
     if not actions.empty and "ts" in actions:
         actions = actions.sort_values("ts", ascending=False).reset_index(drop=True)
     return actions, union(logs)
-
-
-def operator_actions(stores: Sequence[ClusterStore], since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
-    return union(each(stores, lambda cs: data.operator_actions(cs.store, since, until)))
 
 
 def recent_changes(stores: Sequence[ClusterStore], limit: int = 20) -> pd.DataFrame:

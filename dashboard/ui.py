@@ -122,13 +122,13 @@ def _fleet_for_cycle(db: str, lock_timeout: float, th: Thresholds, cycle: object
 
 def pin_history(db: str, lock_timeout: float, span: dt.timedelta, th: Thresholds, search: str | None = None,
                 reasons: tuple[str, ...] = ()) -> data.PinHistory:
-    """The fleet's pin history over the last `span`, read once per collector cycle (and at least
-    every PIN_HISTORY_EVERY seconds) however many viewers refresh: keyed on what repeats (the
-    range's length, the viewer's search and reasons, and the last cycle), never on the time of the
-    request."""
-    store = Store(db, lock_timeout=lock_timeout)
-    return _pin_history_for_cycle(db, lock_timeout, span, th, search or None, tuple(sorted(reasons)),
-                                  data.last_cycle(store), int(data.utcnow().timestamp() // PIN_HISTORY_EVERY))
+    """The fleet's pin history over the last `span`, read again after every write to the store (a
+    collector cycle, a pin event between cycles) and at least every PIN_HISTORY_EVERY seconds (the
+    ongoing pins' durations run on), however many viewers refresh: keyed on what repeats (the
+    range's length, the viewer's search and reasons, and where the store's file stands), never on
+    the time of the request. Looking where the file stands is a stat, not an open of the store."""
+    return _pin_history_for_writes(db, lock_timeout, span, th, search or None, tuple(sorted(reasons)),
+                                   Store(db).written(), int(data.utcnow().timestamp() // PIN_HISTORY_EVERY))
 
 
 def cached_fleet_clear() -> None:
@@ -141,8 +141,8 @@ PIN_HISTORY_EVERY = 10.0
 
 
 @st.cache_data(ttl=60.0, max_entries=16, show_spinner=False)
-def _pin_history_for_cycle(db: str, lock_timeout: float, span: dt.timedelta, th: Thresholds, search: str | None,
-                           reasons: tuple[str, ...], cycle: object, bucket: int) -> data.PinHistory:
+def _pin_history_for_writes(db: str, lock_timeout: float, span: dt.timedelta, th: Thresholds, search: str | None,
+                            reasons: tuple[str, ...], written: object, bucket: int) -> data.PinHistory:
     until = data.utcnow()
     return data.pin_history(Store(db, lock_timeout=lock_timeout), until - span, until, th, search, reasons)
 

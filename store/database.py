@@ -335,6 +335,23 @@ class Store:
     def exists(self) -> bool:
         return self.path.exists()
 
+    def written(self) -> tuple[tuple[int, int] | None, ...]:
+        """Where the file and its WAL stand, (modified ns, size) each, None for one that is not there:
+        a key for what is read from the store that moves with every committed write (a commit grows
+        the WAL, a checkpoint rewrites the file and empties the WAL), for the price of two stat calls,
+        not an open of the store. A read that began before a write may be kept under the key from
+        before it: the next look sees the write's key and reads again. The times are the file
+        system's, a tick of its clock apart at best: two commits within one tick that leave both
+        files their sizes would share a key, so a cache on it also keeps its entries for a while only."""
+        def stat(path: Path) -> tuple[int, int] | None:
+            try:
+                found = path.stat()
+            except OSError:
+                return None
+            return found.st_mtime_ns, found.st_size
+
+        return stat(self.path), stat(self.path.with_name(self.path.name + ".wal"))
+
     def _connect(self, read_only: bool, row_group_rows: int = ROW_GROUP_ROWS) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.lock_timeout
         last: Exception | None = None

@@ -2,7 +2,7 @@
 collector's own write and judge path, with the pipeline's sessions loaded as its load leaves them:
 pins ended since the pipeline ran are not "still pinned", the current holder's pin runs to now, the
 median and p95 count the ongoing pin, and the Pins page says of flapping what the Fleet says, over
-the span it names."""
+the span it names; the range's capture gaps and operator actions come with its pin history."""
 
 from __future__ import annotations
 
@@ -254,3 +254,32 @@ def test_a_pin_that_ends_exactly_where_the_range_starts_is_in_the_range(tmp_path
     very instant ends in the range, as one pass over every event says (it was left out)."""
     got, expected = _spliced_and_whole(str(tmp_path / "pins.duckdb"), events, run, since)
     assert got == expected and any(row[3] == T0 + dt.timedelta(seconds=since) for row in got), got
+
+
+def test_the_pin_history_brings_the_ranges_capture_gaps_and_operator_actions_and_no_others(tmp_path):
+    """The Pins page reads its gaps and its timeline's operator actions with the pin history, on one
+    connection: those of the range, as written, and none from outside it."""
+    from jetwatch import sql
+    from jetwatch.dashboard import data
+    from jetwatch.health.rules import Thresholds
+    from jetwatch.store import audit
+
+    until = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
+    since = until - dt.timedelta(hours=1)
+    db = _store(tmp_path, ["c0"], until)
+    store = Store(db)
+    gaps = [(since + dt.timedelta(minutes=10), "in range"), (since - dt.timedelta(hours=3), "before the range")]
+    store.write(lambda con: [con.execute(sql.query("insert_capture_gap"), {
+        "detected_at": at, "stream": "JW_ADVISORIES", "from_seq": 1, "to_seq": 9, "missed": 8, "from_ts": at,
+        "to_ts": at + dt.timedelta(minutes=1), "reason": reason}) for at, reason in gaps])
+    for i, at in enumerate((since + dt.timedelta(minutes=20), since - dt.timedelta(hours=2))):
+        audit.write(store, audit.AuditRow(at, "ops", "dashboard", "unpin", "A", "S", "c0", "jobs", "{}", "ok", None,
+                                          f"act-{i}", "outcome"))
+
+    history = data.pin_history(store, since, until, Thresholds())
+    assert list(history.gaps["reason"]) == ["in range"]
+    assert list(history.actions["action_id"]) == ["act-0"] and list(history.actions["actor"]) == ["ops"]
+
+    missing = data.pin_history(Store(str(tmp_path / "none.duckdb")), since, until, Thresholds())
+    assert missing.gaps.empty and list(missing.gaps.columns) == data.GAP_COLUMNS
+    assert missing.actions.empty and list(missing.actions.columns) == data.ACTION_COLUMNS

@@ -232,3 +232,20 @@ def test_a_write_stopped_while_the_file_was_attached_is_cleared_by_the_stores_ne
                              str(db_path)], capture_output=True, text=True, timeout=60)
     assert opened.returncode == 0, opened.stderr
     assert rows(store, "SELECT x FROM after_the_signal") == [(1,)]
+
+
+def test_where_the_file_stands_moves_with_every_committed_write_and_only_then(tmp_path):
+    """Store.written, the pages' cache key: the same while nothing is written (reads leave it), another
+    after each commit; nothing for a store not there yet."""
+    store = Store(tmp_path / "stamp.duckdb")
+    assert store.written() == (None, None)
+    store.migrate()
+    seen = [store.written()]
+    store.read(lambda con: con.execute("SELECT count(*) FROM advisories").fetchall())
+    assert store.written() == seen[-1], "a read writes nothing"
+    for n in range(3):
+        store.write(lambda con: con.execute(
+            "INSERT INTO inferred_pin_events VALUES (?, now(), now(), 'A', 'S', 'c', 'jobs', 'pinned', 'P', NULL, 't')",
+            [f"i{n}"]))
+        assert store.written() != seen[-1], "a commit moves it"
+        seen.append(store.written())

@@ -7,7 +7,7 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from jetwatch.dashboard import charts, data, pin_moves, stores, tables, ui, url_state
+from jetwatch.dashboard import charts, data, pin_moves, tables, ui, url_state
 from jetwatch.health import rules
 from jetwatch.store.database import StoreError
 
@@ -22,14 +22,13 @@ search = url_state.text_input(c3, "Consumer or stream", key="pins_search", param
 
 th = ui.thresholds(s)
 try:
+    # The capture gaps and operator actions of the range come with it, read on the same connection.
     history = ui.fleet_pin_history(s, until - since, th, search or None, tuple(reasons or ()))
-    gaps = ui.fleet_capture_gaps(s, since, until)
-    actions = stores.operator_actions(ui.fleet_stores(s), since, until)
 except StoreError as exc:  # held by another process for longer than --lock-timeout
     st.error(ui.md(exc))
     st.stop()
 # The sessions and events come chosen by the search and the reasons; the summary holds every consumer.
-events, sessions, summary = history.events, history.sessions, history.summary
+events, sessions, summary, gaps, actions = history.events, history.sessions, history.summary, history.gaps, history.actions
 ui.gap_warnings(gaps)
 
 

@@ -5,7 +5,8 @@
 -- consumer, when the pipeline saw nothing after it (its gap NULL), gets its gap to the tail's first
 -- session, as if both were sessionised at once. Each with its holder as its worker announced it
 -- (`holder_name`, `holder_verification`: NULL where no worker did), as on the Consumer page.
-WITH rolled AS (SELECT * FROM pin_rolled_shown ORDER BY end_ts DESC LIMIT $limit),
+-- `rolled` is read twice below: materialized, the pipeline's sessions are scanned once.
+WITH rolled AS MATERIALIZED (SELECT * FROM pin_rolled_shown ORDER BY end_ts DESC LIMIT $limit),
 tail_first AS (
     SELECT account, stream, consumer,
            first(start_ts ORDER BY end_ts, start_ts NULLS FIRST, end_reason, pinned_id NULLS FIRST) AS first_start

@@ -7,7 +7,9 @@
 -- duration so far, `ongoing_pin_seconds`), and why its pins ended in the range (`unpin_reasons`:
 -- timeout, admin, unknown, or 'inferred' when samples showed it).
 WITH r AS (SELECT unnest(getvariable('pin_range'))),
-sessions AS MATERIALIZED (
+-- Not materialized: each reference below reads only the columns it needs from the tables, where a copy
+-- of every session of a long range (its names included) cost more than the three scans.
+sessions AS NOT MATERIALIZED (
     SELECT account, stream, consumer, start_ts, end_ts, duration_seconds, end_reason FROM pin_sessions_rolled
     UNION ALL
     SELECT account, stream, consumer, start_ts, end_ts, duration_seconds, end_reason FROM pin_sessions_live

@@ -15,11 +15,22 @@ WITH mine AS (
       AND e.ts > coalesce(getvariable('pin_range').run_until, '-infinity'::TIMESTAMPTZ)
       AND e.ts <= getvariable('pin_range').until
 ),
+-- A pin open at the cut ended after it, or the pipeline saw it still held: two filters, not one OR of
+-- them, so each reaches the scan of pin_sessions and its other columns are read for those rows only.
 open_at_cut AS (
     SELECT s.start_ts AS ts, s.account, s.stream, s.consumer, s.group_name, 'pinned' AS event, s.pinned_id,
            NULL AS reason, 'advisory' AS source
     FROM pin_sessions s
-    WHERE getvariable('pin_range').run_until IS NOT NULL AND s.start_ts <= getvariable('pin_range').cut AND (s.end_ts > getvariable('pin_range').cut OR s.end_reason = 'still pinned')
+    WHERE getvariable('pin_range').run_until IS NOT NULL AND s.start_ts <= getvariable('pin_range').cut
+      AND s.end_ts > getvariable('pin_range').cut
+      AND (getvariable('pin_range').consumer IS NULL OR ((getvariable('pin_range').account IS NULL OR s.account = getvariable('pin_range').account) AND s.stream = getvariable('pin_range').stream
+                                  AND s.consumer = getvariable('pin_range').consumer))
+    UNION ALL
+    SELECT s.start_ts AS ts, s.account, s.stream, s.consumer, s.group_name, 'pinned' AS event, s.pinned_id,
+           NULL AS reason, 'advisory' AS source
+    FROM pin_sessions s
+    WHERE getvariable('pin_range').run_until IS NOT NULL AND s.start_ts <= getvariable('pin_range').cut
+      AND s.end_reason = 'still pinned' AND (s.end_ts <= getvariable('pin_range').cut OR s.end_ts IS NULL)
       AND (getvariable('pin_range').consumer IS NULL OR ((getvariable('pin_range').account IS NULL OR s.account = getvariable('pin_range').account) AND s.stream = getvariable('pin_range').stream
                                   AND s.consumer = getvariable('pin_range').consumer))
 ),
