@@ -34,7 +34,6 @@ from jetwatch.collectors.advisories import (
     open_capture_stream,
     parse_advisory,
 )
-from jetwatch.collectors.alerting import AlertmanagerClient
 from jetwatch.collectors.backlog import PendingCycle, WriteBacklog
 from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE, Cursor, GapTracker
 from jetwatch.collectors.consumer_list import ConsumerListCollector
@@ -46,7 +45,6 @@ from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
 from jetwatch.collectors.judging import JudgedCycle, PullsAnnounced, event_counts, judge, keep, load_window
 from jetwatch.collectors.lag import LagReader, LagStats
 from jetwatch.collectors.live_state import LiveState
-from jetwatch.collectors.metrics import CycleHistogram, DropCounts, MetricsExporter, MoveCounts, PinCounts, Snapshot
 from jetwatch.collectors.pin_holders import HttpConnz, PinHolderCapture, SystemConnz, remembered_holders
 from jetwatch.collectors.pull_settings import CURRENT_FOR, PullSettingsCapture, recent_settings
 from jetwatch.collectors.rejects import RejectBudget
@@ -56,6 +54,8 @@ from jetwatch.core.connection import AccountUnknown, connected_account
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import strip_userinfo
+from jetwatch.exporters.alertmanager import AlertmanagerClient
+from jetwatch.exporters.metrics import CycleHistogram, DropCounts, MetricsExporter, MoveCounts, PinCounts, Snapshot
 from jetwatch.health import pin_causes, silences
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes

@@ -20,11 +20,11 @@ import nats
 import pytest
 import yaml
 
-from jetwatch.collectors import alerting
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.pin_announce import PinAnnouncer
 from jetwatch.demo.server import free_port
 from jetwatch.demo.workers import PullWorker
+from jetwatch.exporters import alertmanager as poster
 from jetwatch.store.database import Store
 from tests.helpers import (
     collecting,
@@ -66,7 +66,7 @@ def test_the_rules_alert_on_exactly_the_verdicts_the_collector_alerts_on():
     for rule in _consumer_rules():
         matcher = rule["expr"].split('verdict=~"' if "=~" in rule["expr"] else 'verdict="')[1].split('"')[0]
         from_rules.add((rule["alert"], tuple(matcher.split("|")), rule["labels"]["severity"]))
-    declared = {(a.name, a.verdicts, a.severity) for a in alerting.CONSUMER_ALERTS}
+    declared = {(a.name, a.verdicts, a.severity) for a in poster.CONSUMER_ALERTS}
     assert from_rules == declared
 
 
@@ -98,13 +98,13 @@ def test_direct_alert_annotations_are_the_rules_annotations_for_the_same_labels(
                 labels = exp["exp_labels"]
                 if "verdict" not in labels:
                     continue
-                alert = alerting.BY_VERDICT[labels["verdict"]]
-                ours = alerting.labels_for(alert, labels["verdict"], labels.get("cluster", ""), labels["account"],
+                alert = poster.BY_VERDICT[labels["verdict"]]
+                ours = poster.labels_for(alert, labels["verdict"], labels.get("cluster", ""), labels["account"],
                                            labels["stream"], labels["consumer"], labels.get("group", ""))
                 assert ours == labels
                 holder = holders.get(tuple(labels.get(k, "") for k in ("cluster", "account", "stream", "consumer",
                                                                        "group")), "")
-                assert alerting.annotations_for(ours, "http://127.0.0.1:8501/", holder) == exp["exp_annotations"]
+                assert poster.annotations_for(ours, "http://127.0.0.1:8501/", holder) == exp["exp_annotations"]
                 checked += 1
                 named += bool(holder)
     assert checked >= 3 and named >= 2

@@ -15,9 +15,9 @@ import nats
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from jetwatch.collectors import metrics
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import free_port
+from jetwatch.exporters import metrics
 from tests.helpers import (
     collecting,
     collector_settings,
