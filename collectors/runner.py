@@ -55,7 +55,8 @@ from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIErro
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import strip_userinfo
 from jetwatch.exporters.alertmanager import AlertmanagerClient
-from jetwatch.exporters.metrics import CycleHistogram, DropCounts, MetricsExporter, MoveCounts, PinCounts, Snapshot
+from jetwatch.exporters.cycle_snapshot import CycleHistogram, DropCounts, MoveCounts, PinCounts, Snapshot
+from jetwatch.exporters.metrics_server import MetricsExporter
 from jetwatch.health import pin_causes, silences
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes

@@ -503,7 +503,7 @@ def _exposed(collector) -> dict[str, float]:
     """The collector's own series as /metrics renders them for this cycle (prometheus-client's parser)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    from jetwatch.exporters.metrics import MetricsExporter
+    from jetwatch.exporters.metrics_server import MetricsExporter
     text = MetricsExporter("non_ok").render(collector.snapshot(collector.judged)).decode()
     return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
 
