@@ -20,9 +20,9 @@ import nats
 import pytest
 import yaml
 
+from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.pin_announce import PinAnnouncer
-from jetwatch.demo.server import free_port
 from jetwatch.demo.workers import PullWorker
 from jetwatch.exporters import alertmanager as poster
 from jetwatch.store.database import Store

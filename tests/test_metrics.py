@@ -15,8 +15,8 @@ import nats
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
-from jetwatch.demo.server import free_port
 from jetwatch.exporters import cycle_snapshot, metrics, metrics_server
 from tests.helpers import (
     collecting,
