@@ -39,6 +39,7 @@ from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE, Cursor, GapT
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import SampleBatch, Scope
 from jetwatch.collectors.dropped import DroppedReader, drops_in
+from jetwatch.collectors.error_state import ErrorState
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.gc_policy import GcPolicy
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
@@ -100,9 +101,7 @@ class Collector:
         self.caught_up = False
         self.capture_pending: int | None = None
         self.last_event_at: dt.datetime | None = None
-        self.last_error: tuple[str, dt.datetime] | None = None
-        self._fresh_error = False  # an error since the last status written: not cleared yet
-        self._clean_cycle = False  # this cycle saw no error (its status shows none)
+        self.errors = ErrorState(lambda: self.clock())  # the error the status shows, until a clean cycle is stored
         self._last_status: dict[str, Any] | None = None  # the latest cycle that was stored
         self.gaps: GapTracker | None = None  # where the store is in the capture stream
         self.capture_gaps_total = 0
@@ -265,7 +264,7 @@ class Collector:
         self.gaps.commit(cursor)
         self._count_gaps(lost)
         for g in lost:
-            self._error(f"advisory capture has a gap after sequence {g['from_seq']}: {g['reason']}")
+            self.errors.report(f"advisory capture has a gap after sequence {g['from_seq']}: {g['reason']}")
 
     def _count_gaps(self, gaps: list[dict[str, Any]]) -> None:
         """For /metrics: gaps since start, and when the newest was found (seeded from the store)."""
@@ -293,7 +292,7 @@ class Collector:
             gone = f"the capture stream {capture.stream}" if isinstance(exc, StreamNotFound) else f"the durable {capture.durable}"
         await capture.close()
         self.capture = await self._open_capture()
-        self._error(f"{gone} disappeared while the collector ran; advisory capture was set up again "
+        self.errors.report(f"{gone} disappeared while the collector ran; advisory capture was set up again "
                     f"({self.capture.mode})")
 
     def server_now(self, local: dt.datetime | None = None) -> dt.datetime:
@@ -302,25 +301,10 @@ class Collector:
         local = self.clock() if local is None else local
         return local + dt.timedelta(seconds=self.clock_offset or 0.0)
 
-    def _error(self, message: str) -> None:
-        log.error("%s", message)
-        self.last_error = (message, self.clock())
-        self._fresh_error = True
-        self._clean_cycle = False
-
-    def _settle_error(self, cycle_errors: list[str]) -> None:
-        """The error the status shows after a cycle: this cycle's failures in words, an error
-        reported since the last status, or none: a clean cycle clears what was shown."""
-        if cycle_errors:
-            self._error("; ".join(cycle_errors))
-        self._clean_cycle = not cycle_errors and not self._fresh_error
-        self._fresh_error = False
-
-    def _cycle_written(self) -> None:
-        """A clean cycle clears the error only once it is in the store: until then the error
-        that kept the last cycles out (a locked file, a full disk) is still the news."""
-        if self._clean_cycle and not self._fresh_error:
-            self.last_error = None
+    @property
+    def last_error(self) -> tuple[str, dt.datetime] | None:
+        """The latest error and when it was reported, until a clean cycle is stored."""
+        return self.errors.last
 
     async def _report_failed_cycle(self) -> None:
         """A cycle that could not be stored still says so: the status (last good cycle's
@@ -329,7 +313,7 @@ class Collector:
             return
         status = dict(self._last_status) if self._last_status else self._status(None, None, None, None)
         status.update(self._status_now())
-        self._fresh_error = False
+        self.errors.said()
         try:
             await self.write(lambda con: writes.write_status(con, status))
         except Exception as exc:  # the store itself may be what failed: the log has it
@@ -386,7 +370,7 @@ class Collector:
             except (JetStreamAPIError, NoReply):
                 self.capture_pending = None
             self.caught_up = self.capture_pending == 0
-        self._settle_error(batch.errors + ([self._alert_failure] if self._alert_failure else []))
+        self.errors.settle(batch.errors + ([self._alert_failure] if self._alert_failure else []))
         state_rejects = self.reject_budget.admit("consumer_state", now, batch.rejects)
         self.rejects_total += len(batch.rejects)
         cycle = PendingCycle(now, sorted(batch.accounts), batch.samples, batch.configs, state_rejects.rows,
@@ -397,7 +381,7 @@ class Collector:
         dropped = self.backlog.dropped_cycles
         self.backlog.add(cycle)
         if self.backlog.dropped_cycles > dropped:
-            self._error(f"the store stayed unwritable past --write-backlog {self.settings.write_backlog} samples: "
+            self.errors.report(f"the store stayed unwritable past --write-backlog {self.settings.write_backlog} samples: "
                         f"{self.backlog.dropped_cycles} oldest cycle(s), {self.backlog.dropped_samples} samples, given up")
         return cycle
 
@@ -460,7 +444,7 @@ class Collector:
             raise
         self.backlog.written(pending)
         self._last_status = status
-        self._cycle_written()
+        self.errors.cycle_written()
         self.window = state  # the state holds what the store holds, no more
         if isinstance(judged, BaseException):
             raise judged
@@ -520,7 +504,7 @@ class Collector:
 
     def _rendered(self, done: asyncio.Future[bytes]) -> None:
         if not done.cancelled() and done.exception() is not None:
-            self._error(f"rendering /metrics failed: {type(done.exception()).__name__}: {done.exception()}")
+            self.errors.report(f"rendering /metrics failed: {type(done.exception()).__name__}: {done.exception()}")
 
     async def _send_alerts(self, judged: JudgedCycle, seconds: float) -> None:
         """Firing alerts (every cycle) and resolved ones to Alertmanager, off the event loop and
@@ -546,7 +530,7 @@ class Collector:
             return
         if done.exception() is not None:
             self._alert_failure = f"alerting failed: {done.exception()}"
-            self._error(self._alert_failure)
+            self.errors.report(self._alert_failure)
         else:
             self._alert_failure = None
 
@@ -557,7 +541,7 @@ class Collector:
                 await hook(self, judged, seconds)
             except Exception as exc:  # an exporter never costs a cycle
                 log.exception("exporting the cycle failed")
-                self._error(f"exporting the cycle failed: {type(exc).__name__}: {exc}")
+                self.errors.report(f"exporting the cycle failed: {type(exc).__name__}: {exc}")
 
     @property
     def sample_mode(self) -> str:
@@ -577,8 +561,7 @@ class Collector:
             "capture_mode": self.capture.mode if self.capture else None,
             "capture_pending": self.capture_pending, "capture_caught_up": self.caught_up,
             "last_event_at": self.last_event_at,
-            "last_error": None if self._clean_cycle or not self.last_error else self.last_error[0],
-            "last_error_at": None if self._clean_cycle or not self.last_error else self.last_error[1],
+            "last_error": self.errors.shown()[0], "last_error_at": self.errors.shown()[1],
             "server_url": strip_userinfo(self.nc.connected_url.geturl()) if self.nc.connected_url else None,
             "clock_offset_seconds": self.clock_offset, "capture_warning": self.capture_warning,
         }
@@ -626,7 +609,7 @@ class Collector:
             self._jump_reason = DROPPED
         self._count_gaps(gaps)
         for g in gaps:
-            self._error(f"{g['missed']} advisories lost from the capture stream (sequences {g['from_seq']}-"
+            self.errors.report(f"{g['missed']} advisories lost from the capture stream (sequences {g['from_seq']}-"
                         f"{g['to_seq']}): {g['reason']}")
         self.pin_counts.add(rows)
         self.drop_counts.add(rows)
@@ -686,11 +669,11 @@ class Collector:
                     await self.queue_cycle(batch, began)
                 except (NoReply, JetStreamAPIError, OSError) as exc:
                     sampled = False
-                    self._error(f"sampling failed: {exc}")
+                    self.errors.report(f"sampling failed: {exc}")
                 except Exception as exc:  # keep collecting whatever one cycle trips over
                     sampled = False
                     log.exception("sampling cycle failed")
-                    self._error(f"sampling failed: {type(exc).__name__}: {exc}")
+                    self.errors.report(f"sampling failed: {type(exc).__name__}: {exc}")
                 if storing is None or storing.done():
                     storing = asyncio.create_task(self._store_task(sampled, began + self.settings.interval, stop))
                 elif sampled:
@@ -722,11 +705,11 @@ class Collector:
             return  # the run stops (`_on_writer`): nothing of this collector's is written any more
         except StoreError as exc:
             stored = False
-            self._error(f"sampling failed: {exc}")
+            self.errors.report(f"sampling failed: {exc}")
             await self._report_failed_cycle()
         except Exception as exc:  # noqa: BLE001 - a cycle's own fault never stops the collector
             log.exception("storing the cycle failed")
-            self._error(f"sampling failed: {type(exc).__name__}: {exc}")
+            self.errors.report(f"sampling failed: {type(exc).__name__}: {exc}")
             await self._report_failed_cycle()
         if stored and not stop.is_set():  # a store that just refused a write is not asked for a sealing pass too
             await self._seal_between_cycles(next_cycle, stop)
@@ -754,7 +737,7 @@ class Collector:
             except Exception as exc:  # the samples stay where they are, readable; the next cycle tries again
                 if not isinstance(exc, StoreError):
                     log.exception("sealing samples failed")
-                self._error(f"sealing samples failed (they stay readable, unsealed; tried again next cycle): {exc}")
+                self.errors.report(f"sealing samples failed (they stay readable, unsealed; tried again next cycle): {exc}")
                 self._seal_at = time.monotonic() + self.settings.interval
                 return
             if not sealed.behind or time.monotonic() + (time.monotonic() - began) > next_cycle:
@@ -786,7 +769,7 @@ class Collector:
             try:
                 await self.retain_once()
             except StoreError as exc:  # the next pass tries again; nothing is lost by waiting
-                self._error(f"retention failed: {exc}")
+                self.errors.report(f"retention failed: {exc}")
             try:
                 await asyncio.wait_for(stop.wait(), self.settings.retention_every)
             except TimeoutError:
@@ -811,7 +794,7 @@ class Collector:
                 await self.events_once()
                 await self.read_dropped()
             except StoreError as exc:
-                self._error(f"storing advisories failed (they stay in the capture stream): {exc}")
+                self.errors.report(f"storing advisories failed (they stay in the capture stream): {exc}")
             except Exception as exc:
                 if self.nc.is_closed:
                     return
@@ -844,7 +827,7 @@ class Collector:
                 self._learned = await account_scope(self.nc)
                 return True
             except AccountUnknown as exc:
-                self._error(f"nothing is sampled: {exc}")
+                self.errors.report(f"nothing is sampled: {exc}")
                 await self._report_failed_cycle()
             try:
                 await asyncio.wait_for(stop.wait(), self.settings.interval)
