@@ -56,8 +56,8 @@ from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIErro
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import strip_userinfo
 from jetwatch.exporters.alertmanager import AlertmanagerClient
+from jetwatch.exporters.cycle_outputs import CycleOutputs
 from jetwatch.exporters.cycle_snapshot import CycleHistogram, DropCounts, MoveCounts, PinCounts, Snapshot
-from jetwatch.exporters.metrics_server import MetricsExporter
 from jetwatch.health import pin_causes, silences
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes
@@ -122,14 +122,7 @@ class Collector:
         self.drop_counts = DropCounts()
         self.move_counts = MoveCounts()  # pin switches by cause, once settled
         self.durations = CycleHistogram()
-        self.metrics: MetricsExporter | None = None
-        self.metrics_bound: tuple[str, int] | None = None
-        self.alertmanager: AlertmanagerClient | None = None
-        self._alerts_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-alerts")
-        self._alert_post: asyncio.Future[None] | None = None
-        self._alert_failure: str | None = None  # why the latest post to Alertmanager failed, until one succeeds
-        self._rendering: asyncio.Future[bytes] | None = None
-        self._render = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-render")
+        self.outputs = CycleOutputs(self.errors.report)  # /metrics and Alertmanager, each cycle, if on
         self.judged: JudgedCycle | None = None  # the latest cycle's verdicts
         self.backlog = WriteBacklog(settings.write_backlog)  # cycles the store could not take yet
         self.seen: set[tuple[str, str, str]] = set()  # consumers of the latest stored cycle
@@ -191,12 +184,11 @@ class Collector:
         self.lag = LagReader(self.nc, self.scope.account, concurrency=s.lag_concurrency, rotation=s.lag_rotation,
                              every=s.lag_every, timeout=min(2.0, s.request_timeout))
         if self.settings.metrics_address:
-            self.metrics = MetricsExporter(self.settings.metrics_cardinality)
-            self.metrics_bound = self.metrics.serve(self.settings.metrics_address)
+            self.outputs.serve_metrics(self.settings.metrics_address, self.settings.metrics_cardinality)
             self.cycle_hooks.append(Collector._export_metrics)
         if self.settings.alertmanager:
-            self.alertmanager = AlertmanagerClient(self.settings.alertmanager, self.settings.alert_after,
-                                                   self.settings.dashboard_url, self.settings.interval)
+            self.outputs.post_alerts(self.settings.alertmanager, self.settings.alert_after,
+                                     self.settings.dashboard_url, self.settings.interval)
             self.cycle_hooks.append(Collector._send_alerts)
         stream = self.settings.capture_stream
         row = await self.write(lambda con: writes.capture_cursor(con, stream))
@@ -370,7 +362,7 @@ class Collector:
             except (JetStreamAPIError, NoReply):
                 self.capture_pending = None
             self.caught_up = self.capture_pending == 0
-        self.errors.settle(batch.errors + ([self._alert_failure] if self._alert_failure else []))
+        self.errors.settle(batch.errors + ([self.outputs.alert_failure] if self.outputs.alert_failure else []))
         state_rejects = self.reject_budget.admit("consumer_state", now, batch.rejects)
         self.rejects_total += len(batch.rejects)
         cycle = PendingCycle(now, sorted(batch.accounts), batch.samples, batch.configs, state_rejects.rows,
@@ -491,48 +483,23 @@ class Collector:
                         cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total,
                         capture_gaps=self.capture_gaps_total, last_capture_gap_at=self.last_capture_gap_at)
 
-    async def _export_metrics(self, judged: JudgedCycle, seconds: float) -> None:
-        """Render /metrics once per cycle, on a worker thread, without holding up the next cycle
-        (a full-cardinality render of a large fleet takes a while); a render still under way
-        when the next cycle ends is not queued behind: that cycle is skipped, the one after rendered."""
-        assert self.metrics is not None
-        if self._rendering is not None and not self._rendering.done():
-            return
-        self._rendering = asyncio.get_running_loop().run_in_executor(
-            self._render, self.metrics.render, self.snapshot(judged))
-        self._rendering.add_done_callback(self._rendered)
+    @property
+    def metrics_bound(self) -> tuple[str, int] | None:
+        """Where /metrics is served, once it is."""
+        return self.outputs.metrics_bound
 
-    def _rendered(self, done: asyncio.Future[bytes]) -> None:
-        if not done.cancelled() and done.exception() is not None:
-            self.errors.report(f"rendering /metrics failed: {type(done.exception()).__name__}: {done.exception()}")
+    @property
+    def alertmanager(self) -> AlertmanagerClient | None:
+        return self.outputs.alertmanager
+
+    async def _export_metrics(self, judged: JudgedCycle, seconds: float) -> None:
+        """Render /metrics once per cycle, without holding up the next (exporters/cycle_outputs.py)."""
+        self.outputs.render(lambda: self.snapshot(judged))
 
     async def _send_alerts(self, judged: JudgedCycle, seconds: float) -> None:
-        """Firing alerts (every cycle) and resolved ones to Alertmanager, off the event loop and
-        without waiting: an Alertmanager that is slow or down never delays sampling. While a post
-        is still under way the next one is skipped (firing alerts go again next cycle; resolved
-        ones wait in the client until delivered)."""
-        assert self.alertmanager is not None
-        alerts = self.alertmanager.alerts_for(self.labelled(judged), judged.changes, judged.at,
-                                              dict(self.pin_holders.holders) if self.pin_holders else {})
-        if not alerts:
-            return
-        if self._alert_post is not None and not self._alert_post.done():
-            log.warning("the previous post to Alertmanager is still under way (it ends within %gs); sending "
-                        "next cycle", self.alertmanager.timeout_s)
-            return
-        self._alert_post = asyncio.get_running_loop().run_in_executor(self._alerts_pool, self.alertmanager.post, alerts)
-        self._alert_post.add_done_callback(self._alert_posted)
-
-    def _alert_posted(self, done: asyncio.Future[None]) -> None:
-        """A failed post is the collector's error until a post gets through: each cycle's status
-        says it (`_alert_failure` joins the cycle's errors), not only the cycle after it failed."""
-        if done.cancelled():
-            return
-        if done.exception() is not None:
-            self._alert_failure = f"alerting failed: {done.exception()}"
-            self.errors.report(self._alert_failure)
-        else:
-            self._alert_failure = None
+        """This cycle's alerts to Alertmanager, without waiting for the post (exporters/cycle_outputs.py)."""
+        self.outputs.send_alerts(self.labelled(judged), judged.changes, judged.at,
+                                 dict(self.pin_holders.holders) if self.pin_holders else {})
 
     async def _after_cycle(self, judged: JudgedCycle, seconds: float) -> None:
         """Hand the cycle's verdicts to the exporters (metrics, alerts), if any are on."""
@@ -865,9 +832,4 @@ class Collector:
             if self.unpin_requests is not None:
                 await self.unpin_requests.close()
             self._writer.shutdown(wait=True)
-            self._render.shutdown(wait=True)
-            if self.alertmanager is not None:  # a post under way is cut: stopping never waits on Alertmanager
-                self.alertmanager.abort()
-            self._alerts_pool.shutdown(wait=True)
-            if self.metrics is not None:
-                self.metrics.close()
+            self.outputs.close()  # a post under way is cut: stopping never waits on Alertmanager

@@ -278,9 +278,9 @@ def test_an_unreachable_alertmanager_never_delays_sampling_and_is_reported(nats_
         settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=3.0,
                                       health_min_samples=3, health_min_span=1.0, alert_after=0.0, alertmanager=dead)
         async with collecting(settings) as collector:
-            await eventually(lambda: collector._alert_post is not None and not collector._alert_post.done(),
+            await eventually(lambda: collector.outputs.alert_post is not None and not collector.outputs.alert_post.done(),
                              timeout=30, message="a post to the dead Alertmanager under way")
-            hanging, cycles = collector._alert_post, collector.cycles
+            hanging, cycles = collector.outputs.alert_post, collector.cycles
             await eventually(hanging.done, timeout=30, message="the hanging post ends at the client's timeout")
             assert collector.cycles >= cycles + 2, "cycles went on while the post hung (a blocking post allows none)"
             await eventually(lambda: collector.last_error is not None and "Alertmanager" in collector.last_error[0],
@@ -357,7 +357,7 @@ def test_a_trickling_alertmanager_fails_the_post_at_its_deadline_and_says_so_in_
         nc = await nats.connect(nats_server.url)
         await _idle_consumer(nc, uid, stream)
         async with collecting(_trickled_collector(nats_server, db_path, uid, stream, trickler)) as collector:
-            await eventually(lambda: collector._alert_post is not None, timeout=30, message="a post under way")
+            await eventually(lambda: collector.outputs.alert_post is not None, timeout=30, message="a post under way")
             await eventually(lambda: collector.last_error is not None and "Alertmanager" in collector.last_error[0],
                              timeout=20, message="the post's failure said in the collector's error")
             assert "did not answer within" in collector.last_error[0], collector.last_error
@@ -386,7 +386,7 @@ def test_shutdown_does_not_wait_for_a_post_to_a_trickling_alertmanager(nats_serv
         nc = await nats.connect(nats_server.url)
         await _idle_consumer(nc, uid, stream)
         async with running(_trickled_collector(nats_server, db_path, uid, stream, trickler)) as (collector, task):
-            await eventually(lambda: collector._alert_post is not None and not collector._alert_post.done()
+            await eventually(lambda: collector.outputs.alert_post is not None and not collector.outputs.alert_post.done()
                              and trickler.accepted > 0, timeout=30, message="a post under way")
             began = time.monotonic()
             collector._stop.set()
