@@ -18,8 +18,8 @@ from bench.machine import print_header
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import Scope
 from jetwatch.collectors.filters import NameFilter
+from jetwatch.core.embedded_server import NatsServer
 from jetwatch.core.jsapi import JetStreamAPI
-from jetwatch.demo.server import NatsServer
 from jetwatch.store import writes
 from jetwatch.store.database import Store
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from bench.machine import print_header
-from jetwatch.demo.server import NatsServer, cluster
+from jetwatch.core.embedded_server import NatsServer, cluster
 from jetwatch.store.database import Store
 from tests.helpers import rows
 from tests.incident_library import INTERVAL, cluster_ready, judged, leader_changes, library, run_library

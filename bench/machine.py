@@ -23,7 +23,7 @@ def _cpu() -> str:
 
 
 def _nats_server() -> str:
-    from jetwatch.demo.server import nats_server_binary
+    from jetwatch.core.embedded_server import nats_server_binary
 
     try:
         binary = nats_server_binary()

@@ -31,8 +31,8 @@ from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.gc_policy import GcPolicy
 from jetwatch.collectors.judging import JudgedCycle, event_counts, judge, keep, load_window
 from jetwatch.core.clock import utcnow
+from jetwatch.core.embedded_server import NatsServer
 from jetwatch.core.jsapi import JetStreamAPI
-from jetwatch.demo.server import NatsServer
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store

@@ -39,8 +39,9 @@ from bench.timing import summary
 from jetwatch.collectors.consumer_state import SAMPLE_COLUMNS
 from jetwatch.collectors.gc_policy import GcPolicy
 from jetwatch.collectors.judging import judge_in, judge_stored_cycle, load_window
-from jetwatch.collectors.metrics import MetricsExporter, PinCounts, Snapshot
 from jetwatch.dashboard.data import fleet
+from jetwatch.exporters.cycle_snapshot import PinCounts, Snapshot
+from jetwatch.exporters.metrics_server import MetricsExporter
 from jetwatch.health.features import SAMPLE_FIELDS
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes

@@ -34,19 +34,18 @@ from jetwatch.collectors.advisories import (
     open_capture_stream,
     parse_advisory,
 )
-from jetwatch.collectors.alerting import AlertmanagerClient
 from jetwatch.collectors.backlog import PendingCycle, WriteBacklog
 from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE, Cursor, GapTracker
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import SampleBatch, Scope
 from jetwatch.collectors.dropped import DroppedReader, drops_in
+from jetwatch.collectors.error_state import ErrorState
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.gc_policy import GcPolicy
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
 from jetwatch.collectors.judging import JudgedCycle, PullsAnnounced, event_counts, judge, keep, load_window
 from jetwatch.collectors.lag import LagReader, LagStats
 from jetwatch.collectors.live_state import LiveState
-from jetwatch.collectors.metrics import CycleHistogram, DropCounts, MetricsExporter, MoveCounts, PinCounts, Snapshot
 from jetwatch.collectors.pin_holders import HttpConnz, PinHolderCapture, SystemConnz, remembered_holders
 from jetwatch.collectors.pull_settings import CURRENT_FOR, PullSettingsCapture, recent_settings
 from jetwatch.collectors.rejects import RejectBudget
@@ -56,6 +55,9 @@ from jetwatch.core.connection import AccountUnknown, connected_account
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import strip_userinfo
+from jetwatch.exporters.alertmanager import AlertmanagerClient
+from jetwatch.exporters.cycle_outputs import CycleOutputs
+from jetwatch.exporters.cycle_snapshot import CycleHistogram, DropCounts, MoveCounts, PinCounts, Snapshot
 from jetwatch.health import pin_causes, silences
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes
@@ -99,9 +101,7 @@ class Collector:
         self.caught_up = False
         self.capture_pending: int | None = None
         self.last_event_at: dt.datetime | None = None
-        self.last_error: tuple[str, dt.datetime] | None = None
-        self._fresh_error = False  # an error since the last status written: not cleared yet
-        self._clean_cycle = False  # this cycle saw no error (its status shows none)
+        self.errors = ErrorState(lambda: self.clock())  # the error the status shows, until a clean cycle is stored
         self._last_status: dict[str, Any] | None = None  # the latest cycle that was stored
         self.gaps: GapTracker | None = None  # where the store is in the capture stream
         self.capture_gaps_total = 0
@@ -122,14 +122,7 @@ class Collector:
         self.drop_counts = DropCounts()
         self.move_counts = MoveCounts()  # pin switches by cause, once settled
         self.durations = CycleHistogram()
-        self.metrics: MetricsExporter | None = None
-        self.metrics_bound: tuple[str, int] | None = None
-        self.alertmanager: AlertmanagerClient | None = None
-        self._alerts_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-alerts")
-        self._alert_post: asyncio.Future[None] | None = None
-        self._alert_failure: str | None = None  # why the latest post to Alertmanager failed, until one succeeds
-        self._rendering: asyncio.Future[bytes] | None = None
-        self._render = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-render")
+        self.outputs = CycleOutputs(self.errors.report)  # /metrics and Alertmanager, each cycle, if on
         self.judged: JudgedCycle | None = None  # the latest cycle's verdicts
         self.backlog = WriteBacklog(settings.write_backlog)  # cycles the store could not take yet
         self.seen: set[tuple[str, str, str]] = set()  # consumers of the latest stored cycle
@@ -191,12 +184,11 @@ class Collector:
         self.lag = LagReader(self.nc, self.scope.account, concurrency=s.lag_concurrency, rotation=s.lag_rotation,
                              every=s.lag_every, timeout=min(2.0, s.request_timeout))
         if self.settings.metrics_address:
-            self.metrics = MetricsExporter(self.settings.metrics_cardinality)
-            self.metrics_bound = self.metrics.serve(self.settings.metrics_address)
+            self.outputs.serve_metrics(self.settings.metrics_address, self.settings.metrics_cardinality)
             self.cycle_hooks.append(Collector._export_metrics)
         if self.settings.alertmanager:
-            self.alertmanager = AlertmanagerClient(self.settings.alertmanager, self.settings.alert_after,
-                                                   self.settings.dashboard_url, self.settings.interval)
+            self.outputs.post_alerts(self.settings.alertmanager, self.settings.alert_after,
+                                     self.settings.dashboard_url, self.settings.interval)
             self.cycle_hooks.append(Collector._send_alerts)
         stream = self.settings.capture_stream
         row = await self.write(lambda con: writes.capture_cursor(con, stream))
@@ -264,7 +256,7 @@ class Collector:
         self.gaps.commit(cursor)
         self._count_gaps(lost)
         for g in lost:
-            self._error(f"advisory capture has a gap after sequence {g['from_seq']}: {g['reason']}")
+            self.errors.report(f"advisory capture has a gap after sequence {g['from_seq']}: {g['reason']}")
 
     def _count_gaps(self, gaps: list[dict[str, Any]]) -> None:
         """For /metrics: gaps since start, and when the newest was found (seeded from the store)."""
@@ -292,7 +284,7 @@ class Collector:
             gone = f"the capture stream {capture.stream}" if isinstance(exc, StreamNotFound) else f"the durable {capture.durable}"
         await capture.close()
         self.capture = await self._open_capture()
-        self._error(f"{gone} disappeared while the collector ran; advisory capture was set up again "
+        self.errors.report(f"{gone} disappeared while the collector ran; advisory capture was set up again "
                     f"({self.capture.mode})")
 
     def server_now(self, local: dt.datetime | None = None) -> dt.datetime:
@@ -301,25 +293,10 @@ class Collector:
         local = self.clock() if local is None else local
         return local + dt.timedelta(seconds=self.clock_offset or 0.0)
 
-    def _error(self, message: str) -> None:
-        log.error("%s", message)
-        self.last_error = (message, self.clock())
-        self._fresh_error = True
-        self._clean_cycle = False
-
-    def _settle_error(self, cycle_errors: list[str]) -> None:
-        """The error the status shows after a cycle: this cycle's failures in words, an error
-        reported since the last status, or none: a clean cycle clears what was shown."""
-        if cycle_errors:
-            self._error("; ".join(cycle_errors))
-        self._clean_cycle = not cycle_errors and not self._fresh_error
-        self._fresh_error = False
-
-    def _cycle_written(self) -> None:
-        """A clean cycle clears the error only once it is in the store: until then the error
-        that kept the last cycles out (a locked file, a full disk) is still the news."""
-        if self._clean_cycle and not self._fresh_error:
-            self.last_error = None
+    @property
+    def last_error(self) -> tuple[str, dt.datetime] | None:
+        """The latest error and when it was reported, until a clean cycle is stored."""
+        return self.errors.last
 
     async def _report_failed_cycle(self) -> None:
         """A cycle that could not be stored still says so: the status (last good cycle's
@@ -328,7 +305,7 @@ class Collector:
             return
         status = dict(self._last_status) if self._last_status else self._status(None, None, None, None)
         status.update(self._status_now())
-        self._fresh_error = False
+        self.errors.said()
         try:
             await self.write(lambda con: writes.write_status(con, status))
         except Exception as exc:  # the store itself may be what failed: the log has it
@@ -385,7 +362,7 @@ class Collector:
             except (JetStreamAPIError, NoReply):
                 self.capture_pending = None
             self.caught_up = self.capture_pending == 0
-        self._settle_error(batch.errors + ([self._alert_failure] if self._alert_failure else []))
+        self.errors.settle(batch.errors + ([self.outputs.alert_failure] if self.outputs.alert_failure else []))
         state_rejects = self.reject_budget.admit("consumer_state", now, batch.rejects)
         self.rejects_total += len(batch.rejects)
         cycle = PendingCycle(now, sorted(batch.accounts), batch.samples, batch.configs, state_rejects.rows,
@@ -396,7 +373,7 @@ class Collector:
         dropped = self.backlog.dropped_cycles
         self.backlog.add(cycle)
         if self.backlog.dropped_cycles > dropped:
-            self._error(f"the store stayed unwritable past --write-backlog {self.settings.write_backlog} samples: "
+            self.errors.report(f"the store stayed unwritable past --write-backlog {self.settings.write_backlog} samples: "
                         f"{self.backlog.dropped_cycles} oldest cycle(s), {self.backlog.dropped_samples} samples, given up")
         return cycle
 
@@ -459,7 +436,7 @@ class Collector:
             raise
         self.backlog.written(pending)
         self._last_status = status
-        self._cycle_written()
+        self.errors.cycle_written()
         self.window = state  # the state holds what the store holds, no more
         if isinstance(judged, BaseException):
             raise judged
@@ -506,48 +483,23 @@ class Collector:
                         cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total,
                         capture_gaps=self.capture_gaps_total, last_capture_gap_at=self.last_capture_gap_at)
 
-    async def _export_metrics(self, judged: JudgedCycle, seconds: float) -> None:
-        """Render /metrics once per cycle, on a worker thread, without holding up the next cycle
-        (a full-cardinality render of a large fleet takes a while); a render still under way
-        when the next cycle ends is not queued behind: that cycle is skipped, the one after rendered."""
-        assert self.metrics is not None
-        if self._rendering is not None and not self._rendering.done():
-            return
-        self._rendering = asyncio.get_running_loop().run_in_executor(
-            self._render, self.metrics.render, self.snapshot(judged))
-        self._rendering.add_done_callback(self._rendered)
+    @property
+    def metrics_bound(self) -> tuple[str, int] | None:
+        """Where /metrics is served, once it is."""
+        return self.outputs.metrics_bound
 
-    def _rendered(self, done: asyncio.Future[bytes]) -> None:
-        if not done.cancelled() and done.exception() is not None:
-            self._error(f"rendering /metrics failed: {type(done.exception()).__name__}: {done.exception()}")
+    @property
+    def alertmanager(self) -> AlertmanagerClient | None:
+        return self.outputs.alertmanager
+
+    async def _export_metrics(self, judged: JudgedCycle, seconds: float) -> None:
+        """Render /metrics once per cycle, without holding up the next (exporters/cycle_outputs.py)."""
+        self.outputs.render(lambda: self.snapshot(judged))
 
     async def _send_alerts(self, judged: JudgedCycle, seconds: float) -> None:
-        """Firing alerts (every cycle) and resolved ones to Alertmanager, off the event loop and
-        without waiting: an Alertmanager that is slow or down never delays sampling. While a post
-        is still under way the next one is skipped (firing alerts go again next cycle; resolved
-        ones wait in the client until delivered)."""
-        assert self.alertmanager is not None
-        alerts = self.alertmanager.alerts_for(self.labelled(judged), judged.changes, judged.at,
-                                              dict(self.pin_holders.holders) if self.pin_holders else {})
-        if not alerts:
-            return
-        if self._alert_post is not None and not self._alert_post.done():
-            log.warning("the previous post to Alertmanager is still under way (it ends within %gs); sending "
-                        "next cycle", self.alertmanager.timeout_s)
-            return
-        self._alert_post = asyncio.get_running_loop().run_in_executor(self._alerts_pool, self.alertmanager.post, alerts)
-        self._alert_post.add_done_callback(self._alert_posted)
-
-    def _alert_posted(self, done: asyncio.Future[None]) -> None:
-        """A failed post is the collector's error until a post gets through: each cycle's status
-        says it (`_alert_failure` joins the cycle's errors), not only the cycle after it failed."""
-        if done.cancelled():
-            return
-        if done.exception() is not None:
-            self._alert_failure = f"alerting failed: {done.exception()}"
-            self._error(self._alert_failure)
-        else:
-            self._alert_failure = None
+        """This cycle's alerts to Alertmanager, without waiting for the post (exporters/cycle_outputs.py)."""
+        self.outputs.send_alerts(self.labelled(judged), judged.changes, judged.at,
+                                 dict(self.pin_holders.holders) if self.pin_holders else {})
 
     async def _after_cycle(self, judged: JudgedCycle, seconds: float) -> None:
         """Hand the cycle's verdicts to the exporters (metrics, alerts), if any are on."""
@@ -556,7 +508,7 @@ class Collector:
                 await hook(self, judged, seconds)
             except Exception as exc:  # an exporter never costs a cycle
                 log.exception("exporting the cycle failed")
-                self._error(f"exporting the cycle failed: {type(exc).__name__}: {exc}")
+                self.errors.report(f"exporting the cycle failed: {type(exc).__name__}: {exc}")
 
     @property
     def sample_mode(self) -> str:
@@ -576,8 +528,7 @@ class Collector:
             "capture_mode": self.capture.mode if self.capture else None,
             "capture_pending": self.capture_pending, "capture_caught_up": self.caught_up,
             "last_event_at": self.last_event_at,
-            "last_error": None if self._clean_cycle or not self.last_error else self.last_error[0],
-            "last_error_at": None if self._clean_cycle or not self.last_error else self.last_error[1],
+            "last_error": self.errors.shown()[0], "last_error_at": self.errors.shown()[1],
             "server_url": strip_userinfo(self.nc.connected_url.geturl()) if self.nc.connected_url else None,
             "clock_offset_seconds": self.clock_offset, "capture_warning": self.capture_warning,
         }
@@ -625,7 +576,7 @@ class Collector:
             self._jump_reason = DROPPED
         self._count_gaps(gaps)
         for g in gaps:
-            self._error(f"{g['missed']} advisories lost from the capture stream (sequences {g['from_seq']}-"
+            self.errors.report(f"{g['missed']} advisories lost from the capture stream (sequences {g['from_seq']}-"
                         f"{g['to_seq']}): {g['reason']}")
         self.pin_counts.add(rows)
         self.drop_counts.add(rows)
@@ -685,11 +636,11 @@ class Collector:
                     await self.queue_cycle(batch, began)
                 except (NoReply, JetStreamAPIError, OSError) as exc:
                     sampled = False
-                    self._error(f"sampling failed: {exc}")
+                    self.errors.report(f"sampling failed: {exc}")
                 except Exception as exc:  # keep collecting whatever one cycle trips over
                     sampled = False
                     log.exception("sampling cycle failed")
-                    self._error(f"sampling failed: {type(exc).__name__}: {exc}")
+                    self.errors.report(f"sampling failed: {type(exc).__name__}: {exc}")
                 if storing is None or storing.done():
                     storing = asyncio.create_task(self._store_task(sampled, began + self.settings.interval, stop))
                 elif sampled:
@@ -721,11 +672,11 @@ class Collector:
             return  # the run stops (`_on_writer`): nothing of this collector's is written any more
         except StoreError as exc:
             stored = False
-            self._error(f"sampling failed: {exc}")
+            self.errors.report(f"sampling failed: {exc}")
             await self._report_failed_cycle()
         except Exception as exc:  # noqa: BLE001 - a cycle's own fault never stops the collector
             log.exception("storing the cycle failed")
-            self._error(f"sampling failed: {type(exc).__name__}: {exc}")
+            self.errors.report(f"sampling failed: {type(exc).__name__}: {exc}")
             await self._report_failed_cycle()
         if stored and not stop.is_set():  # a store that just refused a write is not asked for a sealing pass too
             await self._seal_between_cycles(next_cycle, stop)
@@ -753,7 +704,7 @@ class Collector:
             except Exception as exc:  # the samples stay where they are, readable; the next cycle tries again
                 if not isinstance(exc, StoreError):
                     log.exception("sealing samples failed")
-                self._error(f"sealing samples failed (they stay readable, unsealed; tried again next cycle): {exc}")
+                self.errors.report(f"sealing samples failed (they stay readable, unsealed; tried again next cycle): {exc}")
                 self._seal_at = time.monotonic() + self.settings.interval
                 return
             if not sealed.behind or time.monotonic() + (time.monotonic() - began) > next_cycle:
@@ -785,7 +736,7 @@ class Collector:
             try:
                 await self.retain_once()
             except StoreError as exc:  # the next pass tries again; nothing is lost by waiting
-                self._error(f"retention failed: {exc}")
+                self.errors.report(f"retention failed: {exc}")
             try:
                 await asyncio.wait_for(stop.wait(), self.settings.retention_every)
             except TimeoutError:
@@ -810,7 +761,7 @@ class Collector:
                 await self.events_once()
                 await self.read_dropped()
             except StoreError as exc:
-                self._error(f"storing advisories failed (they stay in the capture stream): {exc}")
+                self.errors.report(f"storing advisories failed (they stay in the capture stream): {exc}")
             except Exception as exc:
                 if self.nc.is_closed:
                     return
@@ -843,7 +794,7 @@ class Collector:
                 self._learned = await account_scope(self.nc)
                 return True
             except AccountUnknown as exc:
-                self._error(f"nothing is sampled: {exc}")
+                self.errors.report(f"nothing is sampled: {exc}")
                 await self._report_failed_cycle()
             try:
                 await asyncio.wait_for(stop.wait(), self.settings.interval)
@@ -881,9 +832,4 @@ class Collector:
             if self.unpin_requests is not None:
                 await self.unpin_requests.close()
             self._writer.shutdown(wait=True)
-            self._render.shutdown(wait=True)
-            if self.alertmanager is not None:  # a post under way is cut: stopping never waits on Alertmanager
-                self.alertmanager.abort()
-            self._alerts_pool.shutdown(wait=True)
-            if self.metrics is not None:
-                self.metrics.close()
+            self.outputs.close()  # a post under way is cut: stopping never waits on Alertmanager

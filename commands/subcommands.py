@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 from jetwatch import dashboard as dashboard_package
-from jetwatch.collectors import metrics as metrics_mod
 from jetwatch.collectors.advisories import ensure_capture_stream
 from jetwatch.collectors.runner import Collector
 from jetwatch.core import settings as settings_mod
@@ -30,6 +29,7 @@ from jetwatch.core.urls import shown_servers
 from jetwatch.dashboard import identities
 from jetwatch.dashboard.gate import allowed_hosts, read_only_reason
 from jetwatch.dashboard.identities import IdentityError
+from jetwatch.exporters import metrics as metrics_mod
 from jetwatch.store import audit, clusters
 from jetwatch.store.database import Store, StoreError
 

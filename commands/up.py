@@ -22,12 +22,12 @@ from typing import IO
 from urllib.parse import urlparse
 
 from jetwatch.core.children import DASHBOARD_SECRETS, NATS_SECRETS, child_env
+from jetwatch.core.embedded_server import NatsServer, ServerStartError, free_port
 from jetwatch.core.processes import TREE_ENV, new_tree_token, stop_tree
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import shown_servers
 from jetwatch.dashboard import identities
 from jetwatch.dashboard.gate import is_loopback, read_only_reason
-from jetwatch.demo.server import NatsServer, ServerStartError, free_port
 from jetwatch.store.database import Store, StoreError
 from jetwatch.subcommands import PortInUse, check_port_free, dashboard_command
 

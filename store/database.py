@@ -70,11 +70,26 @@ class StoreFull(StoreError):
     """The disk under the store has no space left: nothing of the failed write is kept in the file."""
 
 
+# How DuckDB's errors are told apart here: by type wherever DuckDB has one, and by text only within
+# the types below, where DuckDB has no finer one. A query's own errors (CatalogException,
+# ConversionException, ConstraintException, BinderException, ...) quote names and values, so their
+# text is never read for a problem of the file, the disk or a lock.
+# - IOException: every problem of the file itself (a directory, another kind of file, cut short,
+#   no rights, no such directory, a full disk) and another process's lock; DuckDB keeps no errno.
+# - Error, its base, raised as such: a damaged block ("Corrupt database file: computed checksum").
+# - TransactionException: a COMMIT that failed, the write error it met in its text (a full disk's
+#   WAL); FatalException: a write error that invalidated the database, likewise.
+# - ConnectionException: a second connection to the file with other settings (a lock conflict in
+#   this process); it is also what a closed connection raises, so its text tells the two apart.
+# Another connection of this process attaching the file is ResourceInUseException: by type alone.
+_DISK_FULL_TYPES = (duckdb.IOException, duckdb.TransactionException, duckdb.FatalException)
+
+
 def _disk_full(path: Path, exc: BaseException) -> StoreFull | None:
-    """A full disk, by its errno where Python raised it, else by the text DuckDB's error carries
-    (DuckDB raises it as an IOException, or inside the error of the commit that failed)."""
+    """A full disk, by its errno where Python raised it, else by the text of the DuckDB errors a
+    write error comes as (DuckDB has no type for a full disk, and keeps no errno)."""
     if not (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) and not (
-            isinstance(exc, duckdb.Error) and "No space left on device" in str(exc)):
+            isinstance(exc, _DISK_FULL_TYPES) and "No space left on device" in str(exc)):
         return None
     return StoreFull(f"The disk under the store {path} is full: the write was not kept. Free space on "
                      f"{path.parent} (or move --db to a larger disk); nothing else needs doing.")
@@ -145,10 +160,11 @@ def corrupt(path: Path, exc: BaseException) -> StoreCorrupt | None:
     return None
 
 
-_CONFLICTS = (
-    "Could not set lock", "Conflicting lock",
+# Lock conflicts DuckDB raises under a type that also carries other errors: the text within each type.
+_CONFLICTS: tuple[tuple[type[duckdb.Error], tuple[str, ...]], ...] = (
+    (duckdb.IOException, ("Could not set lock", "Conflicting lock")),  # another process holds the file
     # In one process, a read-only and a read-write connection to one file cannot coexist either.
-    "different configuration than existing connections", "is already attached by database",
+    (duckdb.ConnectionException, ("different configuration than existing connections",)),
 )
 
 
@@ -162,13 +178,13 @@ def one_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
 
 def _is_lock_conflict(exc: BaseException) -> bool:
     """Another connection holds the file: in this process, DuckDB says so by type (a file attached
-    already, or a connection opened with other settings); another process's lock is an
-    IOException that only its text tells apart from the file's other problems."""
+    already: ResourceInUseException); a connection opened with other settings is a
+    ConnectionException, and another process's lock an IOException, that only their text tells
+    apart from the other errors of their type."""
     if isinstance(exc, duckdb.ResourceInUseException):
         return True
-    if not isinstance(exc, (duckdb.IOException, duckdb.ConnectionException)):
-        return False
-    return any(marker in str(exc) for marker in _CONFLICTS)
+    text = str(exc)
+    return any(isinstance(exc, kind) and any(marker in text for marker in markers) for kind, markers in _CONFLICTS)
 
 
 # Rows in each row group a writer makes. A cycle's samples then fill whole row groups, which DuckDB

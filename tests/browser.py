@@ -21,8 +21,8 @@ import nats
 from playwright.sync_api import Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
-from jetwatch.demo.server import free_port
 from jetwatch.store.database import Store
 from tests.helpers import make_consumer, make_stream, operators_file, publish, wait_until
 from tests.scenario import pin_story

@@ -13,9 +13,9 @@ import nats
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+from jetwatch.core.embedded_server import NatsServer, ServerStartError, free_port, nats_server_binary
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.processes import describe, marked, new_tree_token
-from jetwatch.demo.server import NatsServer, ServerStartError, free_port, nats_server_binary
 from jetwatch.store.database import Store
 from tests.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows

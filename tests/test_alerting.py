@@ -20,11 +20,11 @@ import nats
 import pytest
 import yaml
 
-from jetwatch.collectors import alerting
+from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.pin_announce import PinAnnouncer
-from jetwatch.demo.server import free_port
 from jetwatch.demo.workers import PullWorker
+from jetwatch.exporters import alertmanager as poster
 from jetwatch.store.database import Store
 from tests.helpers import (
     collecting,
@@ -66,7 +66,7 @@ def test_the_rules_alert_on_exactly_the_verdicts_the_collector_alerts_on():
     for rule in _consumer_rules():
         matcher = rule["expr"].split('verdict=~"' if "=~" in rule["expr"] else 'verdict="')[1].split('"')[0]
         from_rules.add((rule["alert"], tuple(matcher.split("|")), rule["labels"]["severity"]))
-    declared = {(a.name, a.verdicts, a.severity) for a in alerting.CONSUMER_ALERTS}
+    declared = {(a.name, a.verdicts, a.severity) for a in poster.CONSUMER_ALERTS}
     assert from_rules == declared
 
 
@@ -98,13 +98,13 @@ def test_direct_alert_annotations_are_the_rules_annotations_for_the_same_labels(
                 labels = exp["exp_labels"]
                 if "verdict" not in labels:
                     continue
-                alert = alerting.BY_VERDICT[labels["verdict"]]
-                ours = alerting.labels_for(alert, labels["verdict"], labels.get("cluster", ""), labels["account"],
+                alert = poster.BY_VERDICT[labels["verdict"]]
+                ours = poster.labels_for(alert, labels["verdict"], labels.get("cluster", ""), labels["account"],
                                            labels["stream"], labels["consumer"], labels.get("group", ""))
                 assert ours == labels
                 holder = holders.get(tuple(labels.get(k, "") for k in ("cluster", "account", "stream", "consumer",
                                                                        "group")), "")
-                assert alerting.annotations_for(ours, "http://127.0.0.1:8501/", holder) == exp["exp_annotations"]
+                assert poster.annotations_for(ours, "http://127.0.0.1:8501/", holder) == exp["exp_annotations"]
                 checked += 1
                 named += bool(holder)
     assert checked >= 3 and named >= 2
@@ -278,9 +278,9 @@ def test_an_unreachable_alertmanager_never_delays_sampling_and_is_reported(nats_
         settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3, health_window=3.0,
                                       health_min_samples=3, health_min_span=1.0, alert_after=0.0, alertmanager=dead)
         async with collecting(settings) as collector:
-            await eventually(lambda: collector._alert_post is not None and not collector._alert_post.done(),
+            await eventually(lambda: collector.outputs.alert_post is not None and not collector.outputs.alert_post.done(),
                              timeout=30, message="a post to the dead Alertmanager under way")
-            hanging, cycles = collector._alert_post, collector.cycles
+            hanging, cycles = collector.outputs.alert_post, collector.cycles
             await eventually(hanging.done, timeout=30, message="the hanging post ends at the client's timeout")
             assert collector.cycles >= cycles + 2, "cycles went on while the post hung (a blocking post allows none)"
             await eventually(lambda: collector.last_error is not None and "Alertmanager" in collector.last_error[0],
@@ -357,7 +357,7 @@ def test_a_trickling_alertmanager_fails_the_post_at_its_deadline_and_says_so_in_
         nc = await nats.connect(nats_server.url)
         await _idle_consumer(nc, uid, stream)
         async with collecting(_trickled_collector(nats_server, db_path, uid, stream, trickler)) as collector:
-            await eventually(lambda: collector._alert_post is not None, timeout=30, message="a post under way")
+            await eventually(lambda: collector.outputs.alert_post is not None, timeout=30, message="a post under way")
             await eventually(lambda: collector.last_error is not None and "Alertmanager" in collector.last_error[0],
                              timeout=20, message="the post's failure said in the collector's error")
             assert "did not answer within" in collector.last_error[0], collector.last_error
@@ -386,7 +386,7 @@ def test_shutdown_does_not_wait_for_a_post_to_a_trickling_alertmanager(nats_serv
         nc = await nats.connect(nats_server.url)
         await _idle_consumer(nc, uid, stream)
         async with running(_trickled_collector(nats_server, db_path, uid, stream, trickler)) as (collector, task):
-            await eventually(lambda: collector._alert_post is not None and not collector._alert_post.done()
+            await eventually(lambda: collector.outputs.alert_post is not None and not collector.outputs.alert_post.done()
                              and trickler.accepted > 0, timeout=30, message="a post under way")
             began = time.monotonic()
             collector._stop.set()

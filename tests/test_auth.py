@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jetwatch.demo.server import NatsServer
+from jetwatch.core.embedded_server import NatsServer
 from jetwatch.store.database import Store
 from tests.helpers import clean_env, rows, wait_until
 

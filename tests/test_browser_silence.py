@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from jetwatch.demo.server import free_port
+from jetwatch.core.embedded_server import free_port
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, http_ok, no_errors, stop
 from tests.helpers import (
     clean_env,

@@ -8,9 +8,9 @@ import json
 import nats
 import pytest
 
+from jetwatch.core.embedded_server import cluster
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
 from jetwatch.core.settings import Settings
-from jetwatch.demo.server import cluster
 from jetwatch.demo.workers import PullWorker
 from jetwatch.health import pin_causes
 from jetwatch.store.database import Store
@@ -106,7 +106,7 @@ def test_in_jsz_mode_a_server_that_stops_answering_keeps_the_consumers_it_led_an
     """Three nodes sampled through their /jsz ports; the node leading stream S (one replica) is
     stopped: S's consumer keeps its last known state, cycle after cycle, and the status names
     the server that did not answer (before, the consumer vanished from the Fleet)."""
-    from jetwatch.demo.server import free_port
+    from jetwatch.core.embedded_server import free_port
     nodes = cluster(tmp_path / "jsz")
     for node in nodes:
         node.monitor_port = free_port()

@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 import streamlit as st
 
+from jetwatch.core.embedded_server import NatsServer, free_port
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.settings import Settings
 from jetwatch.dashboard import stores
 from jetwatch.dashboard.tables import link_target
-from jetwatch.demo.server import NatsServer, free_port
 from jetwatch.store.clusters import identity
 from jetwatch.store.database import Store
 from tests.helpers import (

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import nats
 
+from jetwatch.core.embedded_server import NatsServer
 from jetwatch.core.jsapi import JetStreamAPI
-from jetwatch.demo.server import NatsServer
 from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
 from tests.helpers import (

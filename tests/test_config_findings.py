@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
-from jetwatch.demo.server import free_port
 from jetwatch.health.config_findings import KINDS, config_findings, held_resets
 from jetwatch.health.features import window_features
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, rows

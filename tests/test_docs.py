@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jetwatch.collectors import metrics
 from jetwatch.core.settings import SETTINGS, reference_markdown
+from jetwatch.exporters import metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -17,8 +17,8 @@ import pytest
 from jetwatch.collectors.advisories import ensure_capture_stream
 from jetwatch.collectors.jsz import HttpJsz, ServerReport
 from jetwatch.core.clock import utcnow
+from jetwatch.core.embedded_server import NatsServer
 from jetwatch.core.jsapi import JetStreamAPI
-from jetwatch.demo.server import NatsServer
 from jetwatch.store.database import Store
 from tests.helpers import (
     clean_env,
@@ -117,7 +117,7 @@ def test_a_cycle_that_fails_whole_still_writes_the_collectors_status_with_the_er
 
 
 def test_in_jsz_mode_a_cycle_with_no_report_still_writes_the_status_with_the_error(nats_server, db_path, run):
-    from jetwatch.demo.server import free_port
+    from jetwatch.core.embedded_server import free_port
 
     store = Store(db_path)
     nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens there
@@ -169,7 +169,7 @@ def test_a_monitoring_port_that_trickles_its_reply_is_given_up_at_the_deadline_a
 def test_credentials_in_a_monitor_url_are_never_shown_in_the_log_or_the_status(nats_server, db_path, run, caplog):
     """`--monitor-url http://user:pass@host:8222` (a monitoring port behind basic auth): the
     error that names the URL, in the log and in `collector_status.last_error`, names it bare."""
-    from jetwatch.demo.server import free_port
+    from jetwatch.core.embedded_server import free_port
 
     store = Store(db_path)
     port = free_port()  # nothing listens there
@@ -503,7 +503,7 @@ def _exposed(collector) -> dict[str, float]:
     """The collector's own series as /metrics renders them for this cycle (prometheus-client's parser)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    from jetwatch.collectors.metrics import MetricsExporter
+    from jetwatch.exporters.metrics_server import MetricsExporter
     text = MetricsExporter("non_ok").render(collector.snapshot(collector.judged)).decode()
     return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
 

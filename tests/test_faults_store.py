@@ -773,6 +773,9 @@ def test_a_store_cut_short_past_its_header_is_said_in_one_line_never_a_traceback
     (duckdb.Error("Corrupt database file: computed checksum 5381 does not match stored checksum 0 in block at "
                   "location 8192"), False, StoreCorrupt),
     (duckdb.ConversionException("Could not convert string 'Corrupt database file' to INT32"), False, None),
+    # Each lock conflict's text counts only in the type it comes as: a closed connection is no conflict.
+    (duckdb.ConnectionException("Connection Error: Connection already closed!"), False, None),
+    (duckdb.ConnectionException('Could not set lock on file "s.duckdb": Conflicting lock is held'), False, None),
 ])
 def test_store_errors_are_told_apart_by_duckdbs_type_first_and_its_text_only_within_it(error, conflict, said, tmp_path):
     path = tmp_path / "s.duckdb"
@@ -782,6 +785,21 @@ def test_store_errors_are_told_apart_by_duckdbs_type_first_and_its_text_only_wit
     if said is None or said is StoreCorrupt:  # the same for a read that reaches a damaged block
         found = database.corrupt(path, error)
         assert (type(found) if found is not None else None) is said, found
+
+
+@pytest.mark.parametrize("error, full", [
+    (OSError(errno.ENOSPC, "No space left on device"), True),
+    (duckdb.IOException('IO Error: Could not write file "s.duckdb": No space left on device'), True),
+    (duckdb.TransactionException('TransactionContext Error: Failed to commit: Could not write file "s.duckdb.wal": '
+                                 "No space left on device"), True),
+    # A query's own error quoting a value is no full disk, whatever the value says.
+    (duckdb.ConversionException("Could not convert string 'No space left on device' to INT32"), False),
+    (duckdb.ConstraintException('Duplicate key "k: No space left on device" violates primary key constraint'), False),
+    (duckdb.IOException('IO Error: Cannot open file "s.duckdb": Permission denied'), False),
+])
+def test_a_full_disk_is_told_by_the_types_a_write_error_comes_as_and_its_text_only_within_them(error, full, tmp_path):
+    found = database._disk_full(tmp_path / "s.duckdb", error)
+    assert isinstance(found, StoreFull) if full else found is None, found
 
 
 def _cut_short(data: bytes) -> bytes:

@@ -26,8 +26,8 @@ from jetwatch.collectors.advisories import (
 )
 from jetwatch.collectors.runner import Collector
 from jetwatch.core.connection import connect
+from jetwatch.core.embedded_server import NatsServer
 from jetwatch.core.jsapi import JetStreamAPI
-from jetwatch.demo.server import NatsServer
 from jetwatch.store import writes
 from jetwatch.store.database import Store
 from tests.helpers import LoopThread, collector_settings, make_consumer, make_stream, rows, server_time, wait_until

@@ -12,8 +12,8 @@ import nats
 import pytest
 
 from jetwatch.collectors.lag import History, StreamFacts
+from jetwatch.core.embedded_server import NatsServer
 from jetwatch.core.jsapi import JetStreamAPI
-from jetwatch.demo.server import NatsServer
 from jetwatch.store.database import Store
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, rows
 

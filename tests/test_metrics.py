@@ -15,9 +15,9 @@ import nats
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from jetwatch.collectors import metrics
+from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
-from jetwatch.demo.server import free_port
+from jetwatch.exporters import cycle_snapshot, metrics, metrics_server
 from tests.helpers import (
     collecting,
     collector_settings,
@@ -200,8 +200,8 @@ def test_a_consumer_with_no_recorded_limits_renders_without_limit_series(db_path
                                         "pinned_id", "pinned_ts", "leader")})
     judged = Store(db_path).write(lambda con: (writes.write_samples(con, ["$G"], samples),
                                                judge_cycle(con, now, Thresholds()))[1])
-    exporter = metrics.MetricsExporter("all")
-    text = exporter.render(metrics.Snapshot(at=now, consumers=judged.consumers, pins=metrics.PinCounts(),
+    exporter = metrics_server.MetricsExporter("all")
+    text = exporter.render(cycle_snapshot.Snapshot(at=now, consumers=judged.consumers, pins=cycle_snapshot.PinCounts(),
                                             cycle_buckets=[0] * 10, cycle_sum=0.0, cycles=1, capture_backlog=None,
                                             rejects=0)).decode()
     got = {f.name: f.samples for f in text_string_to_metric_families(text)}
@@ -230,10 +230,10 @@ def test_dropped_messages_are_exported_for_an_ok_consumer_under_non_ok_cardinali
                                             "pinned_id", "pinned_ts", "leader")})
     judged = Store(db_path).write(lambda con: (writes.write_samples(con, ["$G"], samples),
                                                judge_cycle(con, now, Thresholds()))[1])
-    drops = metrics.DropCounts()
+    drops = cycle_snapshot.DropCounts()
     drops.add([{"kind": "terminated", "account": "$G", "stream": "S", "consumer": "C"}])
-    text = metrics.MetricsExporter("non_ok").render(metrics.Snapshot(
-        at=now, consumers=judged.consumers.assign(verdict="OK", cluster="c1"), pins=metrics.PinCounts(), drops=drops,
+    text = metrics_server.MetricsExporter("non_ok").render(cycle_snapshot.Snapshot(
+        at=now, consumers=judged.consumers.assign(verdict="OK", cluster="c1"), pins=cycle_snapshot.PinCounts(), drops=drops,
         cycle_buckets=[0] * 10, cycle_sum=0.0, cycles=1, capture_backlog=None, rejects=0)).decode()
     got = {f.name: f.samples for f in text_string_to_metric_families(text)}
     assert not got.get("jetwatch_consumer_verdict")  # OK consumers: no per-consumer series under non_ok

@@ -21,10 +21,10 @@ import pandas as pd
 import pytest
 import streamlit as st
 
+from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.pin_announce import PinAnnouncer
 from jetwatch.core.settings import Settings
-from jetwatch.demo.server import free_port
 from jetwatch.demo.workers import PullWorker
 from jetwatch.health import advice, pin_causes
 from jetwatch.store.database import Store

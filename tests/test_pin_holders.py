@@ -11,7 +11,6 @@ import sys
 import nats
 import pytest
 
-from jetwatch.collectors import metrics
 from jetwatch.collectors.pin_holders import NO_CONNZ_NOTE, PinHolderCapture, check
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.pin_announce import (
@@ -25,6 +24,7 @@ from jetwatch.core.pin_announce import (
     parse_announcement,
 )
 from jetwatch.demo.workers import PullWorker
+from jetwatch.exporters import metrics
 from jetwatch.store.database import Store
 from tests.helpers import (
     clean_env,

@@ -16,7 +16,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from jetwatch.demo.server import free_port
+from jetwatch.core.embedded_server import free_port
 from jetwatch.store.database import Store
 from tests.conftest import CONSUMER, IDLE_STREAM, STREAM
 from tests.helpers import clean_env, rows, wait_until

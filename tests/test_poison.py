@@ -11,8 +11,8 @@ import sys
 
 import nats
 
+from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
-from jetwatch.demo.server import free_port
 from jetwatch.store.database import Store
 from tests.helpers import clean_env, collecting, collector_settings, eventually, make_consumer, make_stream, rows
 from tests.incident_library import Client

@@ -19,6 +19,7 @@ import nats
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.pin_announce import BadAnnouncement, PinAnnouncer
 from jetwatch.core.pull_announce import (
@@ -27,7 +28,6 @@ from jetwatch.core.pull_announce import (
     announce_subject,
     parse_pull_announcement,
 )
-from jetwatch.demo.server import free_port
 from jetwatch.demo.workers import PullWorker
 from jetwatch.health.config_findings import KINDS, either_threshold, pull_findings
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows

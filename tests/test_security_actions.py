@@ -15,9 +15,9 @@ from pathlib import Path
 import nats
 import pytest
 
+from jetwatch.core.embedded_server import NatsServer
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.dashboard import identities
-from jetwatch.demo.server import NatsServer
 from jetwatch.store.database import Store
 from tests.helpers import (
     OPERATOR_PASSWORD,
@@ -756,7 +756,7 @@ def test_up_and_its_children_keep_the_password_and_operator_secret_out_of_argv_l
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    from jetwatch.demo.server import free_port
+    from jetwatch.core.embedded_server import free_port
     from tests.test_dashboard import APP
 
     port = secret_server.port

@@ -443,7 +443,7 @@ def serve(tmp, **settings: str):
     import contextlib
     import urllib.request
 
-    from jetwatch.demo.server import free_port
+    from jetwatch.core.embedded_server import free_port
 
     @contextlib.contextmanager
     def running():

