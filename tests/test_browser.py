@@ -11,9 +11,9 @@ import pytest
 from nats.aio.client import Client
 from playwright.sync_api import Page
 
+from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.pin_announce import VERIFIED, PinAnnouncer
-from jetwatch.demo.server import free_port
 from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
 from tests.browser import CONSUMER, STREAM, http_ok, no_errors, shoot, stop, tick_first_row
