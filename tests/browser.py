@@ -26,7 +26,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.server import free_port
 from jetwatch.store.database import Store
-from tests.helpers import make_consumer, make_stream, operators_file, publish, wait_until
+from tests.helpers import clean_env, make_consumer, make_stream, operators_file, publish, wait_until
 from tests.scenario import pin_story
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -224,7 +224,7 @@ def own_site(server_url: str, tmp: Path, include: str, *collect_args: str,
     on the way out, whatever failed."""
     db = str(tmp / "jetwatch.duckdb")
     store = Store(db)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("JETWATCH_")}, "JETWATCH_INCLUDE_STREAMS": include}
+    env = clean_env(JETWATCH_INCLUDE_STREAMS=include)
     procs: list[subprocess.Popen[bytes]] = []
     try:
         with open(tmp / "collector.log", "wb") as log:
