@@ -8,12 +8,14 @@ modules that hold only browser tests, never for a whole session in which other t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.store.database import Store
-from tests.helpers import make_consumer, make_stream, operators_file, publish, wait_until
+from tests.helpers import clean_env, make_consumer, make_stream, operators_file, publish, wait_until
 from tests.scenario import pin_story
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -209,3 +211,38 @@ def shoot(page: Page, name: str, full_page: bool = True) -> None:
     page.wait_for_timeout(1500)  # the grid paints on a canvas a moment after the data arrives
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / name), full_page=full_page)
+
+
+@contextlib.contextmanager
+def own_site(server_url: str, tmp: Path, include: str, *collect_args: str,
+             before_dashboard: Callable[[Store], None] | None = None) -> Iterator[tuple[str, Store]]:
+    """A collector of its own on the streams matching `include` (with `collect_args`, e.g. a short
+    health window) and a dashboard over its store: (dashboard URL, store), once the collector has
+    completed a cycle (its advisory capture is open) and the dashboard answers. For a browser test
+    that needs settings the session's live dashboard does not have. `before_dashboard(store)` runs
+    between the two (e.g. to start a workload the collector must see from its start). Both stopped
+    on the way out, whatever failed."""
+    db = str(tmp / "jetwatch.duckdb")
+    store = Store(db)
+    env = clean_env(JETWATCH_INCLUDE_STREAMS=include)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        with open(tmp / "collector.log", "wb") as log:
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "jetwatch.cli", "collect", "--server", server_url, "--db", db, *collect_args],
+                env=env, stdout=log, stderr=subprocess.STDOUT))
+        wait_until(lambda: store.exists() and not store.query("collector_health").empty, timeout=60,
+                   message="the collector's first cycle (its advisory capture is open)")
+        if before_dashboard is not None:
+            before_dashboard(store)
+        port = free_port()
+        with open(tmp / "dashboard.log", "wb") as log:
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", db, "--port", str(port), "--refresh", "1s"],
+                env=env, stdout=log, stderr=subprocess.STDOUT))
+        base = f"http://127.0.0.1:{port}"
+        wait_until(lambda: http_ok(base + "/_stcore/health"), timeout=60, message="dashboard health endpoint")
+        yield base, store
+    finally:
+        for proc in reversed(procs):
+            stop(proc)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 
 import nats
 import pytest
@@ -16,11 +14,10 @@ from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.pin_announce import VERIFIED, PinAnnouncer
 from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
-from tests.browser import CONSUMER, STREAM, http_ok, no_errors, shoot, stop, tick_first_row
+from tests.browser import CONSUMER, STREAM, no_errors, own_site, shoot, tick_first_row
 from tests.helpers import (
     OPERATOR_PASSWORD,
     LoopThread,
-    clean_env,
     eventually,
     make_consumer,
     make_stream,
@@ -146,94 +143,79 @@ def test_an_announced_pin_holder_is_named_verified_on_the_consumer_and_pins_page
     in the tile's help) and on the Pins page's sessions. Its own collector (the session's live one has no
     CONNZ to verify with) and dashboard, the session's server and this module's browser."""
     stream, consumer, subject = f"{uid}_PINWHO", "billing", f"{uid.lower()}.pinwho.x"
-    db = str(tmp_path / "jetwatch.duckdb")
-    store = Store(db)
-    env = clean_env(JETWATCH_INCLUDE_STREAMS=stream)
     loop = LoopThread()  # the worker runs while the browser blocks this thread
-    procs: list[subprocess.Popen[bytes]] = []
     worker: PullWorker | None = None
     nc: Client | None = None
-    try:
-        with open(tmp_path / "collector.log", "wb") as log:
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url, "--db", db,
-                 "--interval", "0.5s", "--monitor-url", nats_server.monitor_url], env=env, stdout=log,
-                stderr=subprocess.STDOUT))
-        port = free_port()
-        with open(tmp_path / "dashboard.log", "wb") as log:
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", db, "--port", str(port), "--refresh", "1s"],
-                env=env, stdout=log, stderr=subprocess.STDOUT))
-        base = f"http://127.0.0.1:{port}"
-        # An announcement is read by a plain subscription: the collector listens before the worker is pinned.
-        wait_until(lambda: store.exists() and not store.query("collector_health").empty, timeout=60,
-                   message="the collector's first cycle (its announcement capture is open)")
+    pin = ""
 
-        async def pinned_worker() -> tuple[Client, PullWorker, str]:
-            conn = await nats.connect(nats_server.url, name=HOLDER)
-            api = JetStreamAPI(conn)
-            await make_stream(api, stream, [f"{uid.lower()}.pinwho.>"])
-            await make_consumer(api, stream, consumer, "pinned_client", timeout_s=30)
-            w = PullWorker(conn, stream, consumer, group="jobs", name=HOLDER,
-                           announcer=PinAnnouncer(conn, stream, consumer, group="jobs", version=HOLDER_VERSION)).start()
-            await publish(conn, subject, 5)
-            return conn, w, await eventually(lambda: w.pin_id, timeout=30, message="the worker pinned")
+    async def pinned_worker() -> tuple[Client, PullWorker, str]:
+        conn = await nats.connect(nats_server.url, name=HOLDER)
+        api = JetStreamAPI(conn)
+        await make_stream(api, stream, [f"{uid.lower()}.pinwho.>"])
+        await make_consumer(api, stream, consumer, "pinned_client", timeout_s=30)
+        w = PullWorker(conn, stream, consumer, group="jobs", name=HOLDER,
+                       announcer=PinAnnouncer(conn, stream, consumer, group="jobs", version=HOLDER_VERSION)).start()
+        await publish(conn, subject, 5)
+        return conn, w, await eventually(lambda: w.pin_id, timeout=30, message="the worker pinned")
 
+    def announced(store: Store) -> None:
+        """An announcement is read by a plain subscription: the collector listens before the worker is pinned."""
+        nonlocal nc, worker, pin
         nc, worker, pin = loop.call(pinned_worker())
         holder = "SELECT name, verification, version FROM pin_holders WHERE pin_id = ?"
         wait_until(lambda: rows(store, holder, [pin]) == [(HOLDER, VERIFIED, HOLDER_VERSION)], timeout=30,
                    message="the announcement stored, verified against CONNZ")
-        wait_until(lambda: http_ok(base + "/_stcore/health"), timeout=60, message="dashboard health endpoint")
 
-        page = chromium.new_page(viewport={"width": 1280, "height": 800})
-        page.goto(f"{base}/consumer?stream={stream}&consumer={consumer}")
-        # The tile holds the name; whether it was verified is said under it; host and version in its help.
-        tile = page.locator('[data-testid="stColumn"]').filter(
-            has=page.locator('[data-testid="stMetricLabel"]', has_text="Pin holder"))
+    try:
+        with own_site(nats_server.url, tmp_path, stream, "--interval", "0.5s", "--monitor-url",
+                      nats_server.monitor_url, before_dashboard=announced) as (base, _):
+            page = chromium.new_page(viewport={"width": 1280, "height": 800})
+            page.goto(f"{base}/consumer?stream={stream}&consumer={consumer}")
+            # The tile holds the name; whether it was verified is said under it; host and version in its help.
+            tile = page.locator('[data-testid="stColumn"]').filter(
+                has=page.locator('[data-testid="stMetricLabel"]', has_text="Pin holder"))
 
-        def tile_says() -> tuple[str, str] | None:
-            if tile.count() != 1:
+            def tile_says() -> tuple[str, str] | None:
+                if tile.count() != 1:
+                    return None
+                texts = (tile.locator('[data-testid="stMetricValue"]').all_inner_texts(),
+                         tile.locator('[data-testid="stCaptionContainer"]').all_inner_texts())
+                return (texts[0][0].strip(), texts[1][0].strip()) if texts[0] and texts[1] else None
+
+            seen = wait_until(lambda: (said := tile_says()) and said[0] == HOLDER and said, timeout=30,
+                              message=f"the Pin holder tile naming {HOLDER}")
+            assert seen == (HOLDER, "verified"), seen
+            tile.locator('[data-testid="stTooltipHoverTarget"]').first.hover()
+            help_text = page.get_by_text(f"Announced by {HOLDER} (host ").filter(visible=True).first
+            help_text.wait_for(timeout=30_000)
+            said = help_text.inner_text()
+            assert all(part in said for part in (f"host {socket.gethostname()}", f"version {HOLDER_VERSION}",
+                                                 f"named '{HOLDER}'")), said  # the last: what CONNZ showed
+            no_errors(page)
+
+            # The Pins page: the pin's bar in the timeline is labelled with the holder's name, and its session
+            # names the holder, verified, in the sessions table's drawn cells.
+            page.goto(f"{base}/pins?search={stream}")
+            timeline = page.locator(".st-key-pins_timeline")
+            wait_until(lambda: HOLDER in timeline.inner_text(), timeout=30, message="the timeline's bar named by its holder")
+            grid = page.locator('[data-testid="stDataFrame"] table[role="grid"]').filter(
+                has=page.locator('th[role="columnheader"]', has_text="Pin id (tail)")).first
+
+            def session_row() -> dict[str, str] | None:
+                if grid.count() == 0:
+                    return None
+                headers = [h.strip() for h in grid.locator('th[role="columnheader"]').all_inner_texts()]
+                for r in grid.locator('tbody tr[role="row"]').all():
+                    cells = dict(zip(headers, (c.strip() for c in r.locator('td[role="gridcell"]').all_inner_texts())))
+                    if cells.get("Pin id (tail)") == "…" + pin[-6:]:
+                        return cells
                 return None
-            texts = (tile.locator('[data-testid="stMetricValue"]').all_inner_texts(),
-                     tile.locator('[data-testid="stCaptionContainer"]').all_inner_texts())
-            return (texts[0][0].strip(), texts[1][0].strip()) if texts[0] and texts[1] else None
 
-        seen = wait_until(lambda: (said := tile_says()) and said[0] == HOLDER and said, timeout=30,
-                          message=f"the Pin holder tile naming {HOLDER}")
-        assert seen == (HOLDER, "verified"), seen
-        tile.locator('[data-testid="stTooltipHoverTarget"]').first.hover()
-        help_text = page.get_by_text(f"Announced by {HOLDER} (host ").filter(visible=True).first
-        help_text.wait_for(timeout=30_000)
-        said = help_text.inner_text()
-        assert all(part in said for part in (f"host {socket.gethostname()}", f"version {HOLDER_VERSION}",
-                                             f"named '{HOLDER}'")), said  # the last: what CONNZ showed
-        no_errors(page)
-
-        # The Pins page: the pin's bar in the timeline is labelled with the holder's name, and its session
-        # names the holder, verified, in the sessions table's drawn cells.
-        page.goto(f"{base}/pins?search={stream}")
-        timeline = page.locator(".st-key-pins_timeline")
-        wait_until(lambda: HOLDER in timeline.inner_text(), timeout=30, message="the timeline's bar named by its holder")
-        grid = page.locator('[data-testid="stDataFrame"] table[role="grid"]').filter(
-            has=page.locator('th[role="columnheader"]', has_text="Pin id (tail)")).first
-
-        def session_row() -> dict[str, str] | None:
-            if grid.count() == 0:
-                return None
-            headers = [h.strip() for h in grid.locator('th[role="columnheader"]').all_inner_texts()]
-            for r in grid.locator('tbody tr[role="row"]').all():
-                cells = dict(zip(headers, (c.strip() for c in r.locator('td[role="gridcell"]').all_inner_texts())))
-                if cells.get("Pin id (tail)") == "…" + pin[-6:]:
-                    return cells
-            return None
-
-        row = wait_until(session_row, timeout=30, message="the pin's session on the Pins page")
-        assert row["Pin holder"] == f"{HOLDER} · verified", row
-        no_errors(page)
-        page.close()
+            row = wait_until(session_row, timeout=30, message="the pin's session on the Pins page")
+            assert row["Pin holder"] == f"{HOLDER} · verified", row
+            no_errors(page)
+            page.close()
     finally:
-        for proc in reversed(procs):
-            stop(proc)
         if worker is not None:
             loop.call(worker.stop())
         if nc is not None:
