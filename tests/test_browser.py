@@ -9,7 +9,6 @@ import pytest
 from nats.aio.client import Client
 from playwright.sync_api import Page
 
-from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.pin_announce import VERIFIED, PinAnnouncer
 from jetwatch.demo.workers import PullWorker
