@@ -170,8 +170,10 @@ def _stalled_timed_out(x: Any) -> Any:
 
 
 def _stalled_redelivered(x: Any) -> Any:
-    """ack_wait passed with nothing acknowledged while the server redelivered the work."""
-    return (_held(x, "stall_onset") >= _ack_wait(x)) & x["stall_redelivered"]
+    """ack_wait passed with nothing acknowledged while the server redelivered the work, and for
+    longer than the consumer ever went between acks: an ack_wait shorter than the work redelivers
+    between acknowledgements that keep coming (REDELIVERING's case and a config finding), not a stall."""
+    return (_held(x, "stall_onset") >= _rhythm(x["ack_gap_max"], _ack_wait(x))) & x["stall_redelivered"]
 
 
 def _refused(x: Any) -> Any:

@@ -318,3 +318,32 @@ def test_event_counts_for_other_consumers_leave_this_one_alone():
 
 def test_empty_window_gives_no_verdicts():
     assert evaluate(run(healthy, 14).iloc[0:0], limits(), TH).empty
+
+
+def acked_between_redeliveries(samples: int, every: float, acked_every: float) -> pd.DataFrame:
+    """Two workers whose jobs outlast an ack_wait of 1 s: two messages always in flight, one of
+    them redelivered once its ack_wait passes, the ack floor moving every `acked_every` seconds
+    (the server's ack_floor.last_active with it), read every `every` seconds."""
+    rows = []
+    for i in range(1, samples + 1):
+        s = every * i
+        t = T0 + dt.timedelta(seconds=s)
+        last_ack = (s // acked_every) * acked_every
+        rows.append({"account": "A", "stream": "S", "consumer": "C", "ts": t, "created": T0 - dt.timedelta(days=1),
+                     "num_pending": 5, "num_ack_pending": 2, "num_waiting": 0,
+                     "num_redelivered": 1 if s - last_ack >= 1.0 else 0, "delivered_consumer_seq": 4 * i,
+                     "delivered_stream_seq": int(s // acked_every) + 2, "ack_floor_stream_seq": int(s // acked_every),
+                     "delivered_last_active": (t - dt.timedelta(seconds=0.2)).isoformat(),
+                     "ack_floor_last_active": (T0 + dt.timedelta(seconds=last_ack)).isoformat(), "paused": False,
+                     "pinned_id": None, "oldest_unacked_age_seconds": 3.0})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("every,acked_every", [(0.5, 1.5), (0.5, 2.5), (1.0, 2.5)])
+def test_an_ack_wait_shorter_than_the_work_is_redelivering_never_stalled_while_acks_keep_coming(every, acked_every):
+    """Redelivered between acknowledgements that keep coming: the server's ack_wait passes between
+    two acks, which is the consumer's own rhythm, not a stall (the config finding says why)."""
+    samples = acked_between_redeliveries(int(40 / every), every, acked_every)
+    said = [evaluate(samples.iloc[:k], limits(ack_wait_ns=int(1e9)), TH, None).iloc[0]["verdict"]
+            for k in range(int(25 / every), len(samples) + 1)]
+    assert set(said) == {"REDELIVERING"}, said
