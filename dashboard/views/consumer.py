@@ -197,7 +197,7 @@ def poison(gone: pd.DataFrame, naks: pd.DataFrame) -> None:
         st.caption("none retained: no message of this consumer reached max_deliver or was terminated")
     else:
         st.caption(f"{len(gone)} message{'s' if len(gone) != 1 else ''} this consumer gave up on (max_deliver "
-                   "reached, or terminated by a client), newest first. Read one with the line beside it, then "
+                   "reached, or terminated by a client), newest first. Read one with its line below the table, then "
                    "fix the handler or move it to a dead-letter stream.")
         st.dataframe(ui.visible_frame(dropped.table(gone, stream)), key="consumer_dropped", hide_index=True)
         st.code("\n".join(dropped.get_line(stream, seq) for seq in gone["stream_seq"].head(dropped.LINES_SHOWN)),
