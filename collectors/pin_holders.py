@@ -25,9 +25,9 @@ from typing import Any, Protocol
 import duckdb
 import nats.errors
 from nats.aio.client import Client
-from nats.aio.msg import Msg
 
 from jetwatch import sql
+from jetwatch.collectors.announcement_inbox import AnnouncementInbox
 from jetwatch.core import deadline_http
 from jetwatch.core.clock import parse_rfc3339, utcnow
 from jetwatch.core.pin_announce import (
@@ -207,20 +207,13 @@ class PinHolderCapture:
                  clock: Callable[[], dt.datetime] = utcnow):
         self.nc, self.connz, self.account, self.write, self.clock = nc, connz, account, write, clock
         self.holders: dict[str, tuple[str, str]] = {}
-        self._queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(maxsize=1000)
+        self._inbox = AnnouncementInbox(nc, SUBJECTS, "pin announcement")
         self._exits: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
-        self._sub: Any = None
 
     async def open(self, known: dict[str, tuple[str, str]] | None = None) -> None:
         self.holders.update(known or {})
 
-        async def arrived(msg: Msg) -> None:
-            try:
-                self._queue.put_nowait((msg.subject, msg.data))
-            except asyncio.QueueFull:
-                log.warning("pin announcements arrive faster than they are checked: one on %s dropped", msg.subject)
-
-        self._sub = await self.nc.subscribe(SUBJECTS, cb=arrived)
+        await self._inbox.open()
 
     async def handle(self, subject: str, data: bytes) -> dict[str, Any] | None:
         """Check and store one announcement; the stored row, or None if it was not one."""
@@ -293,20 +286,7 @@ class PinHolderCapture:
         return out
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                subject, data = await asyncio.wait_for(self._queue.get(), 0.5)
-            except TimeoutError:
-                continue
-            try:
-                await self.handle(subject, data)
-            except Exception as exc:  # one announcement's failure never stops the others
-                log.warning("a pin announcement on %.200s was not stored: %s", subject, exc)
+        await self._inbox.run(stop, self.handle)
 
     async def close(self) -> None:
-        if self._sub is not None:
-            try:
-                await self._sub.unsubscribe()
-            except Exception as exc:  # the connection may be gone: nothing to release
-                log.info("closing the pin announcement subscription: %s", exc)
-            self._sub = None
+        await self._inbox.close()

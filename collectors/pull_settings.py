@@ -23,9 +23,9 @@ from typing import Any
 
 import duckdb
 from nats.aio.client import Client
-from nats.aio.msg import Msg
 
 from jetwatch import sql
+from jetwatch.collectors.announcement_inbox import AnnouncementInbox
 from jetwatch.collectors.pin_holders import Connz, check
 from jetwatch.core.clock import utcnow
 from jetwatch.core.pin_announce import UNVERIFIED, VERIFIED, BadAnnouncement
@@ -78,21 +78,13 @@ class PullSettingsCapture:
                  clock: Callable[[], dt.datetime] = utcnow):
         self.nc, self.connz, self.account, self.write, self.clock = nc, connz, account, write, clock
         self.rows: dict[str, dict[str, Any]] = {}  # worker_key -> its latest row
-        self._queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(maxsize=1000)
-        self._sub: Any = None
+        self._inbox = AnnouncementInbox(nc, SUBJECTS, "pull-settings announcement")
 
     async def open(self, known: list[dict[str, Any]] | None = None) -> None:
         for row in known or []:
             self.rows[row["worker_key"]] = row
 
-        async def arrived(msg: Msg) -> None:
-            try:
-                self._queue.put_nowait((msg.subject, msg.data))
-            except asyncio.QueueFull:
-                log.warning("pull-settings announcements arrive faster than they are checked: one on %s dropped",
-                            msg.subject)
-
-        self._sub = await self.nc.subscribe(SUBJECTS, cb=arrived)
+        await self._inbox.open()
 
     async def handle(self, subject: str, data: bytes) -> dict[str, Any] | None:
         """Check and store one announcement; the stored row, or None if it was not one."""
@@ -130,20 +122,7 @@ class PullSettingsCapture:
         return out
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                subject, data = await asyncio.wait_for(self._queue.get(), 0.5)
-            except TimeoutError:
-                continue
-            try:
-                await self.handle(subject, data)
-            except Exception as exc:  # one announcement's failure never stops the others
-                log.warning("a pull-settings announcement on %.200s was not stored: %s", subject, exc)
+        await self._inbox.run(stop, self.handle)
 
     async def close(self) -> None:
-        if self._sub is not None:
-            try:
-                await self._sub.unsubscribe()
-            except Exception as exc:  # the connection may be gone: nothing to release
-                log.info("closing the pull-settings subscription: %s", exc)
-            self._sub = None
+        await self._inbox.close()

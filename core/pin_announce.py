@@ -69,10 +69,9 @@ _TEXT = ("pin_id", "stream", "consumer", "name", "host")
 _OPTIONAL_TEXT = ("group", "version", "server_id")
 
 
-def parse_announcement(subject: str, data: bytes) -> Announcement:
-    """An announcement as published by `PinAnnouncer` (or a Go/JS client following docs/deployment.md);
-    raises BadAnnouncement saying why for anything else, including one whose stream and consumer
-    differ from its subject's."""
+def announcement_object(data: bytes) -> dict[str, Any]:
+    """An announcement's JSON object, within MAX_ANNOUNCEMENT_BYTES; BadAnnouncement saying why
+    for anything else. Every kind of announcement is read through it."""
     if len(data) > MAX_ANNOUNCEMENT_BYTES:
         raise BadAnnouncement(f"{len(data)} bytes, more than the {MAX_ANNOUNCEMENT_BYTES} an announcement may be")
     try:
@@ -81,6 +80,14 @@ def parse_announcement(subject: str, data: bytes) -> Announcement:
         raise BadAnnouncement(f"not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise BadAnnouncement("not a JSON object")
+    return doc
+
+
+def parse_announcement(subject: str, data: bytes) -> Announcement:
+    """An announcement as published by `PinAnnouncer` (or a Go/JS client following docs/deployment.md);
+    raises BadAnnouncement saying why for anything else, including one whose stream and consumer
+    differ from its subject's."""
+    doc = announcement_object(data)
     for key in _TEXT + _OPTIONAL_TEXT:
         value = doc.get(key)
         if value is None and key in _OPTIONAL_TEXT:

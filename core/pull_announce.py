@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from jetwatch.core.pin_announce import FIELD_CHARS, MAX_ANNOUNCEMENT_BYTES, BadAnnouncement
+from jetwatch.core.pin_announce import FIELD_CHARS, BadAnnouncement, announcement_object
 
 SUBJECT_PREFIX = "jetwatch.pull.announce"
 SUBJECTS = f"{SUBJECT_PREFIX}.>"
@@ -120,14 +120,7 @@ def parse_pull_announcement(subject: str, data: bytes) -> PullAnnouncement:
     """An announcement as published by `PullAnnouncer` (or a Go/JS client following
     docs/deployment.md); raises BadAnnouncement saying why for anything else, including one whose
     stream and consumer differ from its subject's. Fields it does not know are ignored."""
-    if len(data) > MAX_ANNOUNCEMENT_BYTES:
-        raise BadAnnouncement(f"{len(data)} bytes, more than the {MAX_ANNOUNCEMENT_BYTES} an announcement may be")
-    try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise BadAnnouncement(f"not JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise BadAnnouncement("not a JSON object")
+    doc = announcement_object(data)
     for key in _TEXT + _OPTIONAL_TEXT:
         value = doc.get(key)
         if value is None and key in _OPTIONAL_TEXT:
