@@ -39,7 +39,7 @@ from jetwatch.health.rules import (
     THRESHOLD_INPUT,
     Thresholds,
     acks_in_window,
-    shortest_duration,
+    rhythm_after,
     verdict_columns,
 )
 from jetwatch.store.database import Store
@@ -248,7 +248,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     now_s = now.timestamp()
     now_ts = pd.Timestamp(now_s * 1e6, unit="us", tz="UTC")
     own = {THRESHOLD_INPUT + name: floats(state.state[THRESHOLD_INPUT + name][live]) for name in DURATIONS}
-    columns = state.feature_columns(now, live, rhythm_after=shortest_duration(thresholds, own))
+    columns = state.feature_columns(now, live, rhythm_after=rhythm_after(thresholds, own, state.state["ack_wait_ns"][live]))
     activity, folded = state.recent_activity(now, live, pull_rhythm.counted_from(thresholds))
     at_row = columns.pop("row", np.zeros(0, dtype=np.int64))
     position = np.full(n, -1, dtype=np.int64)

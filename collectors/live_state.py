@@ -289,7 +289,7 @@ class LiveState:
         return feature_frame(self.feature_columns(now, rows))
 
     def feature_columns(self, now: dt.datetime, rows: np.ndarray,
-                        rhythm_after: float | None = None) -> dict[str, np.ndarray]:
+                        rhythm_after: float | np.ndarray | None = None) -> dict[str, np.ndarray]:
         """window_features.sql of the given rows that have samples in the window, as arrays with a
         `row` one (the window's own features, held equal to the SQL by tests/test_window_state.py).
 
@@ -304,7 +304,11 @@ class LiveState:
         per_chunk = max(CHUNK_CELLS // max(self.window.used - lo, 1), 64)
         if len(rows) <= per_chunk:
             return feature_columns(self.window, rows, since, lo, rhythm_after)
-        parts = [feature_columns(self.window, c, since, lo, rhythm_after) for c in np.array_split(rows, -(-len(rows) // per_chunk))]
+        chunks = -(-len(rows) // per_chunk)
+        afters = (np.array_split(rhythm_after, chunks) if isinstance(rhythm_after, np.ndarray)
+                  else [rhythm_after] * chunks)
+        parts = [feature_columns(self.window, c, since, lo, after)
+                 for c, after in zip(np.array_split(rows, chunks), afters)]
         found = [p for p in parts if p]
         if len(found) < 2:
             return found[0] if found else {}

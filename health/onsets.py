@@ -285,11 +285,12 @@ def _backlog_rise(y: Samples, onset: np.ndarray) -> np.ndarray:
         return np.where(np.isfinite(lows[0]) & np.isfinite(lows[1]), lows[1] - lows[0], np.nan)
 
 
-def onset_features(x: Samples, rhythm_after: float | None = None) -> dict[str, np.ndarray]:
+def onset_features(x: Samples, rhythm_after: float | np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The onset features of every consumer (ONSET_FEATURES). With `rhythm_after` (the shortest
-    duration of any rule), the rhythms are computed only for consumers with a condition that
-    has held that long (NaN for the others), which cannot change a verdict: a rhythm only ever
-    raises a rule's duration above one at least that long.
+    duration of any rule, or per consumer the shorter of it and the consumer's ack_wait:
+    health/rules.py rhythm_after), the rhythms are computed only for consumers with a condition
+    that has held that long (NaN for the others), which cannot change a verdict: a rhythm only
+    ever raises a rule's duration above one at least that long.
 
     Each onset is looked for only where its condition holds in the latest sample (elsewhere it has
     none), and what is measured from an onset only where there is one: in a healthy fleet most

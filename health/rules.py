@@ -92,6 +92,14 @@ def _n(x: Any) -> int:
     return int(round(float(x)))
 
 
+def _messages(x: Any, verb: str = "") -> str:
+    """A count of messages in words, with a verb in the present that agrees: '1 message waits',
+    '10 messages wait'."""
+    n = _n(x)
+    said = f"{n} message{'' if n == 1 else 's'}"
+    return f"{said} {verb}{'s' if n == 1 else ''}" if verb else said
+
+
 def _limited(x: Any) -> Any:
     return x > 0 if isinstance(x, np.ndarray) else (x is not None and not pd.isna(x) and x > 0)
 
@@ -129,6 +137,13 @@ def shortest_duration(th: Thresholds, overrides: Mapping[str, np.ndarray] | None
     return min(shortest, th.health_window / 2)
 
 
+def rhythm_after(th: Thresholds, overrides: Mapping[str, np.ndarray] | None, ack_wait_ns: np.ndarray) -> np.ndarray:
+    """Per consumer, how long a condition must have held before its rhythm can matter to a verdict
+    (onset_features' shortcut): the shortest rule duration, or its ack_wait where that is shorter
+    (STALLED on a timed-out ack_wait waits for the consumer's rhythm too)."""
+    return np.fmin(shortest_duration(th, overrides), _ack_wait({"ack_wait_ns": floats(ack_wait_ns)}))
+
+
 def _held(x: Any, onset: str) -> Any:
     """How long a condition has held at the latest sample (NaN: it does not hold)."""
     return x["last_seconds"] - x[onset]
@@ -164,9 +179,13 @@ def _stalled_fast(x: Any, th: Thresholds) -> Any:
 
 def _stalled_timed_out(x: Any) -> Any:
     """ack_wait passed with nothing acknowledged and nothing delivered or reported in progress:
-    every message in flight has outlived its ack timer in the hands of a client that does nothing."""
+    every message in flight has outlived its ack timer in the hands of a client that does nothing.
+    And for longer than the consumer ever went between acks: a worker whose jobs outlast ack_wait
+    and which acknowledges before it pulls again is never redelivered to (the server redelivers on
+    a pull), and goes quiet past ack_wait between acknowledgements that keep coming (the
+    ack_wait_short config finding), not a stall."""
     quiet = ew.where(ew.isnan(x["quiet_since"]), x["stall_onset"], x["quiet_since"])
-    return ~ew.isnan(x["stall_onset"]) & (x["last_seconds"] - quiet >= _ack_wait(x))
+    return ~ew.isnan(x["stall_onset"]) & (x["last_seconds"] - quiet >= _rhythm(x["ack_gap_max"], _ack_wait(x)))
 
 
 def _stalled_redelivered(x: Any) -> Any:
@@ -211,7 +230,7 @@ def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
     held = float(_held(c, "stall_onset"))
     numbers: dict[str, Any] = {"ack_pending": _n(c["ack_pending_last"]), "seconds": round(held),
                                "ack_wait_seconds": round(float(_ack_wait(c)))}
-    reason = f"{_n(c['ack_pending_last'])} messages handed out and none acknowledged for {_seconds_text(held)}"
+    reason = f"{_messages(c['ack_pending_last'])} handed out and none acknowledged for {_seconds_text(held)}"
     if bool(_stalled_timed_out(c)):
         reason += f"; nothing delivered or reported in progress since, and ack_wait ({_seconds_text(float(_ack_wait(c)))}) has passed"
         numbers["holder"] = "idle"
@@ -280,7 +299,7 @@ def _no_pullers(f: Columns, th: Thresholds) -> np.ndarray:
 
 def _no_pullers_says(c: Ctx, th: Thresholds) -> Finding:
     held = _pull_waited(c, "idle_onset")
-    return Finding("NO_PULLERS", f"{_n(c['pending_last'])} messages pending, nothing in flight and no client has "
+    return Finding("NO_PULLERS", f"{_messages(c['pending_last'])} pending, nothing in flight and no client has "
                    f"pulled for {_seconds_text(held)}{_rhythm_says(c)}",
                    {"pending": _n(c["pending_last"]), "waiting": 0, "seconds": round(held)})
 
@@ -304,7 +323,7 @@ def _pin_idle_says(c: Ctx, th: Thresholds) -> Finding:
     numbers: dict[str, Any] = {"pending": _n(c["pending_last"]), "waiting": _n(c["waiting_last"]),
                                "seconds": round(held)}
     reason = (f"the pinned client has pulled nothing for {_seconds_text(held)}{_rhythm_says(c)} while "
-              f"{_n(c['pending_last'])} messages wait and {_n(c['waiting_last'])} other pull requests wait for the pin")
+              f"{_messages(c['pending_last'], 'wait')} and {_n(c['waiting_last'])} other pull requests wait for the pin")
     moves = pin_moves_by(c)
     if moves is not None:
         numbers["pin_moves_by"] = round(moves, 3)
@@ -488,7 +507,7 @@ def _lagging_says(c: Ctx, th: Thresholds) -> Finding:
         if c[fired]:
             held = float(_held(c, onset))
             parts.append(f"the oldest unacknowledged message got {_seconds_text(float(c[rise]))} older in "
-                         f"{_seconds_text(held)} with {_n(c['pending_last'])} messages waiting: it falls behind")
+                         f"{_seconds_text(held)} with {_messages(c['pending_last'])} waiting: it falls behind")
             numbers.update(seconds=round(held), pending=_n(c["pending_last"]))
             break
     if c["growing"]:
@@ -605,7 +624,7 @@ OK = Finding("OK", BY_NAME["OK"].meaning, {})
 def _collecting(c: Ctx, th: Thresholds) -> Finding:
     numbers = {"samples": _n(c["samples"]), "seconds": round(c["span_seconds"])}
     if c["samples"] >= th.health_min_samples and c["span_seconds"] >= th.health_min_span:
-        return Finding("COLLECTING", f"{_n(c['pending_last'])} messages wait and no client has pulled in any of the "
+        return Finding("COLLECTING", f"{_messages(c['pending_last'], 'wait')} and no client has pulled in any of the "
                        f"{_n(c['samples'])} samples so far ({_seconds_text(c['span_seconds'])}): named once it lasts "
                        "long enough", numbers)
     return Finding("COLLECTING", f"{_n(c['samples'])} samples over {c['span_seconds']:.0f}s; a verdict needs "

@@ -383,11 +383,11 @@ def feature_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
 
 
 def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int | None = None,
-                    rhythm_after: float | None = None) -> dict[str, np.ndarray]:
+                    rhythm_after: float | np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The window features of `rows` that have samples at or after `since` (none: empty), as
     arrays: account, stream, consumer, FEATURES (`last_ts` in seconds) and `row`, the rows.
     `lo`: first_column(state, since), when the caller has it. `rhythm_after`: see onset_features
-    (a judge's shortcut; every feature is computed without it)."""
+    (a judge's shortcut, one for all or one per row of `rows`; every feature is computed without it)."""
     n, lo = state.used, first_column(state, since) if lo is None else lo
     # Every row in order (the collector's case): slices are views, not copies.
     pick = picked(rows)
@@ -398,6 +398,8 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     if not any_v.all():
         rows, pick = rows[any_v], rows[any_v]
         t, v = t[:, any_v], v[:, any_v]
+        if isinstance(rhythm_after, np.ndarray):
+            rhythm_after = rhythm_after[any_v]
     if len(rows) == 0:
         return {}
     n -= lo

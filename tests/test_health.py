@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from jetwatch.health.advice import Context, next_step
-from jetwatch.health.rules import Thresholds, evaluate, shortest_duration, verdict_columns
+from jetwatch.health.rules import Thresholds, evaluate, rhythm_after, verdict_columns
 from jetwatch.health.window import WindowState, feature_columns
 from tests.consumer_model import STEP, T0, Step, run
 
@@ -119,6 +119,11 @@ LOOK_ALIKES = [
     ("a 5-minute job kept alive with +WPI under a 30 s ack_wait",
      lambda i: Step(publish=1 if i == 1 else 0, deliver=1 if i == 1 else 0, progress=i % 3 == 0,
                     ack=1 if i == 70 else 0), {}, 30.0),
+    # The server redelivers only on a pull, and this worker acknowledges before it pulls again:
+    # ack_wait passes between acknowledgements that keep coming (a config finding, not a stall).
+    ("a worker pulling one at a time, its jobs of 15 s longer than an ack_wait of 10 s",
+     lambda i: Step(publish=1 if i % 4 == 1 else 0, deliver=1 if i % 4 == 1 else 0, ack=1 if i % 4 == 0 else 0),
+     {}, 10.0),
     ("a pinned holder pulling one message at a time with long jobs, a standby waiting",
      lambda i: Step(publish=1 if i % 30 == 1 else 0, deliver=1 if i % 30 == 1 else 0, ack=1 if i % 30 == 0 else 0,
                     waiting=1, pin="p1"), PINNED, 300.0),
@@ -156,10 +161,12 @@ SCENARIOS = [(name, behaviour, steps + 12, lim, ack_wait) for name, behaviour, s
 def test_rhythms_computed_only_where_a_condition_held_long_enough_judge_the_same(name, behaviour, steps, lim,
                                                                                  ack_wait):
     """The collector computes the rhythms only for consumers with a condition held for the
-    shortest rule duration; every verdict, reason and since must be what the full features give."""
+    shortest rule duration (or their ack_wait, when shorter); every verdict, reason and since must
+    be what the full features give."""
     samples = run(behaviour, steps, ack_wait=ack_wait)
     lim = limits(**{**lim, "ack_wait_ns": int(ack_wait * 1e9)})
-    full, lazy = timeline(samples, lim), timeline(samples, lim, rhythm_after=shortest_duration(TH))
+    full = timeline(samples, lim)
+    lazy = timeline(samples, lim, rhythm_after=rhythm_after(TH, None, lim["ack_wait_ns"].to_numpy()))
     def said(rows: list[dict[str, Any]]) -> list[tuple[str, str, float | None]]:
         return [(r["verdict"], r["reason"], None if pd.isna(r["since"]) else float(r["since"])) for r in rows]
 
@@ -347,3 +354,11 @@ def test_an_ack_wait_shorter_than_the_work_is_redelivering_never_stalled_while_a
     said = [evaluate(samples.iloc[:k], limits(ack_wait_ns=int(1e9)), TH, None).iloc[0]["verdict"]
             for k in range(int(25 / every), len(samples) + 1)]
     assert set(said) == {"REDELIVERING"}, said
+
+
+@pytest.mark.parametrize("count,verb,said", [(1, "", "1 message"), (10, "", "10 messages"), (1, "wait", "1 message waits"),
+                                             (760, "wait", "760 messages wait"), (0.6, "", "1 message")])
+def test_a_count_of_messages_is_said_in_words_that_agree(count, verb, said):
+    from jetwatch.health.rules import _messages
+
+    assert _messages(count, verb) == said
