@@ -293,6 +293,12 @@ def library() -> dict[str, Scenario]:
         # it is COLLECTING, "recreated ..."). Its clients are the old one's, pulling it again at
         # their own rhythm: when none does while work waits, that is named as for any consumer
         # whose pullers went (NO_PULLERS after no_pullers_after, or their pull rhythm doubled).
+        # A worker that acknowledges and then pulls again is still redelivered to: the server takes
+        # the pull before the acknowledgement sent just ahead of it. Between acknowledgements that
+        # keep coming, that is redelivery, never a stall.
+        "longjobs": Scenario("one message at a time, 12 s jobs under a 5 s ack_wait", "REDELIVERING", deadline=60.0,
+                             rate=1 / 15, consumer={"ack_wait": 5_000_000_000}, clients=[{"work_s": 12.0, "batch": 1}],
+                             from_start=True, says="redeliver"),
         "regone": Scenario("deleted and recreated while its workers are gone; the stream's work waits",
                            "NO_PULLERS", clients=[{}], incident=_recreated_while_gone, says="no client has pulled"),
         # healthy look-alikes

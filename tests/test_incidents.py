@@ -23,3 +23,4 @@ def test_each_incident_is_named_in_time_beside_its_look_alikes(nats_server, db_p
     assert all(j.ok for j in table), report
     assert all(j.final == j.expected for j in table if j.expected != "-"), report
     assert outcome.etas[outcome.streams["gone"]] == "no pullers", "no drain time where nobody pulls"
+    assert "STALLED" not in [v for _, v in outcome.changes["longjobs"]], "acks keep coming: never stalled"
