@@ -22,6 +22,7 @@ from nats.aio.msg import Msg
 
 from jetwatch.core.clock import parse_rfc3339, rfc3339
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
+from jetwatch.core.jsinfo import ConsumerInfo, StreamConfig, StreamInfo
 from jetwatch.core.text import storable
 
 log = logging.getLogger("jetwatch.advisories")
@@ -188,14 +189,12 @@ async def open_capture_stream(api: JetStreamAPI, name: str, max_age_s: float, ma
         except (JetStreamAPIError, NoReply) as exc:
             log.warning("cannot create capture stream %s: %s", name, exc)
             return None
-    config = info.get("config") or {}
-    differ = {k: (config.get(k), wanted[k]) for k in _LIMITS
-              if (sorted(config.get(k) or []) if k == "subjects" else config.get(k)) !=
-              (sorted(wanted[k]) if k == "subjects" else wanted[k])}
+    differ = _differing_limits(StreamInfo.of(info).settings, wanted)
     warning = None
     if differ:
         try:
-            info = await api.update_stream({**config, **{k: wanted[k] for k in differ}})
+            # The update sends the whole config as the server has it: fields jetwatch does not read too.
+            info = await api.update_stream({**(info.get("config") or {}), **{k: wanted[k] for k in differ}})
             log.warning("corrected the capture stream %s's limits: %s", name,
                         ", ".join(f"{k} {old} -> {new}" for k, (old, new) in differ.items()))
         except (JetStreamAPIError, NoReply) as exc:
@@ -203,8 +202,17 @@ async def open_capture_stream(api: JetStreamAPI, name: str, max_age_s: float, ma
                        + ", ".join(f"{k} {old} instead of {new}" for k, (old, new) in differ.items())
                        + f") and could not be corrected: {exc}. Run `jetwatch setup` with JetStream admin rights.")
             log.warning("%s", warning)
-    state = info.get("state") or {}
-    return CaptureStream(name, info.get("created"), int(state.get("first_seq") or 0), warning)
+    stream = StreamInfo.of(info)
+    return CaptureStream(name, stream.created, stream.current.first_seq, warning)
+
+
+def _differing_limits(config: StreamConfig, wanted: dict[str, Any]) -> dict[str, tuple[object, object]]:
+    """The capture stream's limits that differ from the settings': (as it is, as wanted) by name."""
+    have: dict[str, object] = {"max_age": config.max_age, "max_bytes": config.max_bytes,
+                               "subjects": config.subjects}
+    return {k: (have[k], wanted[k]) for k in _LIMITS
+            if (sorted(config.subjects or []) if k == "subjects" else have[k]) !=
+            (sorted(wanted[k]) if k == "subjects" else wanted[k])}
 
 
 async def ensure_capture_stream(api: JetStreamAPI, name: str, max_age_s: float, max_bytes: int) -> bool:
@@ -259,8 +267,8 @@ class DurableCapture:
 
     async def backlog(self) -> int | None:
         """Advisories stored but not yet acknowledged; 0 means the store has them all."""
-        info = await self.api.consumer_info(self.stream, self.durable)
-        return int(info.get("num_pending", 0)) + int(info.get("num_ack_pending", 0))
+        info = ConsumerInfo.of(await self.api.consumer_info(self.stream, self.durable))
+        return info.num_pending + info.num_ack_pending
 
     async def close(self) -> None:
         if self._sub is not None:
