@@ -20,6 +20,7 @@ import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from jetwatch.core.advisory_row import AdvisoryRow
 from jetwatch.core.clock import parse_rfc3339, rfc3339
 from jetwatch.core.jsadvisory import OPTIONAL_COUNTS, OPTIONAL_TEXT, PINNED, TYPE_PREFIX, UNPINNED, Advisory
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
@@ -132,7 +133,7 @@ def advisory_json(data: bytes) -> object:
         raise MalformedAdvisory("not an advisory: JSON nested too deeply to read") from None
 
 
-def parse_advisory(subject: str, data: bytes, account: str, received_at: str) -> dict[str, Any]:
+def parse_advisory(subject: str, data: bytes, account: str, received_at: str) -> AdvisoryRow:
     """One advisory as a row, in `account`: the account the capturing connection is in, as the
     server said. Raises MalformedAdvisory, saying why, for anything that is not an advisory jetwatch
     can store exactly, or that claims another account."""
@@ -146,15 +147,17 @@ def parse_advisory(subject: str, data: bytes, account: str, received_at: str) ->
         raise MalformedAdvisory(f"advisory claims account {claimed!r:.80}, but it was published in account "
                                 f"{account!r:.80}, whose advisories name only their own account: forged, or "
                                 "imported from another account; not stored")
-    row = {
-        "id": advisory.id, "ts": rfc3339(at), "received_at": received_at, "kind": advisory.kind,
-        "subject": subject, "account": account, "stream": advisory.stream,
-        "consumer": advisory.consumer, "group_name": advisory.group,
-        "pinned_id": advisory.pinned_id, "reason": advisory.reason,
-        "raw": json.dumps(doc, ensure_ascii=False),  # `storable` below reaches its lone surrogates
-    }
-    # Any publisher may write a lone surrogate as a JSON escape: every text stored has U+FFFD instead.
-    return {k: storable(v) if isinstance(v, str) else v for k, v in row.items()}
+    # A publisher may write a lone surrogate as a JSON escape: every text stored has U+FFFD instead.
+    return AdvisoryRow(
+        id=storable(advisory.id), ts=storable(rfc3339(at)), received_at=storable(received_at),
+        kind=storable(advisory.kind), subject=storable(subject), account=storable(account),
+        stream=_storable(advisory.stream), consumer=_storable(advisory.consumer),
+        group_name=_storable(advisory.group), pinned_id=_storable(advisory.pinned_id),
+        reason=_storable(advisory.reason), raw=storable(json.dumps(doc, ensure_ascii=False)))
+
+
+def _storable(text: str | None) -> str | None:
+    return None if text is None else storable(text)
 
 
 @dataclass

@@ -15,13 +15,14 @@ import asyncio
 import datetime as dt
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import nats.errors
 from nats.aio.client import Client
 
+from jetwatch.core.advisory_row import AdvisoryRow
 from jetwatch.core.clock import parse_rfc3339, rfc3339
 from jetwatch.core.jsapi import InvalidName, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound, check_name
 from jetwatch.core.jsinfo import StreamInfo
@@ -53,9 +54,9 @@ class MessageRead:
                 "note": self.note, "read_at": rfc3339(read_at)}
 
 
-def drops_in(rows: list[dict[str, Any]]) -> bool:
+def drops_in(rows: Sequence[AdvisoryRow]) -> bool:
     """Whether a batch of stored advisories dropped any message (then there is something to read)."""
-    return any(r.get("kind") in DROPPED_KINDS for r in rows)
+    return any(r["kind"] in DROPPED_KINDS for r in rows)
 
 
 def parse_direct(stream: str, seq: int, headers: dict[str, str] | None) -> MessageRead:

@@ -18,7 +18,7 @@ import base64
 import datetime as dt
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -29,6 +29,7 @@ from nats.aio.client import Client
 from jetwatch import sql
 from jetwatch.collectors.announcement_inbox import AnnouncementInbox
 from jetwatch.core import deadline_http
+from jetwatch.core.advisory_row import AdvisoryRow, timed_out
 from jetwatch.core.clock import parse_rfc3339, utcnow
 from jetwatch.core.pin_announce import (
     NO_CONNZ,
@@ -208,7 +209,7 @@ class PinHolderCapture:
         self.nc, self.connz, self.account, self.write, self.clock = nc, connz, account, write, clock
         self.holders: dict[str, tuple[str, str]] = {}
         self._inbox = AnnouncementInbox(nc, SUBJECTS, "pin announcement")
-        self._exits: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
+        self._exits: asyncio.Queue[AdvisoryRow] = asyncio.Queue(maxsize=1000)
 
     async def open(self, known: dict[str, tuple[str, str]] | None = None) -> None:
         self.holders.update(known or {})
@@ -233,17 +234,16 @@ class PinHolderCapture:
         log.info("pin %s of %s/%s announced by %s: %s", ann.pin_id, ann.stream, ann.consumer, ann.name, checked.note)
         return row
 
-    def exits_to_check(self, advisories: list[dict[str, Any]]) -> int:
+    def exits_to_check(self, advisories: Sequence[AdvisoryRow]) -> int:
         """Queue the timed-out pins among stored advisories for `run_exits` (the advisory capture never
         waits on CONNZ); a full queue drops the check, which leaves that move's cause priority_timeout."""
         queued = 0
-        for a in advisories:
-            if a.get("kind") == "consumer_group_unpinned" and a.get("reason") == "timeout":
-                try:
-                    self._exits.put_nowait(a)
-                    queued += 1
-                except asyncio.QueueFull:
-                    log.warning("timed-out pins arrive faster than CONNZ is asked about them: one not checked")
+        for a in filter(timed_out, advisories):
+            try:
+                self._exits.put_nowait(a)
+                queued += 1
+            except asyncio.QueueFull:
+                log.warning("timed-out pins arrive faster than CONNZ is asked about them: one not checked")
         return queued
 
     async def run_exits(self, stop: asyncio.Event) -> None:
@@ -260,15 +260,13 @@ class PinHolderCapture:
             except Exception as exc:  # noqa: BLE001 - a failure costs these facts only
                 log.warning("checking timed-out pin holders' connections failed: %s: %s", type(exc).__name__, exc)
 
-    async def check_exits(self, advisories: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def check_exits(self, advisories: Sequence[AdvisoryRow]) -> list[dict[str, Any]]:
         """For each pin that just timed out (stored UNPINNED advisories, reason `timeout`), ask CONNZ
         about the connection its holder announced and store the answer: the pin moved because its
         holder disconnected, or it stopped pulling while still connected."""
         out = []
-        for a in advisories:
-            if a.get("kind") != "consumer_group_unpinned" or a.get("reason") != "timeout":
-                continue
-            key = {"account": a.get("account"), "stream": a.get("stream"), "consumer": a.get("consumer"), "ts": a["ts"]}
+        for a in filter(timed_out, advisories):
+            key = {"account": a["account"], "stream": a["stream"], "consumer": a["consumer"], "ts": a["ts"]}
             def ended(con: Any, key: dict[str, Any] = key) -> Any:
                 return con.execute(sql.query("ended_pin_holder"), key).fetchone()
 
