@@ -15,13 +15,14 @@ import asyncio
 import datetime as dt
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import nats.errors
 from nats.aio.client import Client
 
+from jetwatch.collectors.store_write import StoreWrite
 from jetwatch.core.advisory_row import AdvisoryRow
 from jetwatch.core.clock import parse_rfc3339, rfc3339
 from jetwatch.core.jsapi import InvalidName, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound, check_name
@@ -34,7 +35,6 @@ DROPPED_KINDS = ("max_deliver", "terminated")  # advisory kinds (their type's su
 FOUND, GONE, REFUSED = "found", "gone", "refused"
 ERR_NO_MESSAGE = 10037  # STREAM.MSG.GET: no message found
 T = TypeVar("T")
-Writer = Callable[[Callable[[Any], T]], Awaitable[T]]
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def parse_msg_get(stream: str, seq: int, data: bytes) -> MessageRead:
 class DroppedReader:
     """Reads the messages behind stored MAX_DELIVERIES and MSG_TERMINATED advisories of one account."""
 
-    def __init__(self, nc: Client, account: str, write: Writer, clock: Callable[[], dt.datetime], *,
+    def __init__(self, nc: Client, account: str, write: StoreWrite, clock: Callable[[], dt.datetime], *,
                  per_pass: int = 32, timeout: float = 2.0, retry_refused: float = 300.0):
         self.nc, self.account, self.write, self.clock = nc, account, write, clock
         self.api = JetStreamAPI(nc, timeout=timeout)

@@ -25,7 +25,7 @@ import json
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,9 +95,9 @@ class Rate:
 
     def __init__(self, span: float = 60.0):
         self.span = span
-        self.anchors: dict[Any, tuple[float, float]] = {}
+        self.anchors: dict[Hashable, tuple[float, float]] = {}
 
-    def update(self, key: object, at: float, value: float) -> float | None:
+    def update(self, key: Hashable, at: float, value: float) -> float | None:
         anchor = self.anchors.get(key)
         if anchor is None or value < anchor[1]:  # first seen, or reset (a recreated stream or consumer)
             self.anchors[key] = (at, value)
@@ -109,7 +109,7 @@ class Rate:
             self.anchors[key] = (at, value)
         return rate
 
-    def keep(self, keys: set[Any]) -> None:
+    def keep(self, keys: Set[Hashable]) -> None:
         self.anchors = {k: v for k, v in self.anchors.items() if k in keys}
 
 

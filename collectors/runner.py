@@ -141,7 +141,7 @@ class Collector:
         self.dropped: DroppedReader | None = None  # reads the messages consumers dropped
         self.unpin_requests: UnpinRequestCapture | None = None  # who asked for unpins (API audit advisory)
 
-    async def write(self, fn: Callable[[Any], T]) -> T:
+    async def write(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         """fn in one transaction on the writer thread."""
         return await self._on_writer(lambda: self.store.write(fn))
 
