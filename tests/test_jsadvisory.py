@@ -12,6 +12,7 @@ import msgspec
 import pytest
 
 from jetwatch.collectors.advisories import ADVISORY_PREFIX, MalformedAdvisory, parse_advisory
+from jetwatch.core.advisory_row import timed_out
 from jetwatch.core.jsadvisory import OPTIONAL_COUNTS, OPTIONAL_TEXT, Advisory
 
 P = "io.nats.jetstream.advisory.v1."
@@ -188,3 +189,15 @@ def test_a_number_too_large_for_any_integer_type_is_still_an_integer():
     """The server's counts are uint64; a larger one is kept in the raw JSON as it came, not refused."""
     row = parse_advisory(NAKED, _doc(stream_seq=2**70), "$G", RECEIVED)
     assert json.loads(row["raw"])["stream_seq"] == 2**70
+
+
+@pytest.mark.parametrize("case, message, expected", [
+    ("an unpin for priority_timeout", (f"{ADVISORY_PREFIX}UNPINNED.S.w", _pin("consumer_group_unpinned",
+                                                                              reason="timeout").decode()), True),
+    ("an admin unpin", UNPINNED, False),
+    ("a pin", PINNED, False),
+    ("a termination whose client wrote `timeout`", (f"{ADVISORY_PREFIX}MSG_TERMINATED.S.w",
+                                                    _doc(type=P + "terminated", reason="timeout").decode()), False),
+])
+def test_a_pin_lost_to_priority_timeout_is_told_from_the_stored_row(case, message, expected):
+    assert timed_out(parse_advisory(message[0], message[1].encode(), "$G", RECEIVED)) is expected, case
