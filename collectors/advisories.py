@@ -20,8 +20,11 @@ import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from jetwatch.core.advisory_row import AdvisoryRow
 from jetwatch.core.clock import parse_rfc3339, rfc3339
+from jetwatch.core.jsadvisory import OPTIONAL_COUNTS, OPTIONAL_TEXT, PINNED, TYPE_PREFIX, UNPINNED, Advisory
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
+from jetwatch.core.jsinfo import ConsumerInfo, StreamConfig, StreamInfo
 from jetwatch.core.text import storable
 
 log = logging.getLogger("jetwatch.advisories")
@@ -32,7 +35,6 @@ CAPTURED = (
     "PAUSE", "LEADER_ELECTED", "QUORUM_LOST",
 )
 SUBJECTS = tuple(f"{ADVISORY_PREFIX}{name}.>" for name in CAPTURED)
-TYPE_PREFIX = "io.nats.jetstream.advisory.v1."
 ADVISORY_COLUMNS = ("id", "ts", "received_at", "kind", "subject", "account", "stream", "consumer",
                     "group_name", "pinned_id", "reason", "raw")
 
@@ -42,9 +44,7 @@ class MalformedAdvisory(ValueError):
 
 
 # The pin advisories' subjects and types go together: a pin event on the other's subject is forged.
-PIN_KINDS = {"PINNED": "consumer_group_pinned", "UNPINNED": "consumer_group_unpinned"}
-_OPTIONAL_STRINGS = ("account", "stream", "consumer", "domain", "group", "pinned_id", "reason", "action", "leader")
-_OPTIONAL_INTS = ("stream_seq", "consumer_seq", "deliveries")
+PIN_KINDS = {"PINNED": PINNED, "UNPINNED": UNPINNED}
 # What an advisory may store. The server's are a few hundred bytes and its names at most 255
 # characters; anything larger was written by someone else, and stored it would grow the store with
 # every copy. Past a bound the advisory is rejected whole (into `rejects`, raw cut to 4 KiB), never
@@ -58,62 +58,88 @@ def _fail(why: str) -> MalformedAdvisory:
     return MalformedAdvisory(why)
 
 
-def validate_advisory(subject: str, doc: object) -> tuple[str, dt.datetime]:
-    """Check, field by field, everything of an advisory the store keeps or pin history reads;
-    returns its kind and time. One bad advisory is rejected alone: the store would otherwise
-    refuse (and redeliver forever) the whole batch it came in."""
-    if not isinstance(doc, dict):
-        raise _fail("not a JSON object")
+def _check_envelope(doc: dict[str, object]) -> dt.datetime:
+    """The fields every advisory has: its type, id and time (returned)."""
     kind = doc.get("type")
     if not isinstance(kind, str) or not kind.startswith(TYPE_PREFIX):
         raise _fail(f"unknown advisory type {kind!r:.80}")
-    kind = kind[len(TYPE_PREFIX):]
-    if not isinstance(doc.get("id"), str) or not doc["id"]:
+    ident = doc.get("id")
+    if not isinstance(ident, str) or not ident:
         raise _fail("advisory without an id")
-    if len(doc["id"]) > 128:
+    if len(ident) > 128:
         raise _fail("advisory id longer than 128 characters")
     if "timestamp" not in doc:
         raise _fail("advisory without a timestamp")
     try:
-        at = parse_rfc3339(doc["timestamp"])
+        return parse_rfc3339(doc["timestamp"])
     except ValueError as exc:
         raise _fail(f"timestamp: {exc}") from None
-    for key in _OPTIONAL_STRINGS:
-        if doc.get(key) is not None and not isinstance(doc[key], str):
-            raise _fail(f"{key} is {type(doc[key]).__name__} {doc[key]!r:.40}, expected a string")
+
+
+def _check_fields(doc: dict[str, object]) -> None:
+    """The optional fields, each of its type in Advisory and within its bound."""
+    for key in OPTIONAL_TEXT:
+        value = doc.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise _fail(f"{key} is {type(value).__name__} {value!r:.40}, expected a string")
         limit = FIELD_CHARS.get(key, NAME_CHARS)
-        if isinstance(doc.get(key), str) and len(doc[key]) > limit:
-            raise _fail(f"{key} is {len(doc[key])} characters, more than the {limit} an advisory field may hold")
-    for key in _OPTIONAL_INTS:
+        if len(value) > limit:
+            raise _fail(f"{key} is {len(value)} characters, more than the {limit} an advisory field may hold")
+    for key in OPTIONAL_COUNTS:
         value = doc.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise _fail(f"{key} is {type(value).__name__} {value!r:.40}, expected an integer")
-    if kind in PIN_KINDS.values():
-        for key in ("stream", "consumer"):
-            if not doc.get(key):
-                raise _fail(f"{kind} advisory without {key}")
-        if kind == "consumer_group_pinned" and not doc.get("pinned_id"):
-            raise _fail("pinned advisory without pinned_id")
-        expected = next(token for token, k in PIN_KINDS.items() if k == kind)
-        if subject != f"{ADVISORY_PREFIX}{expected}.{doc['stream']}.{doc['consumer']}":
-            raise _fail(f"{kind} advisory for {doc['stream']}/{doc['consumer']} arrived on {subject!r:.200}")
-    return kind, at
 
 
-def parse_advisory(subject: str, data: bytes, account: str, received_at: str) -> dict[str, Any]:
-    """One advisory as a row, in `account`: the account the capturing connection is in, as the
-    server said. Raises MalformedAdvisory, saying why, for anything that is not an advisory jetwatch
-    can store exactly, or that claims another account."""
+def _check_pin(subject: str, advisory: Advisory) -> None:
+    """A pin advisory names its consumer (and a PINNED its pin), and arrived on that consumer's subject."""
+    kind = advisory.kind
+    if kind not in PIN_KINDS.values():
+        return
+    for key, value in (("stream", advisory.stream), ("consumer", advisory.consumer)):
+        if not value:
+            raise _fail(f"{kind} advisory without {key}")
+    if kind == PINNED and not advisory.pinned_id:
+        raise _fail("pinned advisory without pinned_id")
+    expected = next(token for token, k in PIN_KINDS.items() if k == kind)
+    if subject != f"{ADVISORY_PREFIX}{expected}.{advisory.stream}.{advisory.consumer}":
+        raise _fail(f"{kind} advisory for {advisory.stream}/{advisory.consumer} arrived on {subject!r:.200}")
+
+
+def validate_advisory(subject: str, doc: object) -> tuple[Advisory, dt.datetime]:
+    """Check, field by field, everything of an advisory the store keeps or pin history reads;
+    returns it typed, and its time. One bad advisory is rejected alone: the store would otherwise
+    refuse (and redeliver forever) the whole batch it came in."""
+    if not isinstance(doc, dict):
+        raise _fail("not a JSON object")
+    at = _check_envelope(doc)
+    _check_fields(doc)
+    advisory = Advisory.of(doc)  # every field it reads is checked above
+    _check_pin(subject, advisory)
+    return advisory, at
+
+
+def advisory_json(data: bytes) -> object:
+    """An advisory's JSON, within MAX_ADVISORY_BYTES; MalformedAdvisory saying why for anything else."""
     if len(data) > MAX_ADVISORY_BYTES:
         raise MalformedAdvisory(f"advisory of {len(data)} bytes, more than the {MAX_ADVISORY_BYTES} an advisory may be")
     try:
-        doc = json.loads(data)
+        return json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedAdvisory(f"not JSON: {exc}") from None
     except RecursionError:
         raise MalformedAdvisory("not an advisory: JSON nested too deeply to read") from None
-    kind, at = validate_advisory(subject, doc)
-    claimed = doc.get("account")
+
+
+def parse_advisory(subject: str, data: bytes, account: str, received_at: str) -> AdvisoryRow:
+    """One advisory as a row, in `account`: the account the capturing connection is in, as the
+    server said. Raises MalformedAdvisory, saying why, for anything that is not an advisory jetwatch
+    can store exactly, or that claims another account."""
+    doc = advisory_json(data)
+    advisory, at = validate_advisory(subject, doc)
+    claimed = advisory.account
     if claimed and claimed != account:
         # The server publishes a consumer's advisories in the consumer's own account, with that
         # account's name: another name came from a user of this account (or an import of another
@@ -121,15 +147,17 @@ def parse_advisory(subject: str, data: bytes, account: str, received_at: str) ->
         raise MalformedAdvisory(f"advisory claims account {claimed!r:.80}, but it was published in account "
                                 f"{account!r:.80}, whose advisories name only their own account: forged, or "
                                 "imported from another account; not stored")
-    row = {
-        "id": doc["id"], "ts": rfc3339(at), "received_at": received_at, "kind": kind,
-        "subject": subject, "account": account, "stream": doc.get("stream"),
-        "consumer": doc.get("consumer"), "group_name": doc.get("group"),
-        "pinned_id": doc.get("pinned_id"), "reason": doc.get("reason"),
-        "raw": json.dumps(doc, ensure_ascii=False),  # `storable` below reaches its lone surrogates
-    }
-    # Any publisher may write a lone surrogate as a JSON escape: every text stored has U+FFFD instead.
-    return {k: storable(v) if isinstance(v, str) else v for k, v in row.items()}
+    # A publisher may write a lone surrogate as a JSON escape: every text stored has U+FFFD instead.
+    return AdvisoryRow(
+        id=storable(advisory.id), ts=storable(rfc3339(at)), received_at=storable(received_at),
+        kind=storable(advisory.kind), subject=storable(subject), account=storable(account),
+        stream=_storable(advisory.stream), consumer=_storable(advisory.consumer),
+        group_name=_storable(advisory.group), pinned_id=_storable(advisory.pinned_id),
+        reason=_storable(advisory.reason), raw=storable(json.dumps(doc, ensure_ascii=False)))
+
+
+def _storable(text: str | None) -> str | None:
+    return None if text is None else storable(text)
 
 
 @dataclass
@@ -188,14 +216,12 @@ async def open_capture_stream(api: JetStreamAPI, name: str, max_age_s: float, ma
         except (JetStreamAPIError, NoReply) as exc:
             log.warning("cannot create capture stream %s: %s", name, exc)
             return None
-    config = info.get("config") or {}
-    differ = {k: (config.get(k), wanted[k]) for k in _LIMITS
-              if (sorted(config.get(k) or []) if k == "subjects" else config.get(k)) !=
-              (sorted(wanted[k]) if k == "subjects" else wanted[k])}
+    differ = _differing_limits(StreamInfo.of(info).settings, wanted)
     warning = None
     if differ:
         try:
-            info = await api.update_stream({**config, **{k: wanted[k] for k in differ}})
+            # The update sends the whole config as the server has it: fields jetwatch does not read too.
+            info = await api.update_stream({**(info.get("config") or {}), **{k: wanted[k] for k in differ}})
             log.warning("corrected the capture stream %s's limits: %s", name,
                         ", ".join(f"{k} {old} -> {new}" for k, (old, new) in differ.items()))
         except (JetStreamAPIError, NoReply) as exc:
@@ -203,8 +229,17 @@ async def open_capture_stream(api: JetStreamAPI, name: str, max_age_s: float, ma
                        + ", ".join(f"{k} {old} instead of {new}" for k, (old, new) in differ.items())
                        + f") and could not be corrected: {exc}. Run `jetwatch setup` with JetStream admin rights.")
             log.warning("%s", warning)
-    state = info.get("state") or {}
-    return CaptureStream(name, info.get("created"), int(state.get("first_seq") or 0), warning)
+    stream = StreamInfo.of(info)
+    return CaptureStream(name, stream.created, stream.current.first_seq, warning)
+
+
+def _differing_limits(config: StreamConfig, wanted: dict[str, Any]) -> dict[str, tuple[object, object]]:
+    """The capture stream's limits that differ from the settings': (as it is, as wanted) by name."""
+    have: dict[str, object] = {"max_age": config.max_age, "max_bytes": config.max_bytes,
+                               "subjects": config.subjects}
+    return {k: (have[k], wanted[k]) for k in _LIMITS
+            if (sorted(config.subjects or []) if k == "subjects" else have[k]) !=
+            (sorted(wanted[k]) if k == "subjects" else wanted[k])}
 
 
 async def ensure_capture_stream(api: JetStreamAPI, name: str, max_age_s: float, max_bytes: int) -> bool:
@@ -259,8 +294,8 @@ class DurableCapture:
 
     async def backlog(self) -> int | None:
         """Advisories stored but not yet acknowledged; 0 means the store has them all."""
-        info = await self.api.consumer_info(self.stream, self.durable)
-        return int(info.get("num_pending", 0)) + int(info.get("num_ack_pending", 0))
+        info = ConsumerInfo.of(await self.api.consumer_info(self.stream, self.durable))
+        return info.num_pending + info.num_ack_pending
 
     async def close(self) -> None:
         if self._sub is not None:

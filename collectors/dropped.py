@@ -15,13 +15,15 @@ import asyncio
 import datetime as dt
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import nats.errors
 from nats.aio.client import Client
 
+from jetwatch.collectors.store_write import StoreWrite
+from jetwatch.core.advisory_row import AdvisoryRow
 from jetwatch.core.clock import parse_rfc3339, rfc3339
 from jetwatch.core.jsapi import InvalidName, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound, check_name
 from jetwatch.core.jsinfo import StreamInfo
@@ -33,7 +35,6 @@ DROPPED_KINDS = ("max_deliver", "terminated")  # advisory kinds (their type's su
 FOUND, GONE, REFUSED = "found", "gone", "refused"
 ERR_NO_MESSAGE = 10037  # STREAM.MSG.GET: no message found
 T = TypeVar("T")
-Writer = Callable[[Callable[[Any], T]], Awaitable[T]]
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,9 @@ class MessageRead:
                 "note": self.note, "read_at": rfc3339(read_at)}
 
 
-def drops_in(rows: list[dict[str, Any]]) -> bool:
+def drops_in(rows: Sequence[AdvisoryRow]) -> bool:
     """Whether a batch of stored advisories dropped any message (then there is something to read)."""
-    return any(r.get("kind") in DROPPED_KINDS for r in rows)
+    return any(r["kind"] in DROPPED_KINDS for r in rows)
 
 
 def parse_direct(stream: str, seq: int, headers: dict[str, str] | None) -> MessageRead:
@@ -85,7 +86,7 @@ def parse_msg_get(stream: str, seq: int, data: bytes) -> MessageRead:
 class DroppedReader:
     """Reads the messages behind stored MAX_DELIVERIES and MSG_TERMINATED advisories of one account."""
 
-    def __init__(self, nc: Client, account: str, write: Writer, clock: Callable[[], dt.datetime], *,
+    def __init__(self, nc: Client, account: str, write: StoreWrite, clock: Callable[[], dt.datetime], *,
                  per_pass: int = 32, timeout: float = 2.0, retry_refused: float = 300.0):
         self.nc, self.account, self.write, self.clock = nc, account, write, clock
         self.api = JetStreamAPI(nc, timeout=timeout)

@@ -25,7 +25,7 @@ import json
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ from nats.aio.msg import Msg
 from jetwatch.collectors.consumer_state import SampleBatch
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, check_name
+from jetwatch.core.jsinfo import StreamInfo
 from jetwatch.health.loss import StreamLimits, time_to_loss
 
 log = logging.getLogger("jetwatch.lag")
@@ -50,6 +51,16 @@ def _epoch(text: str) -> float:
     return parse_rfc3339(text).timestamp()
 
 
+def _stream_time(text: str | None) -> float | None:
+    """A stream's first or last message time; None for an empty stream's zero time or one unreadable."""
+    if not text or text.startswith("0001-"):
+        return None
+    try:
+        return _epoch(text)
+    except ValueError:
+        return None
+
+
 @dataclass
 class StreamFacts:
     """What lag needs of a stream: whether it allows direct get, and its first and last message."""
@@ -62,25 +73,14 @@ class StreamFacts:
     limits: StreamLimits = StreamLimits()
 
     @classmethod
-    def from_info(cls, info: dict[str, Any]) -> StreamFacts:
-        config, state = info.get("config") or {}, info.get("state") or {}
-
-        def t(key: str) -> float | None:
-            try:
-                return _epoch(state[key]) if state.get(key) and not state[key].startswith("0001-") else None
-            except (ValueError, AttributeError):
-                return None
-
-        def n(values: dict[str, Any], key: str) -> int:
-            value = values.get(key)
-            return max(0, int(value)) if isinstance(value, (int, float)) and value == value else 0
-
+    def from_info(cls, info: StreamInfo) -> StreamFacts:
+        config, state = info.settings, info.current
         limits = StreamLimits(
-            discard=str(config.get("discard") or "old"), max_age=n(config, "max_age") / 1e9,
-            max_msgs=n(config, "max_msgs"), max_bytes=n(config, "max_bytes"), messages=n(state, "messages"),
-            bytes=n(state, "bytes"), first_seq=n(state, "first_seq"), last_seq=n(state, "last_seq"))
-        return cls(bool(config.get("allow_direct")), int(state.get("first_seq") or 0), t("first_ts"),
-                   int(state.get("last_seq") or 0), t("last_ts"), limits)
+            discard=config.discard or "old", max_age=max(0, config.max_age) / 1e9,
+            max_msgs=max(0, config.max_msgs), max_bytes=max(0, config.max_bytes), messages=max(0, state.messages),
+            bytes=max(0, state.bytes), first_seq=max(0, state.first_seq), last_seq=max(0, state.last_seq))
+        return cls(config.allow_direct, state.first_seq, _stream_time(state.first_ts),
+                   state.last_seq, _stream_time(state.last_ts), limits)
 
     @property
     def limited(self) -> bool:
@@ -95,9 +95,9 @@ class Rate:
 
     def __init__(self, span: float = 60.0):
         self.span = span
-        self.anchors: dict[Any, tuple[float, float]] = {}
+        self.anchors: dict[Hashable, tuple[float, float]] = {}
 
-    def update(self, key: object, at: float, value: float) -> float | None:
+    def update(self, key: Hashable, at: float, value: float) -> float | None:
         anchor = self.anchors.get(key)
         if anchor is None or value < anchor[1]:  # first seen, or reset (a recreated stream or consumer)
             self.anchors[key] = (at, value)
@@ -109,7 +109,7 @@ class Rate:
             self.anchors[key] = (at, value)
         return rate
 
-    def keep(self, keys: set[Any]) -> None:
+    def keep(self, keys: Set[Hashable]) -> None:
         self.anchors = {k: v for k, v in self.anchors.items() if k in keys}
 
 
@@ -224,9 +224,9 @@ class LagReader:
         facts: dict[str, StreamFacts] = {}
         try:
             async for page in self.api.stream_list():
-                for info in page:
-                    name = (info.get("config") or {}).get("name")
-                    if isinstance(name, str):
+                for info in map(StreamInfo.of, page):
+                    name = info.settings.name
+                    if name is not None:
                         facts[name] = StreamFacts.from_info(info)
         except (NoReply, JetStreamAPIError, ValueError) as exc:
             log.warning("lag: listing streams failed (%s); may the collector's user publish to "

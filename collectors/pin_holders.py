@@ -18,7 +18,7 @@ import base64
 import datetime as dt
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,7 +28,9 @@ from nats.aio.client import Client
 
 from jetwatch import sql
 from jetwatch.collectors.announcement_inbox import AnnouncementInbox
+from jetwatch.collectors.store_write import StoreWrite
 from jetwatch.core import deadline_http
+from jetwatch.core.advisory_row import AdvisoryRow, timed_out
 from jetwatch.core.clock import parse_rfc3339, utcnow
 from jetwatch.core.pin_announce import (
     NO_CONNZ,
@@ -147,8 +149,8 @@ async def check(connz: Connz | None, ann: Claim, account: str | None) -> Checked
                              + (f" in account {where}" if where else ""))
 
 
-async def holder_exit(connz: Connz | None, pin_id: str, client_id: Any, server_id: Any,
-                      checked_at: dt.datetime) -> dict[str, Any]:
+async def holder_exit(connz: Connz | None, pin_id: str, client_id: float | None, server_id: str | None,
+                      checked_at: dt.datetime) -> dict[str, object]:
     """What CONNZ says now of the connection a pin's holder announced: `open`, `closed` (with the
     server's stop time and reason), or `unknown` (no CONNZ, no connection named, or none remembered)."""
     row = {"pin_id": pin_id, "checked_at": checked_at, "state": "unknown", "stopped_at": None, "stop_reason": None,
@@ -174,7 +176,7 @@ async def holder_exit(connz: Connz | None, pin_id: str, client_id: Any, server_i
             "note": f"connection {int(client_id)} closed"}
 
 
-def pd_missing(value: Any) -> bool:
+def pd_missing(value: object) -> bool:
     return isinstance(value, float) and value != value
 
 
@@ -196,19 +198,18 @@ def remembered_holders(con: duckdb.DuckDBPyConnection, since: dt.datetime) -> di
             for pin, name, verification in con.execute(sql.query("pin_holders_recent"), {"since": since}).fetchall()}
 
 
-Write = Callable[[Callable[[Any], Any]], Awaitable[Any]]
 
 
 class PinHolderCapture:
     """Subscribes to the announcements, checks and stores each; `holders` (pin id -> (name,
     verification)) is what /metrics labels the pin with."""
 
-    def __init__(self, nc: Client, connz: Connz | None, account: str | None, write: Write,
+    def __init__(self, nc: Client, connz: Connz | None, account: str | None, write: StoreWrite,
                  clock: Callable[[], dt.datetime] = utcnow):
         self.nc, self.connz, self.account, self.write, self.clock = nc, connz, account, write, clock
         self.holders: dict[str, tuple[str, str]] = {}
         self._inbox = AnnouncementInbox(nc, SUBJECTS, "pin announcement")
-        self._exits: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
+        self._exits: asyncio.Queue[AdvisoryRow] = asyncio.Queue(maxsize=1000)
 
     async def open(self, known: dict[str, tuple[str, str]] | None = None) -> None:
         self.holders.update(known or {})
@@ -233,17 +234,16 @@ class PinHolderCapture:
         log.info("pin %s of %s/%s announced by %s: %s", ann.pin_id, ann.stream, ann.consumer, ann.name, checked.note)
         return row
 
-    def exits_to_check(self, advisories: list[dict[str, Any]]) -> int:
+    def exits_to_check(self, advisories: Sequence[AdvisoryRow]) -> int:
         """Queue the timed-out pins among stored advisories for `run_exits` (the advisory capture never
         waits on CONNZ); a full queue drops the check, which leaves that move's cause priority_timeout."""
         queued = 0
-        for a in advisories:
-            if a.get("kind") == "consumer_group_unpinned" and a.get("reason") == "timeout":
-                try:
-                    self._exits.put_nowait(a)
-                    queued += 1
-                except asyncio.QueueFull:
-                    log.warning("timed-out pins arrive faster than CONNZ is asked about them: one not checked")
+        for a in filter(timed_out, advisories):
+            try:
+                self._exits.put_nowait(a)
+                queued += 1
+            except asyncio.QueueFull:
+                log.warning("timed-out pins arrive faster than CONNZ is asked about them: one not checked")
         return queued
 
     async def run_exits(self, stop: asyncio.Event) -> None:
@@ -260,16 +260,14 @@ class PinHolderCapture:
             except Exception as exc:  # noqa: BLE001 - a failure costs these facts only
                 log.warning("checking timed-out pin holders' connections failed: %s: %s", type(exc).__name__, exc)
 
-    async def check_exits(self, advisories: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def check_exits(self, advisories: Sequence[AdvisoryRow]) -> list[dict[str, object]]:
         """For each pin that just timed out (stored UNPINNED advisories, reason `timeout`), ask CONNZ
         about the connection its holder announced and store the answer: the pin moved because its
         holder disconnected, or it stopped pulling while still connected."""
         out = []
-        for a in advisories:
-            if a.get("kind") != "consumer_group_unpinned" or a.get("reason") != "timeout":
-                continue
-            key = {"account": a.get("account"), "stream": a.get("stream"), "consumer": a.get("consumer"), "ts": a["ts"]}
-            def ended(con: Any, key: dict[str, Any] = key) -> Any:
+        for a in filter(timed_out, advisories):
+            key = {"account": a["account"], "stream": a["stream"], "consumer": a["consumer"], "ts": a["ts"]}
+            def ended(con: duckdb.DuckDBPyConnection, key: dict[str, str | None] = key) -> tuple[Any, ...] | None:
                 return con.execute(sql.query("ended_pin_holder"), key).fetchone()
 
             found = await self.write(ended)
@@ -277,7 +275,7 @@ class PinHolderCapture:
                 continue
             pin_id, client_id, server_id = found
             row = await holder_exit(self.connz, pin_id, client_id, server_id, self.clock())
-            def store(con: Any, row: dict[str, Any] = row) -> None:
+            def store(con: duckdb.DuckDBPyConnection, row: dict[str, object] = row) -> None:
                 con.execute(sql.query("upsert_pin_holder_exit"), row)
 
             await self.write(store)

@@ -18,7 +18,7 @@ import asyncio
 import datetime as dt
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
@@ -27,6 +27,7 @@ from nats.aio.client import Client
 from jetwatch import sql
 from jetwatch.collectors.announcement_inbox import AnnouncementInbox
 from jetwatch.collectors.pin_holders import Connz, check
+from jetwatch.collectors.store_write import StoreWrite
 from jetwatch.core.clock import utcnow
 from jetwatch.core.pin_announce import UNVERIFIED, VERIFIED, BadAnnouncement
 from jetwatch.core.pull_announce import ANNOUNCE_EVERY, SUBJECTS, PullAnnouncement, parse_pull_announcement
@@ -39,7 +40,6 @@ CURRENT_FOR = dt.timedelta(seconds=3 * ANNOUNCE_EVERY)
 # Announcing connections kept in memory: a bound, so announcements cannot grow the collector without end.
 MAX_REMEMBERED = 10_000
 Key = tuple[str, str, str]
-Write = Callable[[Callable[[Any], Any]], Awaitable[Any]]
 
 
 def worker_key(account: str | None, ann: PullAnnouncement) -> str:
@@ -74,7 +74,7 @@ class PullSettingsCapture:
     """Subscribes to the pull-settings announcements, checks and stores each; `current(now)` is
     what judging reads: per consumer, the settings its workers announced lately."""
 
-    def __init__(self, nc: Client, connz: Connz | None, account: str | None, write: Write,
+    def __init__(self, nc: Client, connz: Connz | None, account: str | None, write: StoreWrite,
                  clock: Callable[[], dt.datetime] = utcnow):
         self.nc, self.connz, self.account, self.write, self.clock = nc, connz, account, write, clock
         self.rows: dict[str, dict[str, Any]] = {}  # worker_key -> its latest row

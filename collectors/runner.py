@@ -50,6 +50,7 @@ from jetwatch.collectors.pin_holders import HttpConnz, PinHolderCapture, SystemC
 from jetwatch.collectors.pull_settings import CURRENT_FOR, PullSettingsCapture, recent_settings
 from jetwatch.collectors.rejects import RejectBudget
 from jetwatch.collectors.unpin_requests import UnpinRequestCapture
+from jetwatch.core.advisory_row import AdvisoryRow
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.connection import AccountUnknown, connected_account
 from jetwatch.core.jsapi import ConsumerNotFound, JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
@@ -140,7 +141,7 @@ class Collector:
         self.dropped: DroppedReader | None = None  # reads the messages consumers dropped
         self.unpin_requests: UnpinRequestCapture | None = None  # who asked for unpins (API audit advisory)
 
-    async def write(self, fn: Callable[[Any], T]) -> T:
+    async def write(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         """fn in one transaction on the writer thread."""
         return await self._on_writer(lambda: self.store.write(fn))
 
@@ -198,8 +199,7 @@ class Collector:
         await self._open_pin_holders()
         if s.capture_unpin_requests:
             self.unpin_requests = UnpinRequestCapture(self.nc, self.scope.account, self.write, self.clock,
-                                                      lambda stream, consumer: self._watched(
-                                                          {"stream": stream, "consumer": consumer}))
+                                                      self._watched)
             await self.unpin_requests.open()
         self.dropped = DroppedReader(self.nc, self.scope.account, self.write, self.clock,
                                      timeout=min(2.0, s.request_timeout))
@@ -540,7 +540,8 @@ class Collector:
         if not fetched.messages:
             return 0
         now = self.clock()
-        rows, rejects = [], []
+        rows: list[AdvisoryRow] = []
+        rejects: list[tuple[str, str, str]] = []
         for subject, data in fetched.messages:
             try:
                 row = parse_advisory(subject, data, self.scope.account, rfc3339(now))
@@ -553,7 +554,7 @@ class Collector:
                 rejects.append((subject, f"could not be read: {type(exc).__name__}: {exc}",
                                 data.decode("utf-8", "replace")))
                 continue
-            if self._watched(row):
+            if self._watched(row["stream"], row["consumer"]):
                 rows.append(row)
         gaps: list[dict[str, Any]] = []
         cursor = None
@@ -588,7 +589,7 @@ class Collector:
         self.last_event_at = now
         return len(fetched.messages)
 
-    async def _store_advisories(self, now: dt.datetime, rows: list[dict[str, Any]],
+    async def _store_advisories(self, now: dt.datetime, rows: list[AdvisoryRow],
                                 rejects: list[tuple[str, str, str]],
                                 progress: tuple[list[dict[str, Any]], dict[str, Any] | None] = ([], None)) -> None:
         admitted = self.reject_budget.admit("advisory", now, rejects)
@@ -601,9 +602,10 @@ class Collector:
 
         await self.write(tx)
 
-    async def _store_one_by_one(self, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]]]:
+    async def _store_one_by_one(self, rows: list[AdvisoryRow]) -> tuple[list[AdvisoryRow], list[tuple[str, str, str]]]:
         """Each advisory in a transaction of its own: those the store refuses come back as rejects."""
-        stored, refused = [], []
+        stored: list[AdvisoryRow] = []
+        refused: list[tuple[str, str, str]] = []
         for row in rows:
             try:
                 await self.write(functools.partial(writes.write_advisories, rows=[row]))
@@ -615,10 +617,10 @@ class Collector:
                                                 f"{' '.join(str(exc).split())}", row["raw"]))
         return stored, refused
 
-    def _watched(self, row: dict[str, Any]) -> bool:
+    def _watched(self, stream: str | None, consumer: str | None) -> bool:
+        """Whether the name filter keeps what an advisory or an unpin request names (a name not given passes)."""
         f = self.name_filter
-        return (row["stream"] is None or f.stream_ok(row["stream"])) and (
-            row["consumer"] is None or f.consumer_ok(row["consumer"]))
+        return (stream is None or f.stream_ok(stream)) and (consumer is None or f.consumer_ok(consumer))
 
     async def _sample_loop(self, stop: asyncio.Event) -> None:
         """A cycle every `interval`, whatever the store does: a cycle goes into the write backlog and

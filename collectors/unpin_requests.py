@@ -23,13 +23,15 @@ import asyncio
 import datetime as dt
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
+import duckdb
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from jetwatch import sql
+from jetwatch.collectors.store_write import StoreWrite
 from jetwatch.core.clock import parse_rfc3339, utcnow
 from jetwatch.core.text import storable
 
@@ -117,18 +119,17 @@ def parse_unpin_request(data: bytes, received_at: dt.datetime, account: str | No
     }
 
 
-def store_requests(con: Any, rows: list[dict[str, Any]]) -> None:
+def store_requests(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         con.execute(sql.query("insert_unpin_request"), row)
 
 
-Write = Callable[[Callable[[Any], Any]], Awaitable[Any]]
 
 
 class UnpinRequestCapture:
     """Subscribes to the API audit advisory, keeps unpin requests, stores them in small batches."""
 
-    def __init__(self, nc: Client, account: str | None, write: Write, clock: Callable[[], dt.datetime] = utcnow,
+    def __init__(self, nc: Client, account: str | None, write: StoreWrite, clock: Callable[[], dt.datetime] = utcnow,
                  watched: Callable[[str, str], bool] = lambda stream, consumer: True):
         self.nc, self.account, self.write, self.clock, self.watched = nc, account, write, clock, watched
         self._queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=1000)

@@ -39,6 +39,7 @@ class ConsumerInfo(msgspec.Struct, kw_only=True):
     """`$JS.API.CONSUMER.INFO`'s reply (and each entry of CONSUMER.LIST's): the fields read."""
 
     config: ConsumerConfig | None = None
+    num_pending: int = 0
     num_ack_pending: int = 0
     priority_groups: list[PriorityGroupState] | None = None
 
@@ -60,13 +61,34 @@ class ConsumerInfo(msgspec.Struct, kw_only=True):
 
 
 class StreamConfig(msgspec.Struct, kw_only=True):
+    """A stream's config: a limit of 0 (or the server's -1) is no limit."""
+
+    name: str | None = None
+    subjects: list[str] | None = None
     allow_direct: bool = False
+    discard: str | None = None  # "old" or "new"; the server's default is "old"
+    max_age: int = 0  # ns
+    max_msgs: int = 0
+    max_bytes: int = 0
+
+
+class StreamState(msgspec.Struct, kw_only=True):
+    """A stream's state; an empty stream's times are Go's zero time, "0001-01-01T00:00:00Z"."""
+
+    messages: int = 0
+    bytes: int = 0
+    first_seq: int = 0
+    first_ts: str | None = None
+    last_seq: int = 0
+    last_ts: str | None = None
 
 
 class StreamInfo(msgspec.Struct, kw_only=True):
     """`$JS.API.STREAM.INFO`'s reply (and each entry of STREAM.LIST's): the fields read."""
 
     config: StreamConfig | None = None
+    state: StreamState | None = None
+    created: str | None = None
 
     @classmethod
     def of(cls, reply: Mapping[str, Any]) -> StreamInfo:
@@ -76,3 +98,8 @@ class StreamInfo(msgspec.Struct, kw_only=True):
     def settings(self) -> StreamConfig:
         """The stream's config, empty when the reply had none."""
         return self.config or StreamConfig()
+
+    @property
+    def current(self) -> StreamState:
+        """The stream's state, empty when the reply had none."""
+        return self.state or StreamState()

@@ -11,11 +11,13 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from jetwatch.core.advisory_row import AdvisoryRow
 from jetwatch.health.pin_causes import CAUSES as MOVE_CAUSES
 
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -42,14 +44,14 @@ class PinCounts:
     fleet_switches: int = 0
     fleet_unpins: Counter = field(default_factory=Counter)  # by reason
 
-    def add(self, rows: list[dict[str, Any]]) -> None:
+    def add(self, rows: Sequence[AdvisoryRow]) -> None:
         for r in rows:
-            key = (r.get("account") or "", r.get("stream") or "", r.get("consumer") or "", r.get("group_name") or "")
+            key = (r["account"] or "", r["stream"] or "", r["consumer"] or "", r["group_name"] or "")
             if r["kind"] == "consumer_group_pinned":
                 self.switches[key] += 1
                 self.fleet_switches += 1
             elif r["kind"] == "consumer_group_unpinned":
-                reason = unpin_reason(r.get("reason"))
+                reason = unpin_reason(r["reason"])
                 self.unpins[(*key, reason)] += 1
                 self.fleet_unpins[reason] += 1
 
@@ -75,11 +77,11 @@ class DropCounts:
     by_consumer: Counter = field(default_factory=Counter)  # (account, stream, consumer, reason)
     fleet: Counter = field(default_factory=Counter)  # by reason
 
-    def add(self, rows: list[dict[str, Any]]) -> None:
+    def add(self, rows: Sequence[AdvisoryRow]) -> None:
         for r in rows:
             reason = DROP_REASONS.get(r["kind"])
-            if reason is not None and r.get("stream") and r.get("consumer"):
-                self.by_consumer[(r.get("account") or "", r["stream"], r["consumer"], reason)] += 1
+            if reason is not None and r["stream"] and r["consumer"]:
+                self.by_consumer[(r["account"] or "", r["stream"], r["consumer"], reason)] += 1
                 self.fleet[reason] += 1
 
     def keep_only(self, consumers: set[tuple[str, str, str]]) -> None:

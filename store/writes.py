@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import array
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from jetwatch import sql
+from jetwatch.core.advisory_row import AdvisoryRow
 from jetwatch.core.clock import parse_rfc3339_column
 from jetwatch.core.text import storable
 from jetwatch.store.database import ROW_GROUP_ROWS, one_row
@@ -104,7 +105,7 @@ def samples_table(columns: dict[str, list[Any]], arrow: Mapping[str, pa.Array] |
         for name, values in columns.items()}))
 
 
-def _rows_table(rows: list[dict[str, Any]], types: dict[str, pa.DataType]) -> pa.Table:
+def _rows_table(rows: Sequence[Mapping[str, object]], types: dict[str, pa.DataType]) -> pa.Table:
     return _table({k: [r[k] for r in rows] for k in rows[0]}, types)
 
 
@@ -139,7 +140,7 @@ def write_configs(con: duckdb.DuckDBPyConnection, configs: list[dict[str, Any]])
     con.unregister("configs")
 
 
-def write_advisories(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+def write_advisories(con: duckdb.DuckDBPyConnection, rows: Sequence[AdvisoryRow]) -> None:
     if not rows:
         return
     con.register("advisory_batch", _rows_table(rows, {}))
