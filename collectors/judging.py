@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -60,16 +60,18 @@ _NO_CHANGES = pd.DataFrame({c: pd.Series(dtype="datetime64[ns, UTC]" if c in ("t
 class JudgedCycle:
     """What one cycle judged: every consumer of the live state with its state, limits, verdict,
     level, findings and since when (`consumers`, built when first asked for: the exporters need it,
-    judging does not); this cycle's transitions; and what it writes."""
+    judging does not); this cycle's transitions; and what it writes. `commit()` once the store has
+    it: the live state then remembers it as kept."""
 
     def __init__(self, at: dt.datetime, consumers: pd.DataFrame | Callable[[], pd.DataFrame],
-                 changes: pd.DataFrame, written: pa.Table | None = None, gone: pa.Table | None = None) -> None:
+                 changes: pd.DataFrame, written: pa.Table | None = None, gone: pa.Table | None = None,
+                 remember: Callable[[], None] | None = None) -> None:
         self.at = at
         self._consumers = consumers
         self.changes = changes
         self.written = written  # the rows of verdicts_current this cycle replaced
         self.gone = gone  # consumers that left the live state
-        self.commit: Callable[[], None] = lambda: None
+        self._remember = remember
         self.stamped: dt.datetime | None = None  # when the verdicts not written this cycle were judged
         # Of each row of `written`: only its numbers or activity changed (its words and since did not).
         self.numbers_only: np.ndarray | None = None
@@ -81,6 +83,11 @@ class JudgedCycle:
         if callable(self._consumers):
             self._consumers = self._consumers()
         return self._consumers
+
+    def commit(self) -> None:
+        """The judged cycle is in the store: the live state remembers it as kept."""
+        if self._remember is not None:
+            self._remember()
 
 
 def _findings_json(findings: list[Any]) -> np.ndarray:
@@ -237,160 +244,255 @@ def _pull_findings(state: LiveState, position: np.ndarray, config: list[Any], pu
             config[p] = [*config[p], *found]
 
 
-def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd.DataFrame,
-          pulls: PullsAnnounced | None = None) -> JudgedCycle:
-    """Judge every live consumer from the in-memory state and find what changed against the
-    verdicts kept: pure, nothing is written and `state` is unchanged until `commit`. `pulls`: the
-    pull settings the workers announced lately, per consumer, and the server's version."""
-    n = len(state.keys)
-    live = np.flatnonzero(state.live[:n])
-    m = len(live)
-    now_s = now.timestamp()
-    now_ts = pd.Timestamp(now_s * 1e6, unit="us", tz="UTC")
+@dataclass
+class _Said:
+    """What judging says of every live consumer (arrays in the order of the live rows), as the rules
+    said it and then as it stands once held, eased and dated (_settle)."""
+
+    verdict: np.ndarray
+    reason: np.ndarray
+    findings: list[Any]
+    samples: np.ndarray
+    onset: np.ndarray
+    rates: dict[str, np.ndarray]
+    eta: dict[str, np.ndarray]
+    config: list[Any]
+    config_json: np.ndarray
+    activity: dict[str, np.ndarray]
+    folded: np.ndarray
+    recreated: np.ndarray  # deleted and recreated under its name since its verdict was kept
+    judged_at: np.ndarray
+    # Set by _settle:
+    calmer_since: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    findings_json: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
+    since: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @property
+    def numbers(self) -> dict[str, np.ndarray]:
+        return {"samples": self.samples, **self.rates, **{c: self.eta[c] for c in ETA_COLUMNS[1:]}}
+
+
+def _features(state: LiveState, live: np.ndarray, now: dt.datetime, thresholds: Thresholds
+              ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """The window's features of the live consumers with samples, the pull rhythm's beside, and each
+    consumer's activity: (columns, activity, folded, their rows `at_row`, their positions among the
+    live ones `pos`)."""
     own = {THRESHOLD_INPUT + name: floats(state.state[THRESHOLD_INPUT + name][live]) for name in DURATIONS}
     columns = state.feature_columns(now, live, rhythm_after=rhythm_after(thresholds, own, state.state["ack_wait_ns"][live]))
     activity, folded = state.recent_activity(now, live, pull_rhythm.counted_from(thresholds))
     at_row = columns.pop("row", np.zeros(0, dtype=np.int64))
-    position = np.full(n, -1, dtype=np.int64)
-    position[live] = np.arange(m)
-    pos = position[at_row]
+    pos = _positions(state, live)[at_row]
     if len(at_row):
         columns.update(pull_rhythm.features({c: activity[c][pos] for c in pull_rhythm.WAITS}, columns))
-    recreated_at = np.full(m, np.nan)
+    return columns, activity, folded, at_row, pos
+
+
+def _positions(state: LiveState, live: np.ndarray) -> np.ndarray:
+    """Each row's position among the live ones (-1: not live)."""
+    position = np.full(len(state.keys), -1, dtype=np.int64)
+    position[live] = np.arange(len(live))
+    return position
+
+
+def _config(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], pos: np.ndarray,
+            pulls: PullsAnnounced | None, now_s: float, thresholds: Thresholds, recreated: np.ndarray) -> list[Any]:
+    """Config findings beside the verdict (never changing it), from the same features and limits,
+    the pull settings the workers announced, and a reset the window has moved past, shown for a
+    while (reset_shown_for) from what was kept."""
+    config: list[Any] = [NONE] * len(live)
+    if len(pos):
+        for p, f in zip(pos.tolist(), config_findings(columns)):
+            if f:
+                config[p] = f
+    if pulls is not None and pulls.by_consumer:
+        _pull_findings(state, _positions(state, live), config, pulls)
+    return held_resets(config, state.kept_text["config_findings"][live], now_s, thresholds.reset_shown_for, recreated)
+
+
+def _said(state: LiveState, live: np.ndarray, now: dt.datetime, thresholds: Thresholds, counts: pd.DataFrame,
+          pulls: PullsAnnounced | None) -> _Said:
+    """The rules over the live consumers' features, limits and event counts beside: what they say
+    now, before what was kept is held or eased into."""
+    now_s = now.timestamp()
+    columns, activity, folded, at_row, pos = _features(state, live, now, thresholds)
+    recreated_at = np.full(len(live), np.nan)
     recreated_at[pos] = columns.pop("recreated_ts", np.full(len(at_row), np.nan))
     # Deleted and recreated under its name since its verdict was kept: a new consumer, judged on
     # its own samples only (the kept verdict is the old one's: neither held nor eased into).
     with np.errstate(invalid="ignore"):
         recreated = recreated_at > state.kept_judged_at[live]
-
-    # The rules over the consumers with samples in the window, limits and event counts beside.
     verdict, reason, findings, samples, onset, rates = _rules(state, live, columns, at_row, pos, counts, thresholds)
-
     eta = _eta(state, live, columns, at_row, pos, verdict)
-    # Config findings beside the verdict (never changing it), from the same features and limits.
-    config: list[Any] = [NONE] * m
-    if len(at_row):
-        for p, f in zip(pos.tolist(), config_findings(columns)):
-            if f:
-                config[p] = f
-    if pulls is not None and pulls.by_consumer:
-        _pull_findings(state, position, config, pulls)
-    # A reset the window has moved past stays shown for a while (reset_shown_for), from what was kept.
-    config = held_resets(config, state.kept_text["config_findings"][live], now_s, thresholds.reset_shown_for,
-                         recreated)
-    config_json = _findings_json(config)
+    config = _config(state, live, columns, pos, pulls, now_s, thresholds, recreated)
     _say_recreated(verdict, reason, findings, recreated_at)
+    return _Said(verdict, reason, findings, samples, onset, rates, eta, config, _findings_json(config), activity,
+                 folded, recreated, np.full(len(live), now_s))
 
+
+def _settle(state: LiveState, live: np.ndarray, said: _Said, now_s: float, thresholds: Thresholds) -> None:
+    """What the rules said against what was kept: a last known verdict held where fresh samples
+    are missing; no false comfort (the kept verdict stands until the calmer one has held for
+    clear_after); since, the incident's start, kept while the verdict stays."""
     kept = state.kept_text["verdict"][live]
-    kept_findings = state.kept_text["findings"][live]
-    judged_at = np.full(m, now_s)
-    _hold_last_known(state, live, verdict, reason, findings, judged_at, recreated)
-    # No false comfort: the kept verdict stands until the calmer one has held for clear_after.
-    unkept = np.where(recreated, np.array(None, dtype=object), kept)  # a recreated consumer eases from nothing
-    held_back, calmer_since = easing.ease(verdict, unkept, state.calmer_since[live], now_s, thresholds.clear_after)
+    _hold_last_known(state, live, said.verdict, said.reason, said.findings, said.judged_at, said.recreated)
+    unkept = np.where(said.recreated, np.array(None, dtype=object), kept)  # a recreated consumer eases from nothing
+    held_back, said.calmer_since = easing.ease(said.verdict, unkept, state.calmer_since[live], now_s,
+                                               thresholds.clear_after)
     for i in np.flatnonzero(held_back):
-        verdict[i], reason[i], findings[i] = kept[i], state.kept_text["reason"][live[i]], kept_findings[i]
-        onset[i] = np.nan
-    findings_json = _findings_json(findings)
-    same = kept == verdict
-    since = easing.since(onset, same & ~recreated, state.kept_since[live], now_s)
-    level = np.array([LEVELS[v] for v in verdict.tolist()], dtype=object)
+        said.verdict[i], said.reason[i] = kept[i], state.kept_text["reason"][live[i]]
+        said.findings[i] = state.kept_text["findings"][live[i]]
+        said.onset[i] = np.nan
+    said.findings_json = _findings_json(said.findings)
+    same = kept == said.verdict
+    said.since = easing.since(said.onset, same & ~said.recreated, state.kept_since[live], now_s)
 
-    # What changed against the row kept: only those rows are written.
-    numbers = {"samples": samples, **rates, **{c: eta[c] for c in ETA_COLUMNS[1:]}}
-    worded = ~state.written[live] | ~same | (reason != state.kept_text["reason"][live])
-    worded |= findings_json != kept_findings
-    worded |= config_json != state.kept_text["config_findings"][live]
-    worded |= eta["eta_state"] != state.kept_text["eta_state"][live]
-    worded |= _differ(calmer_since, state.calmer_since[live])
+
+def _changed(state: LiveState, live: np.ndarray, said: _Said) -> tuple[np.ndarray, np.ndarray]:
+    """Which live consumers' kept rows must be written (`changed`), and of those which changed in
+    their words or since, not only in their numbers or activity (`worded`)."""
+    worded = ~state.written[live] | (state.kept_text["verdict"][live] != said.verdict)
+    worded |= said.reason != state.kept_text["reason"][live]
+    worded |= said.findings_json != state.kept_text["findings"][live]
+    worded |= said.config_json != state.kept_text["config_findings"][live]
+    worded |= said.eta["eta_state"] != state.kept_text["eta_state"][live]
+    worded |= _differ(said.calmer_since, state.calmer_since[live])
     changed = worded.copy()
+    numbers = said.numbers
     for c in KEPT_NUMBERS:
         changed |= _differ(numbers[c], state.kept_numbers[c][live], 0.0 if c == "samples" else NUMBER_TOLERANCE)
-    quiet = np.isin(verdict, QUIET)
+    quiet = np.isin(said.verdict, QUIET)
     for c in ACTIVITY:
-        changed |= quiet & _differ(activity[c], state.activity[c][live])
+        changed |= quiet & _differ(said.activity[c], state.activity[c][live])
     for c in pull_rhythm.KEPT:  # a wait for a pull ended: rare, and kept for every verdict
-        changed |= _differ(activity[c], state.waits[c][live])
-    at = np.flatnonzero(changed)
+        changed |= _differ(said.activity[c], state.waits[c][live])
+    return changed, worded
+
+
+def _levels(verdict: np.ndarray) -> np.ndarray:
+    return np.array([LEVELS[v] for v in verdict.tolist()], dtype=object)
+
+
+def _written(state: LiveState, live: np.ndarray, at: np.ndarray, said: _Said) -> pa.Table:
+    """The rows of verdicts_current to write: the live consumers at positions `at`."""
     keys = state.window.key_columns(live[at])
-    written = pa.table({
+    numbers, activity = said.numbers, said.activity
+    return pa.table({
         **{c: pa.array(keys[i], pa.string()) for i, c in enumerate(KEY)},
-        "verdict": pa.array(verdict[at], pa.string()), "level": pa.array(level[at], pa.string()),
-        "reason": pa.array(reason[at], pa.string()), "findings": pa.array(findings_json[at], pa.string()),
-        "config_findings": pa.array(config_json[at], pa.string()),
-        "since": _stamp_array(since[at]),
-        "judged_at": _stamp_array(judged_at[at]),
-        "samples": pa.array(samples[at].astype(np.int64), pa.int64()),
+        "verdict": pa.array(said.verdict[at], pa.string()), "level": pa.array(_levels(said.verdict[at]), pa.string()),
+        "reason": pa.array(said.reason[at], pa.string()), "findings": pa.array(said.findings_json[at], pa.string()),
+        "config_findings": pa.array(said.config_json[at], pa.string()),
+        "since": _stamp_array(said.since[at]),
+        "judged_at": _stamp_array(said.judged_at[at]),
+        "samples": pa.array(said.samples[at].astype(np.int64), pa.int64()),
         **{c: pa.array(numbers[c][at], pa.float64(), from_pandas=True) for c in (*RATES, *ETA_COLUMNS[1:])},
-        "eta_state": pa.array(eta["eta_state"][at], pa.string()),
+        "eta_state": pa.array(said.eta["eta_state"][at], pa.string()),
         **{c: _stamp_array(activity[c][at]) for c in ACTIVITY},
         **{c: (_stamp_array(activity[c][at]) if c == "pull_wait_ended" else
                pa.array(activity[c][at], pa.float64(), from_pandas=True)) for c in pull_rhythm.KEPT},
-        "calmer_since": _stamp_array(calmer_since[at]),
+        "calmer_since": _stamp_array(said.calmer_since[at]),
     })
-    gone_rows = np.flatnonzero(state.written[:n] & ~state.live[:n])
-    gone_keys = [state.keys[r] for r in gone_rows]
-    gone = pa.table({c: pa.array([k[i] for k in gone_keys], pa.string()) for i, c in enumerate(KEY)})
 
-    moved = np.flatnonzero(~same)
-    moved_keys = [state.keys[r] for r in live[moved]]
-    changes = _NO_CHANGES.copy() if not len(moved) else pd.DataFrame({
-        "ts": [now_ts] * len(moved), "account": [k[0] for k in moved_keys], "stream": [k[1] for k in moved_keys],
-        "consumer": [k[2] for k in moved_keys], "from_verdict": kept[moved], "to_verdict": verdict[moved],
-        "reason": reason[moved].astype(str),
+
+def _gone(state: LiveState) -> tuple[np.ndarray, pa.Table]:
+    """The rows with a kept verdict that are no longer live, and their keys as a table."""
+    n = len(state.keys)
+    rows = np.flatnonzero(state.written[:n] & ~state.live[:n])
+    keys = [state.keys[r] for r in rows]
+    return rows, pa.table({c: pa.array([k[i] for k in keys], pa.string()) for i, c in enumerate(KEY)})
+
+
+def _transitions(state: LiveState, live: np.ndarray, said: _Said, now_s: float) -> pd.DataFrame:
+    """verdict_changes' rows: each live consumer whose verdict is not the one kept."""
+    kept = state.kept_text["verdict"][live]
+    moved = np.flatnonzero(kept != said.verdict)
+    if not len(moved):
+        return _NO_CHANGES.copy()
+    keys = [state.keys[r] for r in live[moved]]
+    return pd.DataFrame({
+        "ts": [pd.Timestamp(now_s * 1e6, unit="us", tz="UTC")] * len(moved), "account": [k[0] for k in keys],
+        "stream": [k[1] for k in keys], "consumer": [k[2] for k in keys], "from_verdict": kept[moved],
+        "to_verdict": said.verdict[moved], "reason": said.reason[moved].astype(str),
         # Since when the old verdict had held: what alerting needs to resolve what it fired.
         "from_since": stamps(state.kept_since[live[moved]]).to_numpy(),
     }, columns=CHANGE_COLUMNS)
 
-    def consumers() -> pd.DataFrame:
-        out = pd.DataFrame(dict(zip(KEY, live_keys)))
-        for c in STATE:
-            out[c] = snapshot[c]
-        for c in TIMES:
-            out[c] = pd.to_datetime(out[c], utc=True, format="ISO8601")
-        out["verdict"], out["reason"], out["level"] = verdict, reason, level
-        out["findings"] = [json.loads(f) if isinstance(f, str) else f for f in findings]
-        out["config_findings"] = config
-        out["samples"] = samples.astype(np.int64)
-        for c in RATES:
-            out[c] = rates[c]
-        for c in ETA_COLUMNS:
-            out[c] = eta[c]
-        out["since"], out["judged_at"] = stamps(since), stamps(judged_at)
-        for c in ACTIVITY:
-            out[c] = stamps(activity[c])
-        return out
 
+def _consumers_frame(keys: tuple[np.ndarray, np.ndarray, np.ndarray], snapshot: dict[str, np.ndarray],
+                     said: _Said) -> pd.DataFrame:
+    """JudgedCycle.consumers: every live consumer's state as judged (`snapshot`), with what was said."""
+    out = pd.DataFrame(dict(zip(KEY, keys)))
+    for c in STATE:
+        out[c] = snapshot[c]
+    for c in TIMES:
+        out[c] = pd.to_datetime(out[c], utc=True, format="ISO8601")
+    out["verdict"], out["reason"], out["level"] = said.verdict, said.reason, _levels(said.verdict)
+    out["findings"] = [json.loads(f) if isinstance(f, str) else f for f in said.findings]
+    out["config_findings"] = said.config
+    out["samples"] = said.samples.astype(np.int64)
+    for c in RATES:
+        out[c] = said.rates[c]
+    for c in ETA_COLUMNS:
+        out[c] = said.eta[c]
+    out["since"], out["judged_at"] = stamps(said.since), stamps(said.judged_at)
+    for c in ACTIVITY:
+        out[c] = stamps(said.activity[c])
+    return out
+
+
+@dataclass
+class _Remember:
+    """What a judged cycle leaves in the live state once the store has it (JudgedCycle.commit)."""
+
+    state: LiveState
+    live: np.ndarray
+    at: np.ndarray  # positions (among `live`) of the rows written
+    gone_rows: np.ndarray
+    said: _Said
+    now_s: float
+
+    def __call__(self) -> None:
+        state, live, said = self.state, self.live, self.said
+        rows = live[self.at]
+        state.written[live] = True
+        for c, values in (("verdict", said.verdict), ("reason", said.reason), ("findings", said.findings_json),
+                          ("eta_state", said.eta["eta_state"]), ("config_findings", said.config_json)):
+            state.kept_text[c][rows] = values[self.at]
+        numbers = said.numbers
+        for c in KEPT_NUMBERS:
+            state.kept_numbers[c][rows] = numbers[c][self.at]
+        state.kept_since[live] = said.since
+        state.kept_judged_at[live] = said.judged_at
+        state.calmer_since[live] = said.calmer_since
+        for c in ACTIVITY:
+            state.activity[c][live] = said.activity[c]
+        for c in pull_rhythm.WAITS:
+            state.waits[c][live] = said.activity[c]
+        state.folded[live] = said.folded
+        state.window.reordered.clear()
+        state.written[self.gone_rows] = False
+        state.stamped = self.now_s
+        state.forget_gone()
+
+
+def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd.DataFrame,
+          pulls: PullsAnnounced | None = None) -> JudgedCycle:
+    """Judge every live consumer from the in-memory state and find what changed against the
+    verdicts kept: pure, nothing is written and `state` is unchanged until `commit`. `pulls`: the
+    pull settings the workers announced lately, per consumer, and the server's version."""
+    live = np.flatnonzero(state.live[:len(state.keys)])
+    now_s = now.timestamp()
+    said = _said(state, live, now, thresholds, counts, pulls)
+    _settle(state, live, said, now_s, thresholds)
+    changed, worded = _changed(state, live, said)
+    at = np.flatnonzero(changed)
+    gone_rows, gone = _gone(state)
     snapshot = {c: state.state[c][live].copy() for c in STATE}  # the state as judged, for `consumers`
     live_keys = state.window.key_columns(live)  # taken now: `commit` may renumber the rows
-    judged = JudgedCycle(now, consumers, changes, written, gone)
+    judged = JudgedCycle(now, lambda: _consumers_frame(live_keys, snapshot, said), _transitions(state, live, said, now_s),
+                         _written(state, live, at, said), gone, _Remember(state, live, at, gone_rows, said, now_s))
     judged.numbers_only = ~worded[at]
     judged.stamped = (None if np.isnan(state.stamped) else
                       micros(np.array([state.stamped]))[0].item().replace(tzinfo=dt.UTC))
-
-    def commit() -> None:
-        """The judged cycle is in the store: remember it as kept."""
-        rows = live[at]
-        state.written[live] = True
-        for c, values in (("verdict", verdict), ("reason", reason), ("findings", findings_json),
-                          ("eta_state", eta["eta_state"]), ("config_findings", config_json)):
-            state.kept_text[c][rows] = values[at]
-        for c in KEPT_NUMBERS:
-            state.kept_numbers[c][rows] = numbers[c][at]
-        state.kept_since[live] = since
-        state.kept_judged_at[live] = judged_at
-        state.calmer_since[live] = calmer_since
-        for c in ACTIVITY:
-            state.activity[c][live] = activity[c]
-        for c in pull_rhythm.WAITS:
-            state.waits[c][live] = activity[c]
-        state.folded[live] = folded
-        state.window.reordered.clear()
-        state.written[gone_rows] = False
-        state.stamped = now_s
-        state.forget_gone()
-
-    judged.commit = commit
     return judged
 
 
