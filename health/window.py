@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -382,6 +383,135 @@ def feature_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame({**columns, "last_ts": pd.DatetimeIndex(micros).tz_localize("UTC")})
 
 
+@dataclass
+class _Resets:
+    """Each consumer's latest reset in the window (its delivered sequence fell, or `created`
+    changed): its numbers count from there; config findings read when and which way."""
+
+    rows: np.ndarray  # the consumers with one (resets are rare: the passes below are made for them alone)
+    t: np.ndarray  # the latest reset's time (_NEVER: none, window_features.sql's "no reset")
+    recreated_t: np.ndarray  # the latest sample showing a new `created` (NaN: none)
+    only_t: np.ndarray  # the latest reset with `created` unchanged, and the ack floor before and after it
+    floor_before: np.ndarray
+    floor_after: np.ndarray
+
+
+def _resets(t: np.ndarray, has_prev: np.ndarray, lag: Lag, created: np.ndarray, dcs: np.ndarray,
+            afs: np.ndarray) -> _Resets:
+    with np.errstate(invalid="ignore"):
+        # A comparison with NaN (a `created` unknown at either sample) is false: no change seen.
+        recreated = has_prev & (np.abs(lag.diff(created)) > 0)
+        reset = recreated | (has_prev & (lag.diff(dcs) < 0))
+    rows = np.flatnonzero(reset.any(axis=0))
+    m = t.shape[1]
+    out = _Resets(rows, np.full(m, _NEVER), *(np.full(m, np.nan) for _ in range(4)))
+    if len(rows):
+        found = np.where(reset[:, rows], t[:, rows], -np.inf).max(axis=0)
+        out.t[rows] = np.where(np.isinf(found), _NEVER, found)
+        found = np.where(recreated[:, rows], t[:, rows], -np.inf).max(axis=0)
+        out.recreated_t[rows] = np.where(np.isinf(found), np.nan, found)
+        col = last_true(reset[:, rows] & ~recreated[:, rows])
+        hit = col >= 0
+        out.only_t[rows[hit]] = _at(t[:, rows], col)[hit]
+        out.floor_after[rows[hit]] = _at(afs[:, rows], col)[hit]
+        out.floor_before[rows[hit]] = lag.sub(rows).at(afs[:, rows], np.maximum(col, 0))[hit]
+    return out
+
+
+@dataclass
+class _Counted:
+    """The samples that count (`s`: in the window and after the latest reset), the ones that also
+    step from a counted sample before them (`stepped`), and where each consumer's are."""
+
+    s: np.ndarray
+    stepped: np.ndarray
+    count: np.ndarray
+    # Mostly every consumer was read every cycle of the window: then no sample is masked out,
+    # and the masking passes are skipped (the same sums, in the same order).
+    full: bool
+    first: np.ndarray
+    last: np.ndarray
+
+    @classmethod
+    def of(cls, t: np.ndarray, v: np.ndarray, has_prev: np.ndarray, resets: _Resets) -> _Counted:
+        if len(resets.rows):
+            with np.errstate(invalid="ignore"):
+                s = v & (t >= resets.t[None, :])
+                stepped = s & has_prev & (t > resets.t[None, :])
+        else:  # no reset in any row: every sample in the window counts, every one after the first steps
+            s, stepped = v, has_prev
+        count = s.sum(axis=0)
+        full = bool(s.all())
+        if full:
+            first, last = np.zeros(len(count), dtype=np.int64), np.full(len(count), t.shape[0] - 1)
+        else:
+            first, last = first_true(s), last_true(s)
+        return cls(s, stepped, count, full, first, last)
+
+    def __call__(self, a: np.ndarray, fill: float) -> np.ndarray:
+        """`a` where a sample counts, `fill` elsewhere."""
+        return a if self.full else np.where(self.s, a, fill)
+
+    def recent(self) -> np.ndarray:
+        """The last three counted samples: in a row without gaps the three columns up to the
+        last, else counted."""
+        recent = self.s & (np.arange(self.s.shape[0])[:, None] >= (self.last - 2)[None, :])
+        gaps = np.flatnonzero(self.count != self.last - self.first + 1)
+        if len(gaps):
+            recent[:, gaps] = self.s[:, gaps] & (np.cumsum(self.s[::-1, gaps], axis=0)[::-1] <= 3)
+        return recent
+
+    def first_last(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _at(a, self.first), _at(a, self.last)
+
+
+def _trends(c: _Counted, t: np.ndarray, pending: np.ndarray, backlog: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The least-squares slopes of pending and of the backlog over time, and the backlog slope's
+    standard error (DuckDB's regr_slope, on times centred first: NaN for a single reading)."""
+    def centred(a: np.ndarray) -> np.ndarray:
+        return c(a - (c(a, 0).sum(axis=0) / c.count)[None, :], 0.0)
+
+    tt, pp, bb = centred(t), centred(pending), centred(backlog)
+    var = _dot(tt, tt)
+    sxy, syy = _dot(tt, bb), _dot(bb, bb)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slope = _dot(tt, pp) / var
+        backlog_slope = np.where(var > 0, sxy / var, np.nan)
+        backlog_se = np.where((c.count > 2) & (var > 0),
+                              np.sqrt(np.maximum(syy - sxy * sxy / var, 0) / np.maximum(c.count - 2, 1) / var), np.nan)
+    return slope, backlog_slope, backlog_se
+
+
+def _nopin_seconds(c: _Counted, t: np.ndarray, v: np.ndarray, nopin: np.ndarray, t_last: np.ndarray) -> np.ndarray:
+    """The trailing run of samples with work and no pin, after the last sample that breaks it:
+    only rows with such a sample can have one."""
+    out = np.zeros(t.shape[1])
+    with_run = (c.s & nopin).any(axis=0)
+    if with_run.any():
+        # Gathered when few rows have one; when most do, every row is read in place (a row
+        # without such a sample has no trailing run: zero, the same).
+        unpinned = np.flatnonzero(with_run) if with_run.mean() < 0.5 else slice(None)
+        tu, nu = t[:, unpinned], nopin[:, unpinned]
+        last_break = np.where(v[:, unpinned] & ~nu, tu, -np.inf).max(axis=0)  # -inf: no break (SQL: NULL)
+        trailing = c.s[:, unpinned] & nu & (tu > last_break[None, :])
+        out[unpinned] = np.where(trailing.any(axis=0), t_last[unpinned] - np.where(trailing, tu, np.inf).min(axis=0), 0.0)
+    return out
+
+
+def _steps(c: _Counted, lag: Lag, pending: np.ndarray, redelivered: np.ndarray, pins: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """From each counted sample to the next: the share where pending rose, the pin switches
+    (pinned both times, to another client), and whether redelivered never fell."""
+    steps = c.stepped.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rising = np.where(steps > 0, (c.stepped & (lag.diff(pending) > 0)).sum(axis=0) / np.maximum(steps, 1), 0.0)
+    p_pins = lag(pins)
+    switches = (c.stepped & (pins != NO_PIN) & (p_pins != NO_PIN) & (pins != p_pins)).sum(axis=0)
+    never_falls = (c.stepped & (lag.diff(redelivered) < 0)).sum(axis=0) == 0
+    return rising, switches, never_falls
+
+
 def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int | None = None,
                     rhythm_after: float | np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The window features of `rows` that have samples at or after `since` (none: empty), as
@@ -402,161 +532,84 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
             rhythm_after = rhythm_after[any_v]
     if len(rows) == 0:
         return {}
-    n -= lo
-    val = {name: _rows_of(state.values[name], pick, lo, lo + n) for name in NUMBERS}
+    val = {name: _rows_of(state.values[name], pick, lo, n) for name in NUMBERS}
     pending, ack, waiting, redelivered = (val["num_pending"], val["num_ack_pending"], val["num_waiting"],
                                           val["num_redelivered"])
     dcs, dss, afs = val["delivered_consumer_seq"], val["delivered_stream_seq"], val["ack_floor_stream_seq"]
-    created, paused, pins = (_rows_of(state.created, pick, lo, lo + n), _rows_of(state.paused, pick, lo, lo + n),
-                             _rows_of(state.pins, pick, lo, lo + n))
+    created, paused, pins = (_rows_of(a, pick, lo, n) for a in (state.created, state.paused, state.pins))
 
-    # The previous sample in the window of every sample (window_features.sql's lag()).
+    # The previous sample in the window of every sample (window_features.sql's lag()). Mostly it is
+    # in the column before (every consumer read every cycle): one shift by a column for all rows,
+    # the general per-row gather only for the rows where it is not.
     has_prev, irregular, p = previous_samples(v)
-    # Mostly the previous sample is in the column before (every consumer read every cycle): one
-    # shift by a column for all rows, the general per-row gather only for the rows where it is not.
-
-    _take = Lag(irregular, p)
-
-    with np.errstate(invalid="ignore"):
-        # A comparison with NaN (a `created` unknown at either sample) is false: no change seen.
-        recreated = has_prev & (np.abs(_take.diff(created)) > 0)
-        reset = recreated | (has_prev & (_take.diff(dcs) < 0))
-    # Resets are rare: the latest one looked for only in the rows that have one.
-    reset_rows = np.flatnonzero(reset.any(axis=0))
-    reset_t = np.full(t.shape[1], _NEVER)
-    recreated_t = np.full(t.shape[1], np.nan)  # the latest sample showing a new `created` (NaN: none)
-    reset_only_t, floor_before, floor_after = (np.full(t.shape[1], np.nan) for _ in range(3))
-    if len(reset_rows):
-        found = np.where(reset[:, reset_rows], t[:, reset_rows], -np.inf).max(axis=0)
-        reset_t[reset_rows] = np.where(np.isinf(found), _NEVER, found)
-        found = np.where(recreated[:, reset_rows], t[:, reset_rows], -np.inf).max(axis=0)
-        recreated_t[reset_rows] = np.where(np.isinf(found), np.nan, found)
-        # The latest reset with `created` unchanged (health/config_findings.py: when, which way).
-        fell = reset[:, reset_rows] & ~recreated[:, reset_rows]
-        col = last_true(fell)
-        hit = col >= 0
-        sub = _take.sub(reset_rows)
-        reset_only_t[reset_rows[hit]] = _at(t[:, reset_rows], col)[hit]
-        floor_after[reset_rows[hit]] = _at(afs[:, reset_rows], col)[hit]
-        floor_before[reset_rows[hit]] = sub.at(afs[:, reset_rows], np.maximum(col, 0))[hit]
-    nopin = (pins == NO_PIN) & (pending > 0)
-
-    if len(reset_rows):
-        with np.errstate(invalid="ignore"):
-            s = v & (t >= reset_t[None, :])
-            stepped = s & has_prev & (t > reset_t[None, :])
-    else:  # no reset in any row: every sample in the window counts, every one after the first steps
-        s, stepped = v, has_prev
-    count = s.sum(axis=0)
-    # Mostly every consumer was read every cycle of the window: then no sample is masked out,
-    # and the masking passes are skipped (the same sums, in the same order).
-    full = bool(s.all())
-    if full:
-        first, last = np.zeros(len(count), dtype=np.int64), np.full(len(count), n - 1)
-    else:
-        first, last = first_true(s), last_true(s)
-    # The last three samples: in a row without gaps the three columns up to the last, else counted.
-    recent = s & (np.arange(n)[:, None] >= (last - 2)[None, :])
-    gaps = np.flatnonzero(count != last - first + 1)
-    if len(gaps):
-        recent[:, gaps] = s[:, gaps] & (np.cumsum(s[::-1, gaps], axis=0)[::-1] <= 3)
-
-    def first_last(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return _at(a, first), _at(a, last)
-
-    def masked_min(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        return np.where(mask, a, np.inf).min(axis=0)
-
-    def counted(a: np.ndarray, fill: float) -> np.ndarray:
-        return a if full else np.where(s, a, fill)
-
-    t_first, t_last = first_last(t)
-    tt = counted(t - (counted(t, 0).sum(axis=0) / count)[None, :], 0.0)
-    pp = counted(pending - (counted(pending, 0).sum(axis=0) / count)[None, :], 0.0)
-    var = _dot(tt, tt)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        slope = _dot(tt, pp) / var  # NaN for a single reading, as DuckDB's regr_slope
-    backlog = pending + ack
-    bb = counted(backlog - (counted(backlog, 0).sum(axis=0) / count)[None, :], 0.0)
-    sxy, syy = _dot(tt, bb), _dot(bb, bb)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        backlog_slope = np.where(var > 0, sxy / var, np.nan)
-        backlog_se = np.where((count > 2) & (var > 0),
-                              np.sqrt(np.maximum(syy - sxy * sxy / var, 0) / np.maximum(count - 2, 1) / var), np.nan)
-    d_pending = _take.diff(pending)
-    d_redelivered = _take.diff(redelivered)
-    steps = stepped.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rising = np.where(steps > 0, (stepped & (d_pending > 0)).sum(axis=0) / np.maximum(steps, 1), 0.0)
-    p_pins = _take(pins)
-    switches = (stepped & (pins != NO_PIN) & (p_pins != NO_PIN) & (pins != p_pins)).sum(axis=0)
-    # The trailing run of samples with work and no pin, after the last sample that breaks it:
-    # only rows with such a sample can have one.
-    nopin_seconds = np.zeros(t.shape[1])
-    with_run = (s & nopin).any(axis=0)
-    if with_run.any():
-        # Gathered when few rows have one; when most do, every row is read in place (a row
-        # without such a sample has no trailing run: zero, the same).
-        unpinned = np.flatnonzero(with_run) if with_run.mean() < 0.5 else slice(None)
-        tu, nu = t[:, unpinned], nopin[:, unpinned]
-        last_break = np.where(v[:, unpinned] & ~nu, tu, -np.inf).max(axis=0)  # -inf: no break (SQL: NULL)
-        trailing = s[:, unpinned] & nu & (tu > last_break[None, :])
-        nopin_seconds[unpinned] = np.where(trailing.any(axis=0),
-                                           t_last[unpinned] - np.where(trailing, tu, np.inf).min(axis=0), 0.0)
-    pending_first, pending_last = first_last(pending)
-    dcs_first, dcs_last = first_last(dcs)
-    dss_first, dss_last = first_last(dss)
-    afs_first, afs_last = first_last(afs)
-    red_first, red_last = first_last(redelivered)
-
-    delivered_at, acked_at = _activity_times(state, pick, lo, lo + n, t, stepped, _take, dcs, afs)
-    # The clients are read across a reset (a consumer deleted and recreated under its name keeps
-    # its clients, who pull it again at their own rhythm); only the consumer's numbers start over.
-    seen, seen_prev, t_first_seen = s, stepped, t_first
-    if len(reset_rows):
-        seen, seen_prev, t_first_seen = v, has_prev, t_first.copy()
-        t_first_seen[reset_rows] = np.where(v[:, reset_rows], t[:, reset_rows], np.inf).min(axis=0)
-    onsets = onset_features(Samples(
-        t=t, s=s, has_prev=stepped, lag=_take, pending=pending, in_flight=ack, waiting=waiting,
-        redelivered=redelivered, age=val["oldest_unacked_age_seconds"],
-        delivered_at=delivered_at, acked_at=acked_at,
-        pinned=pins != NO_PIN, same_pin=pins == _at(pins, last)[None, :],
-        t_first=t_first, t_last=t_last, last=last, seen=seen, seen_prev=seen_prev,
-        t_first_seen=t_first_seen), rhythm_after)
+    lag = Lag(irregular, p)
+    resets = _resets(t, has_prev, lag, created, dcs, afs)
+    c = _Counted.of(t, v, has_prev, resets)
+    t_first, t_last = c.first_last(t)
+    slope, backlog_slope, backlog_se = _trends(c, t, pending, pending + ack)
+    rising, switches, never_falls = _steps(c, lag, pending, redelivered, pins)
+    recent = c.recent()
+    pending_first, pending_last = c.first_last(pending)
+    dcs_first, dcs_last = c.first_last(dcs)
+    dss_first, dss_last = c.first_last(dss)
+    afs_first, afs_last = c.first_last(afs)
+    red_first, red_last = c.first_last(redelivered)
     account, stream, consumer = state.key_columns(rows)
     return {
         "account": account, "stream": stream, "consumer": consumer,
-        "samples": count.astype(np.int64),
+        "samples": c.count.astype(np.int64),
         "span_seconds": t_last - t_first,
         "last_ts": t_last,
         "pending_first": pending_first, "pending_last": pending_last,
-        "pending_min": counted(pending, np.inf).min(axis=0),
+        "pending_min": c(pending, np.inf).min(axis=0),
         "pending_slope": slope,
         "pending_rising_share": rising,
-        "ack_pending_min": counted(ack, np.inf).min(axis=0),
-        "ack_pending_last": _at(ack, last),
-        "ack_pending_recent_min": masked_min(ack, recent),
-        "waiting_max": counted(waiting, -np.inf).max(axis=0),
-        "waiting_last": _at(waiting, last),
-        "waiting_recent_min": masked_min(waiting, recent),
+        "ack_pending_min": c(ack, np.inf).min(axis=0),
+        "ack_pending_last": _at(ack, c.last),
+        "ack_pending_recent_min": np.where(recent, ack, np.inf).min(axis=0),
+        "waiting_max": c(waiting, -np.inf).max(axis=0),
+        "waiting_last": _at(waiting, c.last),
+        "waiting_recent_min": np.where(recent, waiting, np.inf).min(axis=0),
         "delivered_moved": dcs_last > dcs_first,
         "ack_floor_moved": afs_last > afs_first,
         "deliveries": np.maximum(dcs_last - dcs_first, 0.0),
         "stream_delivered": np.maximum(dss_last - dss_first, 0.0),
         "acked": np.maximum(afs_last - afs_first, 0.0),
         "redelivered_first": red_first, "redelivered_last": red_last,
-        "redelivered_never_falls": (stepped & (d_redelivered < 0)).sum(axis=0) == 0,
-        "paused_last": _at(paused, last),
-        "unacked_age_last": _at(val["oldest_unacked_age_seconds"], last),
+        "redelivered_never_falls": never_falls,
+        "paused_last": _at(paused, c.last),
+        "unacked_age_last": _at(val["oldest_unacked_age_seconds"], c.last),
         "backlog_slope": backlog_slope,
         "backlog_slope_se": backlog_se,
-        "nopin_seconds": nopin_seconds,
+        "nopin_seconds": _nopin_seconds(c, t, v, (pins == NO_PIN) & (pending > 0), t_last),
         "sample_pin_switches": switches.astype(np.int64),
-        **onsets,
-        "recreated_ts": recreated_t,
-        "reset_ts": reset_only_t, "reset_floor_before": floor_before, "reset_floor_after": floor_after,
+        **_onsets(state, pick, lo, n, t, v, has_prev, lag, c, resets, val, pins, t_first, t_last, rhythm_after),
+        "recreated_ts": resets.recreated_t,
+        "reset_ts": resets.only_t, "reset_floor_before": resets.floor_before, "reset_floor_after": resets.floor_after,
         "row": np.asarray(rows, dtype=np.int64),
     }
+
+
+def _onsets(state: WindowState, pick: np.ndarray | slice, lo: int, n: int, t: np.ndarray, v: np.ndarray,
+            has_prev: np.ndarray, lag: Lag, c: _Counted, resets: _Resets, val: dict[str, np.ndarray],
+            pins: np.ndarray, t_first: np.ndarray, t_last: np.ndarray,
+            rhythm_after: float | np.ndarray | None) -> dict[str, np.ndarray]:
+    """health/onsets.py's features over these samples, with the server's activity times."""
+    delivered_at, acked_at = _activity_times(state, pick, lo, n, t, c.stepped, lag, val["delivered_consumer_seq"],
+                                             val["ack_floor_stream_seq"])
+    # The clients are read across a reset (a consumer deleted and recreated under its name keeps
+    # its clients, who pull it again at their own rhythm); only the consumer's numbers start over.
+    seen, seen_prev, t_first_seen = c.s, c.stepped, t_first
+    if len(resets.rows):
+        seen, seen_prev, t_first_seen = v, has_prev, t_first.copy()
+        t_first_seen[resets.rows] = np.where(v[:, resets.rows], t[:, resets.rows], np.inf).min(axis=0)
+    return onset_features(Samples(
+        t=t, s=c.s, has_prev=c.stepped, lag=lag, pending=val["num_pending"], in_flight=val["num_ack_pending"],
+        waiting=val["num_waiting"], redelivered=val["num_redelivered"], age=val["oldest_unacked_age_seconds"],
+        delivered_at=delivered_at, acked_at=acked_at,
+        pinned=pins != NO_PIN, same_pin=pins == _at(pins, c.last)[None, :],
+        t_first=t_first, t_last=t_last, last=c.last, seen=seen, seen_prev=seen_prev,
+        t_first_seen=t_first_seen), rhythm_after)
 
 
 FEATURES = [
