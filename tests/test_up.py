@@ -54,11 +54,20 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def wait_for_the_unpins(store: Store) -> None:
+    """Until the demo's timeout unpin and admin unpin are stored (its script makes them some 23 s in)."""
+    wait_until(lambda: store.exists() and set(store.query("pin_events_range", {
+        "since": "2000-01-01", "until": "2100-01-01", "account": None, "stream": None, "consumer": None}).query("event == 'unpinned'")["reason"]) >= {"timeout", "admin"},
+        timeout=120, message="the demo's timeout unpin and admin unpin")
+
+
 @contextlib.contextmanager
-def demo(tmp_path: Path, *flags: str, said: list[str] | None = None) -> Iterator[tuple[str, Store, list[int]]]:
-    """`jetwatch up` with no server: the embedded demo, once its dashboard answers and the demo's
-    timeout unpin and admin unpin are stored. Stopped with Ctrl-C afterwards: it must exit 0,
-    say so, and leave none of its children alive. `said` gets its output's lines as they come."""
+def demo(tmp_path: Path, *flags: str, said: list[str] | None = None,
+         unpinned: bool = True) -> Iterator[tuple[str, Store, list[int]]]:
+    """`jetwatch up` with no server: the embedded demo, once its dashboard answers and (unless
+    `unpinned` is False: then the caller waits, with wait_for_the_unpins) the demo's timeout unpin
+    and admin unpin are stored. Stopped with Ctrl-C afterwards: it must exit 0, say so, and leave
+    none of its children alive. `said` gets its output's lines as they come."""
     port = free_port()
     data = tmp_path / "data"
     proc = subprocess.Popen(
@@ -75,9 +84,8 @@ def demo(tmp_path: Path, *flags: str, said: list[str] | None = None) -> Iterator
         children = _children(proc.pid)
         assert len(children) >= 4, children  # nats-server, collector, demo, dashboard (and the pipeline's runs)
         store = Store(data / "jetwatch.duckdb")
-        wait_until(lambda: store.exists() and set(store.query("pin_events_range", {
-            "since": "2000-01-01", "until": "2100-01-01", "account": None, "stream": None, "consumer": None}).query("event == 'unpinned'")["reason"]) >= {"timeout", "admin"},
-            timeout=120, message="the demo's timeout unpin and admin unpin")
+        if unpinned:
+            wait_for_the_unpins(store)
         yield base, store, children
     finally:
         proc.send_signal(signal.SIGINT)
@@ -92,25 +100,16 @@ def demo(tmp_path: Path, *flags: str, said: list[str] | None = None) -> Iterator
 def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch):
     """Without the pipeline: its first run would come a minute in, a Spark run that the tests of
     the pipeline already make; its runs under `up` are the Ctrl-C test's below, and the screenshot
-    run (`make screenshots`) waits for one."""
+    run (`make screenshots`) waits for one. The browser's pages need none of the demo's scripted
+    unpins, so they are read while its script runs on to them (some 23 s in); the pages read in
+    the test's process after, once both unpins are stored."""
     said: list[str] = []
-    with demo(tmp_path, "--no-pipeline", said=said) as (base, store, _):
-        told = [m for line in said if (m := re.search(r"demo operator: sign in on the dashboard as 'demo' "
-                                                        r"with password (\S+) ", line))]
-        assert len(told) == 1, said  # said once, and only the hash is kept
-        password = told[0].group(1)
-        assert password not in (tmp_path / "data" / "demo-operators").read_text()
-        monkeypatch.setenv("JETWATCH_DB", str(store.path))
-        monkeypatch.setenv("JETWATCH_HEALTH_MIN_SPAN", "5s")
-        st.cache_data.clear()
-        at = AppTest.from_file(APP, default_timeout=60).run()
-        assert not at.exception
-        fleet = frame(at, "Verdict")
-        assert set(consumers(fleet)) >= DEMO_CONSUMERS
-        assert (fleet["Verdict"] != "").all()
-        at.switch_page("views/pins.py").run()
-        events = frame(at, "Event")
-        assert set(events[events["Event"] == "unpinned"]["Reason"]) >= {"timeout", "admin"}
+    with demo(tmp_path, "--no-pipeline", said=said, unpinned=False) as (base, store, _):
+        def told() -> list[re.Match[str]]:
+            return [m for line in said if (m := re.search(r"demo operator: sign in on the dashboard as 'demo' "
+                                                          r"with password (\S+) ", line))]
+        password = wait_until(told, timeout=30, message="the demo operator's password said")[0].group(1)
+        assert password not in (tmp_path / "data" / "demo-operators").read_text()  # only the hash is kept
 
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -129,6 +128,20 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
             page.goto(base + "/consumer?stream=ORDERS&consumer=fulfilment")
             page.get_by_text("pending (not yet delivered)").filter(visible=True).first.wait_for(timeout=30_000)
             browser.close()
+
+        wait_for_the_unpins(store)
+        assert len(told()) == 1, said  # said once, all this while
+        monkeypatch.setenv("JETWATCH_DB", str(store.path))
+        monkeypatch.setenv("JETWATCH_HEALTH_MIN_SPAN", "5s")
+        st.cache_data.clear()
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        assert not at.exception
+        fleet = frame(at, "Verdict")
+        assert set(consumers(fleet)) >= DEMO_CONSUMERS
+        assert (fleet["Verdict"] != "").all()
+        at.switch_page("views/pins.py").run()
+        events = frame(at, "Event")
+        assert set(events[events["Event"] == "unpinned"]["Reason"]) >= {"timeout", "admin"}
 
 
 def test_the_demo_says_what_it_scripts_on_each_of_its_consumers():
