@@ -11,12 +11,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jetwatch import sql
 from jetwatch.collectors.judging import LAST_KNOWN, event_counts, judge, judge_stored_cycle, load_window
 from jetwatch.collectors.live_state import LiveState
 from jetwatch.dashboard import data
@@ -83,16 +85,30 @@ CONFIGS = [{"ts": T0.isoformat(), "account": "A", "stream": s, "consumer": c, "c
            for s, c in (("S1", "a"), ("S1", "b"), ("S2", "c"), ("S2", "d"))]
 
 
-def _fresh(store: Store, now: dt.datetime):
+def _fresh_on(con: duckdb.DuckDBPyConnection, now: dt.datetime):
     """What a collector starting now would judge: its state seeded from the store."""
-    return store.read(lambda con: judge(LiveState.seeded(con, now, TH.health_window), now, TH,
-                                        event_counts(con, now, TH)))
+    return judge(LiveState.seeded(con, now, TH.health_window), now, TH, event_counts(con, now, TH))
+
+
+def _fresh(store: Store, now: dt.datetime):
+    return store.read(lambda con: _fresh_on(con, now))
+
+
+def _activity_on(con: duckdb.DuckDBPyConnection, keys: list[tuple[str, str, str]]) -> pd.DataFrame:
+    return con.execute(sql.query("consumer_activity"), {
+        "accounts": [k[0] for k in keys], "streams": [k[1] for k in keys], "consumers": [k[2] for k in keys],
+        "froms": [T0 - dt.timedelta(days=1)] * len(keys)}).df().set_index(KEY)
 
 
 def _activity_sql(store: Store, keys: list[tuple[str, str, str]]) -> pd.DataFrame:
-    return store.query("consumer_activity", {
-        "accounts": [k[0] for k in keys], "streams": [k[1] for k in keys], "consumers": [k[2] for k in keys],
-        "froms": [T0 - dt.timedelta(days=1)] * len(keys)}).set_index(KEY)
+    return store.read(lambda con: _activity_on(con, keys))
+
+
+def _after_cycle(store: Store, now: dt.datetime, live: list[tuple[str, str, str]]):
+    """The stored verdicts, a fresh start's judgement and consumer_activity.sql, read on one
+    read-only connection (nothing is written between them): one open of the file, not three."""
+    return store.read(lambda con: (con.execute(sql.query("verdicts_previous")).df(), _fresh_on(con, now),
+                                   _activity_on(con, live)))
 
 
 def _stored(store: Store, state: LiveState, samples: dict, kept: list = (), configs: list = ()) -> None:
@@ -145,19 +161,18 @@ def test_the_collectors_state_judges_as_a_fresh_start_and_writes_only_what_chang
                                       else not pd.isna(old[c]) for c in ("last_pull", "last_ack", "first_seen")))), \
                 (key, row)
 
+        live = [k for k, on in zip(state.keys, state.live) if on]
+        stamped, fresh, found = _after_cycle(store, now, live)
+
         # Every verdict judged afresh carries this cycle's time, written or not; a held one its own.
-        stamped = store.query("verdicts_previous")
         fresh_rows = ~stamped["reason"].str.startswith(LAST_KNOWN)
         assert (pd.to_datetime(stamped.loc[fresh_rows, "judged_at"], utc=True) == pd.Timestamp(now)).all()
 
         # A fresh start judging now finds nothing to change: the collector kept what it would.
-        fresh = _fresh(store, now)
         assert fresh.written.num_rows == 0, fresh.written.to_pandas().to_dict("records")
         assert fresh.gone.num_rows == 0 and fresh.changes.empty
 
         # The activity in memory is consumer_activity.sql over every stored sample.
-        live = [k for k, on in zip(state.keys, state.live) if on]
-        found = _activity_sql(store, live)
         for key in live:
             row = state.window.rows[key]
             for column in ("last_pull", "last_ack", "first_seen"):
