@@ -180,10 +180,9 @@ def _stalled_fast(x: Any, th: Thresholds) -> Any:
 def _stalled_timed_out(x: Any) -> Any:
     """ack_wait passed with nothing acknowledged and nothing delivered or reported in progress:
     every message in flight has outlived its ack timer in the hands of a client that does nothing.
-    And for longer than the consumer ever went between acks: a worker whose jobs outlast ack_wait
-    and which acknowledges before it pulls again is never redelivered to (the server redelivers on
-    a pull), and goes quiet past ack_wait between acknowledgements that keep coming (the
-    ack_wait_short config finding), not a stall."""
+    And for longer than the consumer ever went between acks: a worker pulling one message at a
+    time whose jobs outlast ack_wait goes that quiet between acknowledgements that keep coming,
+    and the server redelivers to it as it pulls again (REDELIVERING's case), not a stall."""
     quiet = ew.where(ew.isnan(x["quiet_since"]), x["stall_onset"], x["quiet_since"])
     return ~ew.isnan(x["stall_onset"]) & (x["last_seconds"] - quiet >= _rhythm(x["ack_gap_max"], _ack_wait(x)))
 

@@ -119,8 +119,9 @@ LOOK_ALIKES = [
     ("a 5-minute job kept alive with +WPI under a 30 s ack_wait",
      lambda i: Step(publish=1 if i == 1 else 0, deliver=1 if i == 1 else 0, progress=i % 3 == 0,
                     ack=1 if i == 70 else 0), {}, 30.0),
-    # The server redelivers only on a pull, and this worker acknowledges before it pulls again:
-    # ack_wait passes between acknowledgements that keep coming (a config finding, not a stall).
+    # ack_wait passes between acknowledgements that keep coming. The model takes each ack before
+    # the next pull, so nothing is redelivered: OK. The real server takes the pull first and
+    # redelivers (tests/incident_library.py "longjobs": REDELIVERING); a stall in neither.
     ("a worker pulling one at a time, its jobs of 15 s longer than an ack_wait of 10 s",
      lambda i: Step(publish=1 if i % 4 == 1 else 0, deliver=1 if i % 4 == 1 else 0, ack=1 if i % 4 == 0 else 0),
      {}, 10.0),
