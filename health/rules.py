@@ -92,12 +92,16 @@ def _n(x: Any) -> int:
     return int(round(float(x)))
 
 
-def _messages(x: Any, verb: str = "") -> str:
-    """A count of messages in words, with a verb in the present that agrees: '1 message waits',
-    '10 messages wait'."""
+def _count(x: Any, noun: str, verb: str = "") -> str:
+    """A count in words, with a verb in the present that agrees: '1 message waits', '10 messages
+    wait', '1 other pull request'."""
     n = _n(x)
-    said = f"{n} message{'' if n == 1 else 's'}"
+    said = f"{n} {noun}{'' if n == 1 else 's'}"
     return f"{said} {verb}{'s' if n == 1 else ''}" if verb else said
+
+
+def _messages(x: Any, verb: str = "") -> str:
+    return _count(x, "message", verb)
 
 
 def _limited(x: Any) -> Any:
@@ -322,7 +326,7 @@ def _pin_idle_says(c: Ctx, th: Thresholds) -> Finding:
     numbers: dict[str, Any] = {"pending": _n(c["pending_last"]), "waiting": _n(c["waiting_last"]),
                                "seconds": round(held)}
     reason = (f"the pinned client has pulled nothing for {_seconds_text(held)}{_rhythm_says(c)} while "
-              f"{_messages(c['pending_last'], 'wait')} and {_n(c['waiting_last'])} other pull requests wait for the pin")
+              f"{_messages(c['pending_last'], 'wait')} and {_count(c['waiting_last'], 'other pull request', 'wait')} for the pin")
     moves = pin_moves_by(c)
     if moves is not None:
         numbers["pin_moves_by"] = round(moves, 3)

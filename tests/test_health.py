@@ -357,9 +357,12 @@ def test_an_ack_wait_shorter_than_the_work_is_redelivering_never_stalled_while_a
     assert set(said) == {"REDELIVERING"}, said
 
 
-@pytest.mark.parametrize("count,verb,said", [(1, "", "1 message"), (10, "", "10 messages"), (1, "wait", "1 message waits"),
-                                             (760, "wait", "760 messages wait"), (0.6, "", "1 message")])
-def test_a_count_of_messages_is_said_in_words_that_agree(count, verb, said):
-    from jetwatch.health.rules import _messages
+@pytest.mark.parametrize("count,noun,verb,said", [
+    (1, "message", "", "1 message"), (10, "message", "", "10 messages"), (1, "message", "wait", "1 message waits"),
+    (760, "message", "wait", "760 messages wait"), (0.6, "message", "", "1 message"),
+    (1, "other pull request", "wait", "1 other pull request waits"), (0, "other pull request", "wait",
+                                                                      "0 other pull requests wait")])
+def test_a_count_is_said_in_words_that_agree(count, noun, verb, said):
+    from jetwatch.health.rules import _count
 
-    assert _messages(count, verb) == said
+    assert _count(count, noun, verb) == said
