@@ -272,16 +272,16 @@ class _Said:
         return {"samples": self.samples, **self.rates, **{c: self.eta[c] for c in ETA_COLUMNS[1:]}}
 
 
-def _features(state: LiveState, live: np.ndarray, now: dt.datetime, thresholds: Thresholds
+def _features(state: LiveState, live: np.ndarray, position: np.ndarray, now: dt.datetime, thresholds: Thresholds
               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
     """The window's features of the live consumers with samples, the pull rhythm's beside, and each
     consumer's activity: (columns, activity, folded, their rows `at_row`, their positions among the
-    live ones `pos`)."""
+    live ones `pos`, read from `position`)."""
     own = {THRESHOLD_INPUT + name: floats(state.state[THRESHOLD_INPUT + name][live]) for name in DURATIONS}
     columns = state.feature_columns(now, live, rhythm_after=rhythm_after(thresholds, own, state.state["ack_wait_ns"][live]))
     activity, folded = state.recent_activity(now, live, pull_rhythm.counted_from(thresholds))
     at_row = columns.pop("row", np.zeros(0, dtype=np.int64))
-    pos = _positions(state, live)[at_row]
+    pos = position[at_row]
     if len(at_row):
         columns.update(pull_rhythm.features({c: activity[c][pos] for c in pull_rhythm.WAITS}, columns))
     return columns, activity, folded, at_row, pos
@@ -294,8 +294,9 @@ def _positions(state: LiveState, live: np.ndarray) -> np.ndarray:
     return position
 
 
-def _config(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], pos: np.ndarray,
-            pulls: PullsAnnounced | None, now_s: float, thresholds: Thresholds, recreated: np.ndarray) -> list[Any]:
+def _config(state: LiveState, live: np.ndarray, position: np.ndarray, columns: dict[str, np.ndarray],
+            pos: np.ndarray, pulls: PullsAnnounced | None, now_s: float, thresholds: Thresholds,
+            recreated: np.ndarray) -> list[Any]:
     """Config findings beside the verdict (never changing it), from the same features and limits,
     the pull settings the workers announced, and a reset the window has moved past, shown for a
     while (reset_shown_for) from what was kept."""
@@ -305,7 +306,7 @@ def _config(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], 
             if f:
                 config[p] = f
     if pulls is not None and pulls.by_consumer:
-        _pull_findings(state, _positions(state, live), config, pulls)
+        _pull_findings(state, position, config, pulls)
     return held_resets(config, state.kept_text["config_findings"][live], now_s, thresholds.reset_shown_for, recreated)
 
 
@@ -314,7 +315,8 @@ def _said(state: LiveState, live: np.ndarray, now: dt.datetime, thresholds: Thre
     """The rules over the live consumers' features, limits and event counts beside: what they say
     now, before what was kept is held or eased into."""
     now_s = now.timestamp()
-    columns, activity, folded, at_row, pos = _features(state, live, now, thresholds)
+    position = _positions(state, live)
+    columns, activity, folded, at_row, pos = _features(state, live, position, now, thresholds)
     recreated_at = np.full(len(live), np.nan)
     recreated_at[pos] = columns.pop("recreated_ts", np.full(len(at_row), np.nan))
     # Deleted and recreated under its name since its verdict was kept: a new consumer, judged on
@@ -323,7 +325,7 @@ def _said(state: LiveState, live: np.ndarray, now: dt.datetime, thresholds: Thre
         recreated = recreated_at > state.kept_judged_at[live]
     verdict, reason, findings, samples, onset, rates = _rules(state, live, columns, at_row, pos, counts, thresholds)
     eta = _eta(state, live, columns, at_row, pos, verdict)
-    config = _config(state, live, columns, pos, pulls, now_s, thresholds, recreated)
+    config = _config(state, live, position, columns, pos, pulls, now_s, thresholds, recreated)
     _say_recreated(verdict, reason, findings, recreated_at)
     return _Said(verdict, reason, findings, samples, onset, rates, eta, config, _findings_json(config), activity,
                  folded, recreated, np.full(len(live), now_s))
