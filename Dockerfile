@@ -13,7 +13,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     JETWATCH_DB=/data/jetwatch.duckdb \
     JETWATCH_ADDRESS=0.0.0.0 \
     JETWATCH_OPERATORS_FILE=/data/operators \
-    NATS_URL=nats://nats:4222
+    NATS_URL=nats://nats:4222 \
+    NUMBA_CACHE_DIR=/opt/jetwatch/numba-cache
 
 RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
@@ -24,7 +25,10 @@ RUN useradd --create-home --uid 10001 jetwatch \
 
 WORKDIR /app
 COPY . /app
-RUN pip install --no-cache-dir /app
+# The window features' compiled pass, compiled now and cached where the collector finds it.
+RUN pip install --no-cache-dir /app \
+    && python -c "from jetwatch.health.window_pass import compile_now; compile_now()" \
+    && chown -R jetwatch:jetwatch /opt/jetwatch
 
 USER 10001
 VOLUME ["/data"]

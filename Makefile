@@ -11,6 +11,8 @@ STAMP := $(VENV)/.installed
 # (0.4 s of CPU each, hundreds of them a run, on two cores).
 test test-heavy screenshots fuzz: export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 test test-heavy screenshots fuzz: export PYTHONDONTWRITEBYTECODE :=
+# numba's compiled window pass is cached there too (else beside health/window_pass.py).
+test test-heavy screenshots fuzz: export NUMBA_CACHE_DIR := $(abspath $(VENV))/numba_cache
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)

@@ -143,7 +143,7 @@ def shortest_duration(th: Thresholds, overrides: Mapping[str, np.ndarray] | None
 
 def rhythm_after(th: Thresholds, overrides: Mapping[str, np.ndarray] | None, ack_wait_ns: np.ndarray) -> np.ndarray:
     """Per consumer, how long a condition must have held before its rhythm can matter to a verdict
-    (onset_features' shortcut): the shortest rule duration, or its ack_wait where that is shorter
+    (health/onsets.py): the shortest rule duration, or its ack_wait where that is shorter
     (STALLED on a timed-out ack_wait waits for the consumer's rhythm too)."""
     return np.fmin(shortest_duration(th, overrides), _ack_wait({"ack_wait_ns": floats(ack_wait_ns)}))
 

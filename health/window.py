@@ -4,15 +4,14 @@ Judging after every cycle does not read the store: re-reading and re-sorting eve
 consumer's whole window (about 60 samples each at the default interval) to add one new sample per
 consumer would repeat nearly all the work of the cycle before. Here the window lives in dense arrays, one column
 per consumer and one row per sample in time order (time-major: a cycle's samples are one
-contiguous row, and a pass over a consumer's samples reduces over the first axis, which numpy does
-a whole row of consumers at a time), so a cycle appends one row and the features are a few
-vectorised passes over the arrays, no sort and no file scan. In the code, a consumer's place
-along the second axis is still called its row, a sample's place along the first its column.
+contiguous row), so a cycle appends one row and the features are one compiled pass over each
+consumer's samples (health/window_pass.py), no sort and no file scan. In the code, a consumer's
+place along the second axis is still called its row, a sample's place along the first its column.
 
 The features are window_features.sql's, column for column and with the same null rules (numbers
 coalesced to zero, a reset when the delivered sequence falls or `created` changes, deltas only
-after the latest reset, the trailing run with work and no pin after the last break). The collector
-and the pipeline both compute them here; the SQL is kept as an independent second definition, and
+after the latest reset, the trailing run with work and no pin after the last break), and the
+onsets of health/onsets.py. The collector and the pipeline both compute them here; the SQL is kept as an independent second definition, and
 tests/test_window_state.py holds this path to it over generated histories that cross window
 boundaries and reset.
 """
@@ -20,9 +19,7 @@ boundaries and reset.
 from __future__ import annotations
 
 import datetime as dt
-import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 
 from jetwatch.core.clock import parse_rfc3339, parse_rfc3339_column
-from jetwatch.health.onsets import ONSET_FEATURES, Lag, Samples, onset_features
+from jetwatch.health.onsets import ONSET_FEATURES
 
 KEY = ("account", "stream", "consumer")
 NUMBERS = ("num_pending", "num_ack_pending", "num_waiting", "num_redelivered",
@@ -40,7 +37,6 @@ NUMBERS = ("num_pending", "num_ack_pending", "num_waiting", "num_redelivered",
 # does not depend on the ack floor, which max_deliver and limits move without any client acking.
 TIMES = ("delivered_last_active", "ack_floor_last_active")
 NO_PIN = np.iinfo(np.int64).min
-_NEVER = -1e18  # window_features.sql's "no reset" time
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MICROSECOND = dt.timedelta(microseconds=1)
 
@@ -111,12 +107,14 @@ class WindowState:
         self._alloc(64, max(columns, 4))
 
     def _alloc(self, rows: int, columns: int) -> None:
-        self.t = np.full((columns, rows), np.nan)
-        self.created = np.full((columns, rows), np.nan)
-        self.values = {name: np.zeros((columns, rows)) for name in NUMBERS}
-        self.times = {name: np.full((columns, rows), np.nan) for name in TIMES}
-        self.paused = np.zeros((columns, rows), dtype=bool)
-        self.pins = np.full((columns, rows), NO_PIN, dtype=np.int64)
+        def full(value: object, dtype: type = np.float64) -> np.ndarray:
+            return np.full((columns, rows), value, dtype=dtype)
+
+        self.t, self.created = full(np.nan), full(np.nan)
+        self.values = {name: full(0.0) for name in NUMBERS}
+        self.times = {name: full(np.nan) for name in TIMES}
+        self.paused = full(False, np.bool_)
+        self.pins = full(NO_PIN, np.int64)
 
     def _empty_cells(self) -> list[tuple[np.ndarray, Any]]:
         """Each array with what its cells hold where there is no sample (as `_alloc` fills them)."""
@@ -286,16 +284,6 @@ class WindowState:
         return feature_frame(columns)
 
 
-def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per consumer, the sum over its samples of a * b (einsum: without the product's temporary)."""
-    return np.einsum("ij,ij->j", a, b)
-
-
-def _at(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Each row's cell at its own column `idx`."""
-    return a[idx, np.arange(len(idx))]
-
-
 def first_column(state: WindowState, since: float) -> int:
     """The first column holding a sample at or after `since`: the columns before it are outside
     the window for every consumer (each row is in time order), so the passes skip them."""
@@ -315,6 +303,47 @@ def last_true(mask: np.ndarray) -> np.ndarray:
     """Each row's last column where `mask` holds (-1 where none does)."""
     index = np.arange(mask.shape[0])[:, None]
     return np.where(mask, index, -1).max(axis=0)
+
+
+class Lag:
+    """An array's value at each sample's previous valid one: the sample in the row before, or, for
+    the `irregular` consumers (a gap among their samples), the row `prev` names (one column of
+    `prev` per irregular consumer, in the order of `irregular`, which is sorted)."""
+
+    def __init__(self, irregular: np.ndarray, prev: np.ndarray) -> None:
+        self.irregular, self.prev = irregular, prev
+
+    def __call__(self, a: np.ndarray) -> np.ndarray:
+        out = np.empty(a.shape, a.dtype)
+        out[1:] = a[:-1]
+        out[:1] = a[:1]
+        if len(self.irregular):
+            out[:, self.irregular] = np.take_along_axis(a[:, self.irregular], self.prev, axis=0)
+        return out
+
+    def diff(self, a: np.ndarray) -> np.ndarray:
+        """a minus self(a), without self(a)'s copy of the array."""
+        out = np.empty(a.shape, a.dtype)
+        np.subtract(a[1:], a[:-1], out=out[1:])
+        np.subtract(a[:1], a[:1], out=out[:1])
+        if len(self.irregular):
+            cols = a[:, self.irregular]
+            out[:, self.irregular] = cols - np.take_along_axis(cols, self.prev, axis=0)
+        return out
+
+    def at(self, a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Each consumer's value at the sample before its row `rows` (self(a) read at those rows)."""
+        before = np.maximum(rows - 1, 0)
+        if len(self.irregular):
+            before[self.irregular] = self.prev[rows[self.irregular], np.arange(len(self.irregular))]
+        return a[before, np.arange(a.shape[1])]
+
+    def sub(self, cols: np.ndarray) -> Lag:
+        """The same for the consumers `cols` (sorted positions) alone, numbered by their place in `cols`."""
+        place = np.searchsorted(cols, self.irregular)
+        hit = place < len(cols)
+        hit[hit] = cols[place[hit]] == self.irregular[hit]
+        return Lag(place[hit], self.prev[:, hit])
 
 
 def previous_samples(valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -344,37 +373,6 @@ def picked(rows: np.ndarray) -> np.ndarray | slice:
     return rows
 
 
-def _rows_of(a: np.ndarray, rows: np.ndarray | slice, lo: int, n: int) -> np.ndarray:
-    """The cells of `rows` from column `lo` to `n`: a view when `rows` is a slice (each of its
-    columns contiguous), else a copy."""
-    return a[lo:n, rows]
-
-
-def _activity_times(state: WindowState, pick: np.ndarray | slice, lo: int, hi: int, t: np.ndarray,
-                    stepped: np.ndarray, lag: Lag, dcs: np.ndarray, afs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The server's last delivery and last acknowledgement times at each sample. A consumer whose
-    samples carry neither (stored before they were read) gets them from its sequences instead:
-    the latest sample at which the delivered sequence, or the ack floor, had moved."""
-    delivered = _rows_of(state.times["delivered_last_active"], pick, lo, hi)
-    acked = _rows_of(state.times["ack_floor_last_active"], pick, lo, hi)
-    bare = np.flatnonzero(np.isnan(delivered).all(axis=0) & np.isnan(acked).all(axis=0))
-    if len(bare):
-        # Only where a sequence moved in the window is there a time to find (the others stay NaN).
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a column of NaN (no sample) has no max
-            moved = [np.nanmax(seq[:, bare], axis=0) > np.nanmin(seq[:, bare], axis=0) for seq in (dcs, afs)]
-        bare = bare[moved[0] | moved[1]]
-    if len(bare) == 0:
-        return delivered, acked
-    delivered, acked = delivered.copy(), acked.copy()
-    bare_lag = lag.sub(bare)
-    for out, seq in ((delivered, dcs[:, bare]), (acked, afs[:, bare])):
-        at = np.where(stepped[:, bare] & (seq > bare_lag(seq)), t[:, bare], -np.inf)
-        latest = np.maximum.accumulate(at, axis=0)
-        out[:, bare] = np.where(np.isneginf(latest), np.nan, latest)
-    return delivered, acked
-
-
 def feature_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     """feature_columns as a frame, `last_ts` a UTC timestamp (the onset features stay epoch seconds)."""
     if not columns:
@@ -383,233 +381,44 @@ def feature_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame({**columns, "last_ts": pd.DatetimeIndex(micros).tz_localize("UTC")})
 
 
-@dataclass
-class _Resets:
-    """Each consumer's latest reset in the window (its delivered sequence fell, or `created`
-    changed): its numbers count from there; config findings read when and which way."""
-
-    rows: np.ndarray  # the consumers with one (resets are rare: the passes below are made for them alone)
-    t: np.ndarray  # the latest reset's time (_NEVER: none, window_features.sql's "no reset")
-    recreated_t: np.ndarray  # the latest sample showing a new `created` (NaN: none)
-    only_t: np.ndarray  # the latest reset with `created` unchanged, and the ack floor before and after it
-    floor_before: np.ndarray
-    floor_after: np.ndarray
-
-
-def _resets(t: np.ndarray, has_prev: np.ndarray, lag: Lag, created: np.ndarray, dcs: np.ndarray,
-            afs: np.ndarray) -> _Resets:
-    with np.errstate(invalid="ignore"):
-        # A comparison with NaN (a `created` unknown at either sample) is false: no change seen.
-        recreated = has_prev & (np.abs(lag.diff(created)) > 0)
-        reset = recreated | (has_prev & (lag.diff(dcs) < 0))
-    rows = np.flatnonzero(reset.any(axis=0))
-    m = t.shape[1]
-    out = _Resets(rows, np.full(m, _NEVER), *(np.full(m, np.nan) for _ in range(4)))
-    if len(rows):
-        found = np.where(reset[:, rows], t[:, rows], -np.inf).max(axis=0)
-        out.t[rows] = np.where(np.isinf(found), _NEVER, found)
-        found = np.where(recreated[:, rows], t[:, rows], -np.inf).max(axis=0)
-        out.recreated_t[rows] = np.where(np.isinf(found), np.nan, found)
-        col = last_true(reset[:, rows] & ~recreated[:, rows])
-        hit = col >= 0
-        out.only_t[rows[hit]] = _at(t[:, rows], col)[hit]
-        out.floor_after[rows[hit]] = _at(afs[:, rows], col)[hit]
-        out.floor_before[rows[hit]] = lag.sub(rows).at(afs[:, rows], np.maximum(col, 0))[hit]
-    return out
-
-
-@dataclass
-class _Counted:
-    """The samples that count (`s`: in the window and after the latest reset), the ones that also
-    step from a counted sample before them (`stepped`), and where each consumer's are."""
-
-    s: np.ndarray
-    stepped: np.ndarray
-    count: np.ndarray
-    # Mostly every consumer was read every cycle of the window: then no sample is masked out,
-    # and the masking passes are skipped (the same sums, in the same order).
-    full: bool
-    first: np.ndarray
-    last: np.ndarray
-
-    @classmethod
-    def of(cls, t: np.ndarray, v: np.ndarray, has_prev: np.ndarray, resets: _Resets) -> _Counted:
-        if len(resets.rows):
-            with np.errstate(invalid="ignore"):
-                s = v & (t >= resets.t[None, :])
-                stepped = s & has_prev & (t > resets.t[None, :])
-        else:  # no reset in any row: every sample in the window counts, every one after the first steps
-            s, stepped = v, has_prev
-        count = s.sum(axis=0)
-        full = bool(s.all())
-        if full:
-            first, last = np.zeros(len(count), dtype=np.int64), np.full(len(count), t.shape[0] - 1)
-        else:
-            first, last = first_true(s), last_true(s)
-        return cls(s, stepped, count, full, first, last)
-
-    def __call__(self, a: np.ndarray, fill: float) -> np.ndarray:
-        """`a` where a sample counts, `fill` elsewhere."""
-        return a if self.full else np.where(self.s, a, fill)
-
-    def recent(self) -> np.ndarray:
-        """The last three counted samples: in a row without gaps the three columns up to the
-        last, else counted."""
-        recent = self.s & (np.arange(self.s.shape[0])[:, None] >= (self.last - 2)[None, :])
-        gaps = np.flatnonzero(self.count != self.last - self.first + 1)
-        if len(gaps):
-            recent[:, gaps] = self.s[:, gaps] & (np.cumsum(self.s[::-1, gaps], axis=0)[::-1] <= 3)
-        return recent
-
-    def first_last(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return _at(a, self.first), _at(a, self.last)
-
-
-def _trends(c: _Counted, t: np.ndarray, pending: np.ndarray, backlog: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The least-squares slopes of pending and of the backlog over time, and the backlog slope's
-    standard error (DuckDB's regr_slope, on times centred first: NaN for a single reading)."""
-    def centred(a: np.ndarray) -> np.ndarray:
-        return c(a - (c(a, 0).sum(axis=0) / c.count)[None, :], 0.0)
-
-    tt, pp, bb = centred(t), centred(pending), centred(backlog)
-    var = _dot(tt, tt)
-    sxy, syy = _dot(tt, bb), _dot(bb, bb)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        slope = _dot(tt, pp) / var
-        backlog_slope = np.where(var > 0, sxy / var, np.nan)
-        backlog_se = np.where((c.count > 2) & (var > 0),
-                              np.sqrt(np.maximum(syy - sxy * sxy / var, 0) / np.maximum(c.count - 2, 1) / var), np.nan)
-    return slope, backlog_slope, backlog_se
-
-
-def _nopin_seconds(c: _Counted, t: np.ndarray, v: np.ndarray, nopin: np.ndarray, t_last: np.ndarray) -> np.ndarray:
-    """The trailing run of samples with work and no pin, after the last sample that breaks it:
-    only rows with such a sample can have one."""
-    out = np.zeros(t.shape[1])
-    with_run = (c.s & nopin).any(axis=0)
-    if with_run.any():
-        # Gathered when few rows have one; when most do, every row is read in place (a row
-        # without such a sample has no trailing run: zero, the same).
-        unpinned = np.flatnonzero(with_run) if with_run.mean() < 0.5 else slice(None)
-        tu, nu = t[:, unpinned], nopin[:, unpinned]
-        last_break = np.where(v[:, unpinned] & ~nu, tu, -np.inf).max(axis=0)  # -inf: no break (SQL: NULL)
-        trailing = c.s[:, unpinned] & nu & (tu > last_break[None, :])
-        out[unpinned] = np.where(trailing.any(axis=0), t_last[unpinned] - np.where(trailing, tu, np.inf).min(axis=0), 0.0)
-    return out
-
-
-def _steps(c: _Counted, lag: Lag, pending: np.ndarray, redelivered: np.ndarray, pins: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """From each counted sample to the next: the share where pending rose, the pin switches
-    (pinned both times, to another client), and whether redelivered never fell."""
-    steps = c.stepped.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rising = np.where(steps > 0, (c.stepped & (lag.diff(pending) > 0)).sum(axis=0) / np.maximum(steps, 1), 0.0)
-    p_pins = lag(pins)
-    switches = (c.stepped & (pins != NO_PIN) & (p_pins != NO_PIN) & (pins != p_pins)).sum(axis=0)
-    never_falls = (c.stepped & (lag.diff(redelivered) < 0)).sum(axis=0) == 0
-    return rising, switches, never_falls
-
-
 def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int | None = None,
                     rhythm_after: float | np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The window features of `rows` that have samples at or after `since` (none: empty), as
-    arrays: account, stream, consumer, FEATURES (`last_ts` in seconds) and `row`, the rows.
-    `lo`: first_column(state, since), when the caller has it. `rhythm_after`: see onset_features
-    (a judge's shortcut, one for all or one per row of `rows`; every feature is computed without it)."""
+    arrays: account, stream, consumer, FEATURES (`last_ts` in seconds), ONSET_FEATURES, the latest
+    reset's (RESETS) and `row`, the rows. `lo`: first_column(state, since), when the caller has it.
+    `rhythm_after`: a judge's shortcut (one for all, or one per row of `rows`): the rhythms only
+    where a condition has held that long or messages were redelivered (health/onsets.py); without
+    it, every feature everywhere."""
+    # Imported here: numba, which compiles the pass, costs a second to import, and only the
+    # processes that judge (the collector, the pipeline) need it, not every command and page.
+    from jetwatch.health import window_pass
+
     n, lo = state.used, first_column(state, since) if lo is None else lo
-    # Every row in order (the collector's case): slices are views, not copies.
-    pick = picked(rows)
-    t = _rows_of(state.t, pick, lo, n)
-    with np.errstate(invalid="ignore"):
-        v = t >= since  # NaN (no sample) is not
-    any_v = v.any(axis=0)
-    if not any_v.all():
-        rows, pick = rows[any_v], rows[any_v]
-        t, v = t[:, any_v], v[:, any_v]
-        if isinstance(rhythm_after, np.ndarray):
-            rhythm_after = rhythm_after[any_v]
+    rows = np.asarray(rows, dtype=np.int64)
+    if len(rows) == 0 or lo >= n:
+        return {}
+    after = np.full(len(rows), -np.inf) if rhythm_after is None else \
+        np.array(np.broadcast_to(np.asarray(rhythm_after, dtype=np.float64), (len(rows),)))
+    floats = np.full((len(window_pass.FLOATS), len(rows)), np.nan)
+    ints = np.zeros((len(window_pass.INTEGERS), len(rows)), dtype=np.int64)
+    v, times = state.values, state.times
+    window_pass.window_pass(
+        state.t, state.created, v["num_pending"], v["num_ack_pending"], v["num_waiting"], v["num_redelivered"],
+        v["delivered_consumer_seq"], v["delivered_stream_seq"], v["ack_floor_stream_seq"],
+        v["oldest_unacked_age_seconds"], times["delivered_last_active"], times["ack_floor_last_active"],
+        state.paused, state.pins, NO_PIN, rows, lo, n, float(since), after, floats, ints)
+    inside = ints[window_pass.IN_WINDOW] == 1
+    if not inside.all():
+        rows, floats, ints = rows[inside], floats[:, inside], ints[:, inside]
     if len(rows) == 0:
         return {}
-    val = {name: _rows_of(state.values[name], pick, lo, n) for name in NUMBERS}
-    pending, ack, waiting, redelivered = (val["num_pending"], val["num_ack_pending"], val["num_waiting"],
-                                          val["num_redelivered"])
-    dcs, dss, afs = val["delivered_consumer_seq"], val["delivered_stream_seq"], val["ack_floor_stream_seq"]
-    created, paused, pins = (_rows_of(a, pick, lo, n) for a in (state.created, state.paused, state.pins))
-
-    # The previous sample in the window of every sample (window_features.sql's lag()). Mostly it is
-    # in the column before (every consumer read every cycle): one shift by a column for all rows,
-    # the general per-row gather only for the rows where it is not.
-    has_prev, irregular, p = previous_samples(v)
-    lag = Lag(irregular, p)
-    resets = _resets(t, has_prev, lag, created, dcs, afs)
-    c = _Counted.of(t, v, has_prev, resets)
-    t_first, t_last = c.first_last(t)
-    slope, backlog_slope, backlog_se = _trends(c, t, pending, pending + ack)
-    rising, switches, never_falls = _steps(c, lag, pending, redelivered, pins)
-    recent = c.recent()
-    pending_first, pending_last = c.first_last(pending)
-    dcs_first, dcs_last = c.first_last(dcs)
-    dss_first, dss_last = c.first_last(dss)
-    afs_first, afs_last = c.first_last(afs)
-    red_first, red_last = c.first_last(redelivered)
     account, stream, consumer = state.key_columns(rows)
-    return {
-        "account": account, "stream": stream, "consumer": consumer,
-        "samples": c.count.astype(np.int64),
-        "span_seconds": t_last - t_first,
-        "last_ts": t_last,
-        "pending_first": pending_first, "pending_last": pending_last,
-        "pending_min": c(pending, np.inf).min(axis=0),
-        "pending_slope": slope,
-        "pending_rising_share": rising,
-        "ack_pending_min": c(ack, np.inf).min(axis=0),
-        "ack_pending_last": _at(ack, c.last),
-        "ack_pending_recent_min": np.where(recent, ack, np.inf).min(axis=0),
-        "waiting_max": c(waiting, -np.inf).max(axis=0),
-        "waiting_last": _at(waiting, c.last),
-        "waiting_recent_min": np.where(recent, waiting, np.inf).min(axis=0),
-        "delivered_moved": dcs_last > dcs_first,
-        "ack_floor_moved": afs_last > afs_first,
-        "deliveries": np.maximum(dcs_last - dcs_first, 0.0),
-        "stream_delivered": np.maximum(dss_last - dss_first, 0.0),
-        "acked": np.maximum(afs_last - afs_first, 0.0),
-        "redelivered_first": red_first, "redelivered_last": red_last,
-        "redelivered_never_falls": never_falls,
-        "paused_last": _at(paused, c.last),
-        "unacked_age_last": _at(val["oldest_unacked_age_seconds"], c.last),
-        "backlog_slope": backlog_slope,
-        "backlog_slope_se": backlog_se,
-        "nopin_seconds": _nopin_seconds(c, t, v, (pins == NO_PIN) & (pending > 0), t_last),
-        "sample_pin_switches": switches.astype(np.int64),
-        **_onsets(state, pick, lo, n, t, v, has_prev, lag, c, resets, val, pins, t_first, t_last, rhythm_after),
-        "recreated_ts": resets.recreated_t,
-        "reset_ts": resets.only_t, "reset_floor_before": resets.floor_before, "reset_floor_after": resets.floor_after,
-        "row": np.asarray(rows, dtype=np.int64),
-    }
-
-
-def _onsets(state: WindowState, pick: np.ndarray | slice, lo: int, n: int, t: np.ndarray, v: np.ndarray,
-            has_prev: np.ndarray, lag: Lag, c: _Counted, resets: _Resets, val: dict[str, np.ndarray],
-            pins: np.ndarray, t_first: np.ndarray, t_last: np.ndarray,
-            rhythm_after: float | np.ndarray | None) -> dict[str, np.ndarray]:
-    """health/onsets.py's features over these samples, with the server's activity times."""
-    delivered_at, acked_at = _activity_times(state, pick, lo, n, t, c.stepped, lag, val["delivered_consumer_seq"],
-                                             val["ack_floor_stream_seq"])
-    # The clients are read across a reset (a consumer deleted and recreated under its name keeps
-    # its clients, who pull it again at their own rhythm); only the consumer's numbers start over.
-    seen, seen_prev, t_first_seen = c.s, c.stepped, t_first
-    if len(resets.rows):
-        seen, seen_prev, t_first_seen = v, has_prev, t_first.copy()
-        t_first_seen[resets.rows] = np.where(v[:, resets.rows], t[:, resets.rows], np.inf).min(axis=0)
-    return onset_features(Samples(
-        t=t, s=c.s, has_prev=c.stepped, lag=lag, pending=val["num_pending"], in_flight=val["num_ack_pending"],
-        waiting=val["num_waiting"], redelivered=val["num_redelivered"], age=val["oldest_unacked_age_seconds"],
-        delivered_at=delivered_at, acked_at=acked_at,
-        pinned=pins != NO_PIN, same_pin=pins == _at(pins, c.last)[None, :],
-        t_first=t_first, t_last=t_last, last=c.last, seen=seen, seen_prev=seen_prev,
-        t_first_seen=t_first_seen), rhythm_after)
+    out: dict[str, np.ndarray] = {"account": account, "stream": stream, "consumer": consumer}
+    found = {**dict(zip(window_pass.FLOATS, floats)), **dict(zip(window_pass.INTEGERS, ints))}
+    for name in (*FEATURES, *ONSET_FEATURES, *RESETS):
+        out[name] = found[name].astype(bool) if name in FLAGS else found[name]
+    out["row"] = rows
+    return out
 
 
 FEATURES = [
@@ -619,3 +428,7 @@ FEATURES = [
     "acked", "redelivered_first", "redelivered_last", "redelivered_never_falls", "paused_last", "nopin_seconds",
     "sample_pin_switches", "unacked_age_last", "backlog_slope", "backlog_slope_se",
 ]
+# The latest reset's time and which way, for the config findings.
+RESETS = ["recreated_ts", "reset_ts", "reset_floor_before", "reset_floor_after"]
+FLAGS = {"delivered_moved", "ack_floor_moved", "redelivered_never_falls", "paused_last", "stall_grew",
+         "stall_redelivered", "pullers_seen"}

@@ -35,7 +35,7 @@ def limits(**kw: Any) -> pd.DataFrame:
 def timeline(samples: pd.DataFrame, lim: pd.DataFrame, rhythm_after: float | None = None) -> list[dict[str, Any]]:
     """The verdict judged after every sample over the health window ending there, as the
     collector judges it: the sample added to its in-memory window, the window's features judged
-    (`rhythm_after`: the collector's shortcut, see onset_features)."""
+    (`rhythm_after`: the collector's shortcut, see health/onsets.py)."""
     window = WindowState(TH.health_window)
     out = []
     for k in range(len(samples)):

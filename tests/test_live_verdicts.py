@@ -41,11 +41,11 @@ def test_collector_keeps_each_consumers_verdict_with_findings_and_since_and_reco
             assert level == "critical"
             numbers = json.loads(findings)[0]["numbers"]
             assert numbers["pending"] == 4 and numbers["waiting"] == 0
-            cycles = collector.cycles
-            await eventually(lambda: collector.cycles >= cycles + 3, message="three more cycles")
-            later = rows(store, current, [stream])[0]
+            # Judged again in a later cycle (read from the store: the collector's cycle count moves
+            # only once a write returns, and one write may carry several cycles under load).
+            later = (await eventually(lambda: [r for r in rows(store, current, [stream]) if r[4] > judged_at],
+                                      message="judged again in a later cycle"))[0]
             assert later[0] == "NO_PULLERS" and later[3] == since, "a verdict that holds keeps its since"
-            assert later[4] > judged_at, "judged again every cycle"
             assert collector.judged is not None and "NO_PULLERS" in set(collector.judged.consumers["verdict"])
         changes = rows(store, "SELECT from_verdict, to_verdict FROM verdict_changes WHERE stream = ? ORDER BY ts",
                        [stream])

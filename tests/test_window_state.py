@@ -16,10 +16,9 @@ from hypothesis import strategies as st
 from jetwatch.collectors import live_state
 from jetwatch.collectors.live_state import LiveState
 from jetwatch.core.clock import parse_rfc3339
-from jetwatch.health import onsets
 from jetwatch.health.features import SAMPLE_FIELDS, window_features_sql
-from jetwatch.health.onsets import ONSET_FEATURES, Lag
-from jetwatch.health.window import FEATURES, NUMBERS, WindowState, _seconds, feature_columns, previous_samples
+from jetwatch.health.onsets import RHYTHMS
+from jetwatch.health.window import FEATURES, NUMBERS, Lag, WindowState, _seconds, feature_columns, previous_samples
 from tests.helpers import EDGES, server_time
 
 T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
@@ -107,29 +106,34 @@ def test_window_features_kept_in_memory_equal_the_sql_definition(history):
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(histories(), st.sampled_from([None, 0.0, 5.0]))
-def test_onsets_looked_for_only_where_a_condition_holds_now_equal_onsets_looked_for_everywhere(history, rhythm_after):
-    """Onsets are looked for only where a condition holds in the latest sample (read from the
-    latest values alone), and what is measured from an onset only where there is one, on a
-    gathered copy of those consumers' samples when they are few. The same features with every
-    pass made over every consumer's samples in place agree."""
+@given(histories(), st.sampled_from([0.0, 5.0, 20.0, np.inf]))
+def test_rhythms_asked_for_only_where_a_condition_held_long_enough_leave_every_other_feature_alone(history, after):
+    """A judge asks for each consumer's rhythms only where one of its conditions has held
+    `rhythm_after` or longer, or where messages were redelivered: there they are the rhythms of
+    the full computation, elsewhere missing, and every other feature is the same."""
     frame, since = history
     state = WindowState(window=300, columns=4)
     for cycle in _by_cycle(frame):
         state.add(cycle)
     at, rows = since.timestamp(), np.arange(len(state.keys))
-    chosen = feature_columns(state, rows, at, rhythm_after=rhythm_after)
-
-    def in_place(x, holds, compute, fill):
-        return {name: np.where(holds, values, fill) for name, values in compute(x, slice(None)).items()}
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(onsets, "_onset_where", lambda x, holds_last, cond: onsets.trailing_onset(x, cond(x)))
-        patch.setattr(onsets, "_only_many", in_place)
-        everywhere = feature_columns(state, rows, at, rhythm_after=rhythm_after)
-    for name in ONSET_FEATURES if chosen else []:
-        assert np.allclose(chosen[name].astype(float), everywhere[name].astype(float), equal_nan=True), \
-            (name, chosen[name], everywhere[name])
+    full = feature_columns(state, rows, at)
+    lazy = feature_columns(state, rows, at, rhythm_after=after)
+    if not full:
+        assert not lazy
+        return
+    onsets = [full[c] for c in ("stall_onset", "idle_onset", "pin_idle_onset", "age_rise_onset", "behind_onset")]
+    held = full["last_seconds"] - np.fmin.reduce([*onsets, np.fmax(full["acked_last_active"], full["first_ts"])])
+    inside = frame[frame["ts"] >= since]
+    redelivered = [inside[inside["consumer"] == c]["num_redelivered"].max() > 0 for c in full["consumer"]]
+    asked = (held >= after) | np.array(redelivered)
+    for name in full:
+        if name in RHYTHMS:
+            assert np.allclose(lazy[name][asked], full[name][asked], equal_nan=True), name
+            assert np.isnan(lazy[name][~asked]).all(), name
+        elif full[name].dtype == object:
+            assert list(lazy[name]) == list(full[name]), name
+        else:
+            assert np.allclose(lazy[name].astype(float), full[name].astype(float), equal_nan=True), name
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
