@@ -42,9 +42,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="write the docs' screenshots to docs/screenshots/ (`make screenshots`)")
 
 
+# The suite's JVMs (spark-submit's launcher and driver, the local SparkSession) live for seconds to a
+# minute on small data: the optimising compiler and the parallel collector's threads spend more CPU
+# than such a run gives back, on a machine whose cores the other tests wait for. Every JVM the tests
+# start inherits these through the environment; the product's own runs (pipeline/cli.py SPARK_CONF)
+# keep the JVM's defaults.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("screenshots"):
         os.environ["JW_SCREENSHOTS"] = "1"
+    if TEST_JVM_OPTIONS not in os.environ.get("JAVA_TOOL_OPTIONS", ""):
+        os.environ["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {TEST_JVM_OPTIONS}".strip()
 
 
 def _xdist_worker(config: pytest.Config) -> bool:

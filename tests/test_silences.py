@@ -131,8 +131,8 @@ def _silenced_series(address: tuple[str, int], stream: str) -> dict[str, str]:
 def test_a_silence_is_set_shown_held_and_ended_by_expiry_or_a_worse_verdict(nats_server, db_path, uid, run, tmp_path):
     """Two consumers with work and nobody pulling (NO_PULLERS, alerting). `jetwatch silence` acknowledges
     both: their verdicts stay NO_PULLERS everywhere, their alerts resolve at Alertmanager saying why,
-    /metrics exports jetwatch_consumer_silenced, `status --json` and `check` say it. `idle`'s silence
-    expires and its alert fires again; `turns` gets a worker that acknowledges nothing, turns STALLED,
+    /metrics exports jetwatch_consumer_silenced, `status --json` and `check` say it. A second silence
+    on `idle`, of seconds, replaces its first, then expires and its alert fires again; `turns` gets a worker that acknowledges nothing, turns STALLED,
     and that ends its silence at once (an hour early): the STALLED alert fires. Both ends audited."""
     stream = f"{uid}_HUSH"
     store = Store(db_path)
@@ -151,6 +151,10 @@ def test_a_silence_is_set_shown_held_and_ended_by_expiry_or_a_worse_verdict(nats
         worker = PullWorker(nc, stream, "turns", name="takes-and-holds")
         worker.acking = False
 
+        def silence(name: str, length: str) -> subprocess.CompletedProcess[str]:
+            return jetwatch("silence", stream, name, "--for", length, "--note", f"restarting {name}'s workers",
+                            "--verdict", "no_pullers", "--yes", "--actor", "ana", "--db", db_path)
+
         def alerts(consumer: str, status: str) -> list[dict]:
             return [a for _, s, a in hook.alerts(stream) if s == status and a["labels"]["consumer"] == consumer]
 
@@ -158,11 +162,10 @@ def test_a_silence_is_set_shown_held_and_ended_by_expiry_or_a_worse_verdict(nats
             async with collecting(settings) as collector:
                 for name in ("idle", "turns"):
                     await eventually(lambda n=name: alerts(n, "firing"), timeout=30, message=f"{name}'s alert fires")
-                # idle's silence must outlast the checks below that it holds (some 6 s), and ends by
-                # expiry after them: the sooner it ends, the sooner the test does.
-                for name, length in (("idle", "12s"), ("turns", "1h")):
-                    done = jetwatch("silence", stream, name, "--for", length, "--note", f"restarting {name}'s workers",
-                                    "--verdict", "no_pullers", "--yes", "--actor", "ana", "--db", db_path)
+                # An hour each, so that nothing below races the clock while it checks that they hold;
+                # idle's is replaced by a short one afterwards, to end by expiry.
+                for name in ("idle", "turns"):
+                    done = silence(name, "1h")
                     assert done.returncode == 0, done.stdout + done.stderr
                     assert "NO_PULLERS silenced until" in done.stdout
                 # Held back: resolved at Alertmanager, saying the silence; the verdict stays.
@@ -181,12 +184,18 @@ def test_a_silence_is_set_shown_held_and_ended_by_expiry_or_a_worse_verdict(nats
                 check = jetwatch("check", "--db", db_path, "--stream", stream)
                 assert check.returncode == 0 and "silenced:" in check.stdout, check.stdout
 
+                # A second silence on idle replaces its first (ended, saying so) and expires in seconds,
+                # while turns' part runs.
+                done = silence("idle", "2s")
+                assert done.returncode == 0 and "NO_PULLERS silenced until" in done.stdout, done.stdout + done.stderr
+
                 # Worse: a worker takes the work and acknowledges nothing; ack_wait (1s) passes: STALLED.
                 worker.start()
                 await eventually(lambda: alerts("turns", "firing") and
                                  alerts("turns", "firing")[-1]["labels"]["verdict"] == "STALLED",
                                  timeout=40, message="the STALLED alert, not held back by NO_PULLERS' silence")
-                ended = "SELECT consumer, end_reason FROM silences WHERE stream = ? AND ended_at IS NOT NULL"
+                ended = ("SELECT consumer, end_reason FROM silences WHERE stream = ? AND ended_at IS NOT NULL "
+                         "ORDER BY ended_at")
                 await eventually(lambda: dict(rows(store, ended, [stream])).get("turns"), message="turns' silence ended")
                 # Another alerting verdict ended it (STALLED, or REDELIVERING on the way there), an hour early.
                 assert dict(rows(store, ended, [stream]))["turns"].startswith("the verdict became ")
@@ -194,7 +203,8 @@ def test_a_silence_is_set_shown_held_and_ended_by_expiry_or_a_worse_verdict(nats
                 # Expired: idle's alert fires again, its silence ends, /metrics no longer says it.
                 await eventually(lambda: len(alerts("idle", "firing")) >= 2, timeout=40,
                                  message="idle's alert fires again once its silence expired")
-                assert dict(rows(store, ended, [stream]))["idle"] == "expired"
+                assert [r for c, r in rows(store, ended, [stream]) if c == "idle"] == [
+                    "replaced by a new silence by ana", "expired"]
                 await eventually(lambda: _silenced_series(collector.metrics_bound, stream) == {},
                                  message="no silence on /metrics")
                 assert status_json(db_path, stream)["idle"]["silence"] is None
@@ -214,9 +224,13 @@ def test_a_silence_is_set_shown_held_and_ended_by_expiry_or_a_worse_verdict(nats
     assert ("turns", "jetwatch collector", "collector", "event", "ended") in audited
     verify = jetwatch("audit", "verify", "--db", db_path)
     assert verify.returncode == 0, verify.stdout
-    said = {r.consumer: r.summary for r in data.audit_actions(data.audit(store)).itertuples() if r.stream == stream}
-    assert said["idle"] == f"ana silenced {stream} / idle: expired, silence ended: expired", said
-    assert said["turns"].startswith(f"ana silenced {stream} / turns: ended, silence ended: the verdict became "), said
+    said: dict[str, list[str]] = {}  # consumer -> its actions' summaries, newest first
+    for r in data.audit_actions(data.audit(store)).itertuples():
+        if r.stream == stream:
+            said.setdefault(r.consumer, []).append(r.summary)
+    assert said["idle"] == [f"ana silenced {stream} / idle: expired, silence ended: expired",
+                            f"ana silenced {stream} / idle: ok"], said
+    assert len(said["turns"]) == 1 and said["turns"][0].startswith(f"ana silenced {stream} / turns: ended, silence ended: the verdict became "), said
 
 
 def test_a_silence_is_refused_when_it_cannot_hold(nats_server, db_path, uid, run):
