@@ -422,23 +422,25 @@ def _transitions(state: LiveState, live: np.ndarray, said: _Said, now_s: float) 
 def _consumers_frame(keys: tuple[np.ndarray, np.ndarray, np.ndarray], snapshot: dict[str, np.ndarray],
                      said: _Said) -> pd.DataFrame:
     """JudgedCycle.consumers: every live consumer's state as judged (`snapshot`), with what was said."""
-    out = pd.DataFrame(dict(zip(KEY, keys)))
+    # Every column at once: a frame grown a column at a time copies its index and blocks each time
+    # (most of the time of a small fleet's cycle).
+    out: dict[str, Any] = dict(zip(KEY, keys))
     for c in STATE:
-        out[c] = snapshot[c]
-    for c in TIMES:
-        out[c] = pd.to_datetime(out[c], utc=True, format="ISO8601")
+        out[c] = pd.to_datetime(snapshot[c], utc=True, format="ISO8601").array if c in TIMES else snapshot[c]
     out["verdict"], out["reason"], out["level"] = said.verdict, said.reason, _levels(said.verdict)
-    out["findings"] = [json.loads(f) if isinstance(f, str) else f for f in said.findings]
-    out["config_findings"] = said.config
+    # Lists of findings held as one object each (a list of equal-length lists would be read as a table).
+    out["findings"] = np.fromiter((json.loads(f) if isinstance(f, str) else f for f in said.findings), dtype=object,
+                                  count=len(said.findings))
+    out["config_findings"] = np.fromiter(said.config, dtype=object, count=len(said.config))
     out["samples"] = said.samples.astype(np.int64)
     for c in RATES:
         out[c] = said.rates[c]
     for c in ETA_COLUMNS:
         out[c] = said.eta[c]
-    out["since"], out["judged_at"] = stamps(said.since), stamps(said.judged_at)
+    out["since"], out["judged_at"] = stamps(said.since).array, stamps(said.judged_at).array
     for c in ACTIVITY:
-        out[c] = stamps(said.activity[c])
-    return out
+        out[c] = stamps(said.activity[c]).array
+    return pd.DataFrame(out, copy=False)
 
 
 @dataclass
