@@ -36,6 +36,11 @@ from tests.test_dashboard import APP
 
 SECRET = OPERATOR_PASSWORD
 
+# The browser tests navigate with wait_until="commit" (the response has begun): each then waits for an
+# element of the running page, with its own deadline. The page's load event (Streamlit's script
+# bundle fetched and run, in a fresh browser context each time) is a condition of none of them, and
+# a loaded machine took longer than Playwright's 30 s to reach it.
+
 
 @pytest.fixture(autouse=True)
 def fresh_throttle():
@@ -529,7 +534,7 @@ def test_a_session_survives_a_reload_and_a_deep_link_in_a_new_tab_and_ends_on_si
         try:
             context = browser.new_context()
             page = context.new_page()
-            page.goto(base + "/")
+            page.goto(base + "/", wait_until="commit")
             page.get_by_label("Operator name").fill("ana")
             page.get_by_label("Password", exact=True).fill(OPERATOR_PASSWORD)
             page.get_by_role("button", name="Sign in").click()
@@ -545,7 +550,7 @@ def test_a_session_survives_a_reload_and_a_deep_link_in_a_new_tab_and_ends_on_si
             page.reload()
             page.get_by_text("signed in as ana").wait_for(timeout=30_000)
             tab = context.new_page()
-            tab.goto(base + "/consumer?stream=ORDERS&consumer=fulfilment")
+            tab.goto(base + "/consumer?stream=ORDERS&consumer=fulfilment", wait_until="commit")
             tab.get_by_text("signed in as ana").wait_for(timeout=30_000)
 
             tab.get_by_role("button", name="Sign out").click()
@@ -562,7 +567,7 @@ def test_a_session_survives_a_reload_and_a_deep_link_in_a_new_tab_and_ends_on_si
             replay = browser.new_context()
             replay.add_cookies([{k: cookie[k] for k in ("name", "value", "domain", "path")}])
             again = replay.new_page()
-            again.goto(base + "/")
+            again.goto(base + "/", wait_until="commit")
             again.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
             assert again.get_by_text("signed in as ana").count() == 0
         finally:
@@ -622,18 +627,18 @@ def test_one_address_guessing_passwords_locks_out_itself_not_the_operators_elsew
             guesser = browser.new_context(extra_http_headers={"X-Forwarded-For": "203.0.113.7"})
             for session in range(2):  # a new session (page) every five guesses: the per-session limit is 5
                 page = guesser.new_page()
-                page.goto(base)
+                page.goto(base, wait_until="commit")
                 for guess in range(5):
                     attempt(page, f"guess {session}.{guess}")
                 page.close()
             operator = browser.new_context(extra_http_headers={"X-Forwarded-For": "198.51.100.9"})
             page = operator.new_page()
-            page.goto(base)
+            page.goto(base, wait_until="commit")
             attempt(page, OPERATOR_PASSWORD)
             assert answer(page).startswith("signed in as ana")
 
             same = guesser.new_page()  # a new session, the right password, the guessing address: not even checked
-            same.goto(base)
+            same.goto(base, wait_until="commit")
             attempt(same, OPERATOR_PASSWORD)
             assert answer(same).startswith("too many failed sign-ins from your address (203.0.113.7): wait ")
         finally:
@@ -784,7 +789,7 @@ def test_behind_a_trusted_proxy_the_operator_is_the_name_its_header_carries_and_
         try:
             def page_with(headers: dict[str, str]):
                 page = browser.new_context(extra_http_headers=headers).new_page()
-                page.goto(f"http://127.0.0.1:{port}/")
+                page.goto(f"http://127.0.0.1:{port}/", wait_until="commit")
                 page.get_by_text("Operator actions").wait_for(timeout=30_000)
                 return page
 
