@@ -17,7 +17,7 @@ from jetwatch.collectors import live_state
 from jetwatch.collectors.live_state import LiveState
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.health.features import SAMPLE_FIELDS, window_features_sql
-from jetwatch.health.onsets import RHYTHMS
+from jetwatch.health.onsets import ONSET_FEATURES, RHYTHMS
 from jetwatch.health.window import FEATURES, NUMBERS, Lag, WindowState, _seconds, feature_columns, previous_samples
 from tests.helpers import EDGES, server_time
 
@@ -311,3 +311,14 @@ def test_a_lag_read_at_one_sample_or_for_some_consumers_equals_the_whole_lag_rea
     assert np.array_equal(lag.at(values, rows), whole[rows, np.arange(consumers)], equal_nan=True)
     cols = np.flatnonzero(rng.random(consumers) < 0.5)
     assert np.array_equal(lag.sub(cols)(values[:, cols]), whole[:, cols], equal_nan=True)
+
+
+def test_each_output_of_the_compiled_pass_is_read_under_its_own_name():
+    """The pass writes each feature into a row named by a constant; the caller reads the rows by
+    the names in FLOATS and INTEGERS: the two lists of constants must follow the names."""
+    from jetwatch.health import window_pass
+
+    for names in (window_pass.FLOATS, window_pass.INTEGERS):
+        assert [getattr(window_pass, name.upper()) for name in names] == list(range(len(names)))
+    written = set(window_pass.FLOATS) | set(window_pass.INTEGERS)
+    assert set(FEATURES) | set(ONSET_FEATURES) <= written
