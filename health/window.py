@@ -402,11 +402,11 @@ def feature_columns(state: WindowState, rows: np.ndarray, since: float, lo: int 
     floats = np.full((len(window_pass.FLOATS), len(rows)), np.nan)
     ints = np.zeros((len(window_pass.INTEGERS), len(rows)), dtype=np.int64)
     v, times = state.values, state.times
-    window_pass.window_pass(
+    window_pass.window_pass_in_parts((
         state.t, state.created, v["num_pending"], v["num_ack_pending"], v["num_waiting"], v["num_redelivered"],
         v["delivered_consumer_seq"], v["delivered_stream_seq"], v["ack_floor_stream_seq"],
         v["oldest_unacked_age_seconds"], times["delivered_last_active"], times["ack_floor_last_active"],
-        state.paused, state.pins, NO_PIN, rows, lo, n, float(since), after, floats, ints)
+        state.paused, state.pins, NO_PIN, rows, lo, n, float(since), after, floats, ints), len(rows))
     inside = ints[window_pass.IN_WINDOW] == 1
     if not inside.all():
         rows, floats, ints = rows[inside], floats[:, inside], ints[:, inside]

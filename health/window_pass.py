@@ -20,6 +20,9 @@ consumer's clients are read across a reset (a consumer recreated under its name 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numba
 import numpy as np
@@ -137,23 +140,24 @@ def window_pass(t: np.ndarray, created: np.ndarray, pending: np.ndarray, in_flig
                 waiting: np.ndarray, redelivered: np.ndarray, dcs: np.ndarray, dss: np.ndarray, afs: np.ndarray,
                 age: np.ndarray, delivered_t: np.ndarray, acked_t: np.ndarray, paused: np.ndarray, pins: np.ndarray,
                 no_pin: int, cols: np.ndarray, lo: int, hi: int, since: float, rhythm_after: np.ndarray,
-                f: np.ndarray, n: np.ndarray) -> None:
-    """Every feature of the consumers `cols` (columns of the time-major arrays) over the samples
-    from row `lo` to `hi` at or after `since`, into f[FLOATS, j] and n[INTEGERS, j] for the j-th
-    of `cols` (n[IN_WINDOW, j] = 0: no sample in the window, nothing else written). A consumer's
+                f: np.ndarray, n: np.ndarray, j_lo: int, j_hi: int) -> None:
+    """Every feature of the consumers `cols[j_lo:j_hi]` (columns of the time-major arrays) over
+    the samples from row `lo` to `hi` at or after `since`, into f[FLOATS, j] and n[INTEGERS, j] for
+    the j-th of `cols` (n[IN_WINDOW, j] = 0: no sample in the window, nothing else written). A consumer's
     rhythms are computed only where a condition has held `rhythm_after[j]` or longer, or where
     messages were redelivered in the window (health/onsets.py; NaN elsewhere).
 
     The arrays keep a cycle's samples side by side (a cycle appends one row); a consumer's own
     samples are a column, one cache line apart each. So BLOCK consumers at a time are copied
-    into arrays of their own, each consumer's samples contiguous, and read there."""
+    into arrays of their own, each consumer's samples contiguous, and read there. It holds no
+    lock: parts of `cols` can be computed at once in threads of their own."""
     w = hi - lo
     floats = np.empty((12, BLOCK, w))
     flags = np.empty((BLOCK, w), np.bool_)
     marks = np.empty((BLOCK, w), np.int64)
     inner = np.arange(BLOCK)
-    for j0 in range(0, cols.shape[0], BLOCK):
-        m = min(BLOCK, cols.shape[0] - j0)
+    for j0 in range(j_lo, j_hi, BLOCK):
+        m = min(BLOCK, j_hi - j0)
         for k in range(w):
             i = lo + k
             for b in range(m):
@@ -389,6 +393,35 @@ def _block(t: np.ndarray, created: np.ndarray, pending: np.ndarray, in_flight: n
         row[BEHIND_BACKLOG_RISE] = backlog_rise
         row[FIRST_TS], row[LAST_SECONDS] = t_first, t_last
         flags[STALL_GREW], flags[STALL_REDELIVERED], flags[PULLERS_SEEN] = grew, redone, seen_pullers
+
+
+# Fewer consumers than this a part: a thread's hand-off costs more than the part's pass.
+PART_MIN = 64 * BLOCK
+_pool: tuple[ThreadPoolExecutor, int] | None = None  # the pool and its size
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def window_pass_in_parts(arrays: tuple[Any, ...], count: int) -> None:
+    """window_pass over `count` consumers, split into parts of whole blocks, one per core: the
+    pass holds no lock, so a judge of a large fleet uses every core the machine gives it. `arrays`:
+    window_pass's arguments before `j_lo`."""
+    global _pool
+    run: Callable[..., None] = window_pass  # the compiled function, its arguments unpacked
+    parts = max(1, min(_cores(), count // PART_MIN))
+    if parts == 1:
+        run(*arrays, 0, count)
+        return
+    step = -(-count // parts // BLOCK) * BLOCK
+    bounds = [(a, min(a + step, count)) for a in range(0, count, step)]
+    if _pool is None or _pool[1] < len(bounds) - 1:
+        _pool = ThreadPoolExecutor(max_workers=len(bounds) - 1, thread_name_prefix="window-pass"), len(bounds) - 1
+    others = [_pool[0].submit(run, *arrays, a, b) for a, b in bounds[1:]]
+    run(*arrays, *bounds[0])
+    for part in others:
+        part.result()
 
 
 def compile_now() -> None:

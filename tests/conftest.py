@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import os
 import signal
@@ -50,7 +51,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+def _scan_installed_components_once() -> None:
+    """Every AppTest scans all installed distributions' metadata for Streamlit components on its
+    first run (three quarters of a second of CPU, more than most pages take to run), and a test
+    process runs hundreds of them over the same installed packages: the first scan's answer is
+    kept for the rest of the process. The served dashboard scans once per server, as it does."""
+    from streamlit.components.v2 import manifest_scanner
+
+    manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _scan_installed_components_once()
     if config.getoption("screenshots"):
         os.environ["JW_SCREENSHOTS"] = "1"
     if TEST_JVM_OPTIONS not in os.environ.get("JAVA_TOOL_OPTIONS", ""):

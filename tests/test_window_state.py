@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from jetwatch.collectors import live_state
 from jetwatch.collectors.live_state import LiveState
 from jetwatch.core.clock import parse_rfc3339
+from jetwatch.health import window_pass
 from jetwatch.health.features import SAMPLE_FIELDS, window_features_sql
 from jetwatch.health.onsets import ONSET_FEATURES, RHYTHMS
 from jetwatch.health.window import FEATURES, NUMBERS, Lag, WindowState, _seconds, feature_columns, previous_samples
@@ -182,15 +183,18 @@ def test_consumers_no_longer_watched_are_forgotten_and_the_rest_kept():
     _same(state.features(T0), _reference(frame[frame["consumer"] == "keep"], T0))
 
 
-@pytest.mark.parametrize("missed, chunk", [(True, None), (False, None), (True, 9_000)],
-                         ids=["readings-missed", "every-reading", "in-chunks"])
-def test_a_large_state_judged_in_chunks_equals_the_sql_definition(missed, chunk, monkeypatch):
+@pytest.mark.parametrize("missed, chunk, cores", [(True, None, 1), (False, None, 1), (True, 9_000, 1), (True, None, 3)],
+                         ids=["readings-missed", "every-reading", "in-chunks", "in-parts-on-three-cores"])
+def test_a_large_state_judged_in_chunks_equals_the_sql_definition(missed, chunk, cores, monkeypatch):
     """A fleet larger than CHUNK_CELLS cells a pass goes in chunks of consumers (here CHUNK_CELLS
     is made small: about 1,000 consumers of nine samples a chunk, five chunks); a consumer with
     readings only before the window sits in one of them. With every consumer read every cycle,
-    nothing is masked out (the path the collector mostly takes)."""
+    nothing is masked out (the path the collector mostly takes). On a machine of several cores a
+    pass goes in parts of whole blocks, one thread each (three here, the last one shorter)."""
     if chunk is not None:
         monkeypatch.setattr(live_state, "CHUNK_CELLS", chunk)
+    monkeypatch.setattr(window_pass, "_cores", lambda: cores)
+    monkeypatch.setattr(window_pass, "PART_MIN", 1_000)
     consumers = 4_101
     rng = np.random.default_rng(7)
     rows = []
