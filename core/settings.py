@@ -280,6 +280,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("data_dir", "jetwatch-data", "Directory for the embedded server, Parquet exports and pipeline output.", str, "pipeline"),
     Setting("pipeline_every", 120.0, "How often `up` runs the pipeline.", parse_duration, "pipeline", minimum=1.0),
     Setting("spark_master", None, "Spark master URL for the pipeline (default: local[*] or spark-submit's).", str, "pipeline"),
+    Setting("spark_nice", 5, "Niceness added to the local Spark job's processes, so that a run yields the host's cores to the collector and the dashboard beside it (0: an equal share, for a host that runs only the pipeline).", int, "pipeline", minimum=0, maximum=19),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -367,6 +368,7 @@ class _Typed:
     data_dir: str
     pipeline_every: float
     spark_master: str | None
+    spark_nice: int
 
 
 @dataclass(frozen=True)

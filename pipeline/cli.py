@@ -68,11 +68,12 @@ def interrupt_on_signals() -> None:
         signal.signal(sig, handler)
 
 
-def run_spark(cmd: list[str], env: dict[str, str], out: int | IO[bytes]) -> subprocess.CompletedProcess[bytes]:
-    """spark-submit in a process group of its own, waited for; interrupted, the whole group gets
-    SIGTERM, then SIGKILL after SPARK_STOP_GRACE (Spark's Python workers follow their JVM)."""
+def run_spark(cmd: list[str], env: dict[str, str], out: int | IO[bytes], nice: int) -> subprocess.CompletedProcess[bytes]:
+    """spark-submit in a process group of its own, `nice` added to its niceness, waited for;
+    interrupted, the whole group gets SIGTERM, then SIGKILL after SPARK_STOP_GRACE (Spark's Python
+    workers follow their JVM)."""
     proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            process_group=0, preexec_fn=lambda: os.nice(5))
+                            process_group=0, preexec_fn=lambda: os.nice(nice))
     try:
         stdout, _ = proc.communicate()
     except BaseException:
@@ -183,9 +184,9 @@ def run(settings: Settings, since: dt.datetime, until: dt.datetime, log: Path | 
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         if log:
             with open(log, "ab") as out:
-                proc = run_spark(cmd, env, out)
+                proc = run_spark(cmd, env, out, settings.spark_nice)
         else:
-            proc = run_spark(cmd, env, subprocess.PIPE)
+            proc = run_spark(cmd, env, subprocess.PIPE, settings.spark_nice)
         if proc.returncode != 0:
             tail = (proc.stdout or b"").decode(errors="replace")[-3000:] if not log else f"see {log}"
             raise PipelineError(f"the Spark job failed with status {proc.returncode}: {tail}")

@@ -297,7 +297,8 @@ def test_one_pipeline_run_over_both_stores_gives_each_cluster_its_own_results(fl
         shutil.copy(fleet["dbs"][c], db)
     data = tmp_path / "data"
     done = subprocess.run([sys.executable, "-m", "jetwatch.cli", "pipeline", "run", "--dbs", f"{dbs['a']},{dbs['b']}",
-                           "--data-dir", str(data), "--since", "2h", "--health-min-span", "1s", "--master", "local[1]"],
+                           "--data-dir", str(data), "--since", "2h", "--health-min-span", "1s", "--master", "local[1]",
+                           "--spark-nice", "0"],
                           capture_output=True, text=True, env=clean_env(), timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     archive = data / "pipeline" / "archive" / "samples"

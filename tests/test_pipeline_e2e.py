@@ -30,8 +30,11 @@ OUTPUTS = ("pin_sessions", "rollups", "verdict_history")
 
 
 def pipeline(db: str, data: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`jetwatch pipeline run` at the niceness of the suite's other processes (`--spark-nice 0`):
+    niced, a run waits minutes for a core beside the tests of a loaded machine (the default's
+    niceness is checked in test_up.py)."""
     return subprocess.run([sys.executable, "-m", "jetwatch.cli", "pipeline", "run", "--db", db, "--data-dir", str(data),
-                           "--since", "2h", "--health-min-span", "1s", *extra],
+                           "--since", "2h", "--health-min-span", "1s", "--spark-nice", "0", *extra],
                           capture_output=True, text=True, env=clean_env(), timeout=600)
 
 

@@ -222,6 +222,14 @@ def _started_by(mark: str) -> list[str]:
     return found
 
 
+def _niceness(pid: int) -> int | None:
+    """A live process's niceness (None: it ended meanwhile)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+    except OSError:
+        return None
+
+
 def test_ctrl_c_during_a_pipeline_run_stops_spark_and_every_child_and_records_the_run_interrupted(tmp_path):
     mark = new_tree_token()
     data = tmp_path / "data"
@@ -233,6 +241,9 @@ def test_ctrl_c_during_a_pipeline_run_stops_spark_and_every_child_and_records_th
         # Spark's JVM and the job's Python driver both running: the middle of a pipeline run.
         wait_until(lambda: all(any(part in p for p in _started_by(mark)) for part in ("SparkSubmit", "job.py")),
                    timeout=120, interval=0.2, message="a scheduled pipeline run with Spark's JVM and job.py")
+        # The job yields the cores to the collector and the dashboard beside it (--spark-nice, 5).
+        spark = [int(p.split(":")[0]) for p in _started_by(mark) if "SparkSubmit" in p or "job.py" in p]
+        assert {_niceness(pid) for pid in spark} - {None} == {5}
         store = Store(data / "jetwatch.duckdb")
         wait_until(lambda: rows(store, "SELECT count(*) FROM pipeline_runs WHERE outcome = 'running'")[0][0] == 1,
                    timeout=30, message="the run recorded as running")
