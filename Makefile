@@ -41,7 +41,9 @@ lint: $(STAMP)
 	$(PY) .ci/typed-tree $(VENV)/typed && (cd $(VENV)/typed && $(abspath $(VENV))/bin/mypy --config-file $(CURDIR)/pyproject.toml) || types=$$?; \
 	if [ $$ruff -ne 0 ] || [ $$types -ne 0 ]; then echo "make lint: FAILED (ruff exit $$ruff, mypy exit $$types)"; exit 1; fi
 
-# Lint first, then two lanes, as datasette runs its suite: first every test that can share the
+# Lint first, and the window pass compiled into NUMBA_CACHE_DIR once (else the first processes
+# to judge, four workers and the collectors they start, each compile it at once: ten seconds of CPU
+# each); then two lanes, as datasette runs its suite: first every test that can share the
 # machine, on four pytest-xdist workers (tests in one xdist_group, which share a session fixture, on
 # one worker). Most of its tests wait on the wall clock (a collector's cycles, a server's timers), not
 # on a core: on two cores, four workers finish it in about 14 minutes where one per core (`-n auto`)
@@ -54,6 +56,7 @@ lint: $(STAMP)
 test: $(STAMP) system-deps
 	@lint=0; parallel=0; serial=0; \
 	$(MAKE) --no-print-directory lint || lint=$$?; \
+	$(PY) -c "from jetwatch.health.window_pass import compile_now; compile_now()" || true; \
 	if [ $$lint -ne 0 ]; then echo "make test: lint failed (exit $$lint); the tests run all the same"; fi; \
 	$(PY) -m pytest -n 4 --dist loadgroup -m "not serial and not heavy" || parallel=$$?; \
 	if [ $$parallel -ne 0 ]; then echo "make test: the parallel lane failed (exit $$parallel); the serial lane runs all the same"; fi; \

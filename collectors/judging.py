@@ -26,9 +26,18 @@ import pyarrow as pa
 
 from jetwatch import sql
 from jetwatch.collectors import silencing
-from jetwatch.collectors.live_state import ACTIVITY, KEPT_NUMBERS, LAST_KNOWN, STATE, TIMES, LiveState, micros, stamps
+from jetwatch.collectors.live_state import (
+    ACTIVITY,
+    KEPT_NUMBERS,
+    LAST_KNOWN,
+    NUMERIC_STATE,
+    STATE,
+    TIMES,
+    LiveState,
+    micros,
+    stamps,
+)
 from jetwatch.health import easing, pull_rhythm
-from jetwatch.health.columns import floats
 from jetwatch.health.config_findings import NONE, config_findings, held_resets, pull_findings
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
 from jetwatch.health.rules import (
@@ -138,9 +147,9 @@ def _rules(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], a
     findings, samples, onset and rates per live consumer (COLLECTING for one without samples)."""
     n, m = len(state.keys), len(live)
     for c in LIMITS:
-        columns[c] = state.state[c][at_row]
-    for c in THRESHOLD_COLUMNS:  # each consumer's own, from its metadata (None: the setting)
-        columns[c] = state.state[c][at_row]
+        columns[c] = (state.numbers(c) if c in NUMERIC_STATE else state.state[c])[at_row]
+    for c in THRESHOLD_COLUMNS:  # each consumer's own, from its metadata (NaN: the setting)
+        columns[c] = state.numbers(c)[at_row]
     event = {c: np.zeros(n) for c in COUNT_COLUMNS}
     if not counts.empty:
         rows = np.fromiter((state.window.rows.get(k, -1) for k in zip(counts["account"], counts["stream"],
@@ -207,8 +216,8 @@ def _eta(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], at_
     slope, slope_se = np.full(m, np.nan), np.full(m, np.nan)
     if len(at_row):
         slope[pos], slope_se[pos] = columns["backlog_slope"], columns["backlog_slope_se"]
-    pending = np.nan_to_num(floats(state.state["num_pending"][live]))
-    in_flight = np.nan_to_num(floats(state.state["num_ack_pending"][live]))
+    pending = np.nan_to_num(state.numbers("num_pending")[live])
+    in_flight = np.nan_to_num(state.numbers("num_ack_pending")[live])
     idle, acked = np.zeros(m, dtype=bool), np.ones(m, dtype=bool)
     if len(at_row):
         idle[pos] = ~np.isnan(columns["idle_onset"]) | ~np.isnan(columns["pin_idle_onset"])
@@ -277,8 +286,8 @@ def _features(state: LiveState, live: np.ndarray, position: np.ndarray, now: dt.
     """The window's features of the live consumers with samples, the pull rhythm's beside, and each
     consumer's activity: (columns, activity, folded, their rows `at_row`, their positions among the
     live ones `pos`, read from `position`)."""
-    own = {THRESHOLD_INPUT + name: floats(state.state[THRESHOLD_INPUT + name][live]) for name in DURATIONS}
-    columns = state.feature_columns(now, live, rhythm_after=rhythm_after(thresholds, own, state.state["ack_wait_ns"][live]))
+    own = {THRESHOLD_INPUT + name: state.numbers(THRESHOLD_INPUT + name)[live] for name in DURATIONS}
+    columns = state.feature_columns(now, live, rhythm_after=rhythm_after(thresholds, own, state.numbers("ack_wait_ns")[live]))
     activity, folded = state.recent_activity(now, live, pull_rhythm.counted_from(thresholds))
     at_row = columns.pop("row", np.zeros(0, dtype=np.int64))
     pos = position[at_row]

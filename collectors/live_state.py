@@ -22,6 +22,7 @@ import pandas as pd
 
 from jetwatch import sql
 from jetwatch.health import pull_rhythm, thresholds
+from jetwatch.health.columns import floats
 from jetwatch.health.window import (
     WindowState,
     feature_columns,
@@ -45,6 +46,9 @@ CONFIG_STATE = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priori
                 # the thresholds its metadata sets (None: the setting), health/thresholds.py
                 *(thresholds.INPUT + name for name in thresholds.OVERRIDABLE))
 STATE = SAMPLE_STATE + CONFIG_STATE
+# The columns judging reads as numbers (LiveState.numbers).
+NUMERIC_STATE = ("num_pending", "num_ack_pending", "time_to_loss_seconds", "max_ack_pending", "max_waiting",
+                 "ack_wait_ns", "priority_timeout_ns", *(thresholds.INPUT + name for name in thresholds.OVERRIDABLE))
 TIMES = ("ts", "pause_until", "pinned_ts")
 # What the collector kept of each consumer's verdict (verdicts_previous.sql).
 KEPT_TEXT = ("verdict", "reason", "findings", "eta_state", "config_findings")
@@ -105,6 +109,20 @@ class LiveState:
         # Every consumer's latest config, live or not: its rows may be forgotten while it is not
         # live, its config is not (the store keeps it in consumer_configs).
         self.configs: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+        self._numbers: dict[str, np.ndarray] = {}  # NUMERIC_STATE columns as floats, until they change
+
+    def numbers(self, column: str) -> np.ndarray:
+        """A numeric column of the live state (NUMERIC_STATE) as floats, NaN where it is None:
+        converted once after it changed, not by every reader of every judge (a config's limits and
+        thresholds change seldom, and are read by several rules each cycle)."""
+        found = self._numbers.get(column)
+        if found is None:
+            found = self._numbers[column] = floats(self.state[column])
+        return found
+
+    def _changed(self, columns: Iterable[str] = STATE) -> None:
+        for c in columns:
+            self._numbers.pop(c, None)
 
     # -- rows ---------------------------------------------------------------------------------
 
@@ -139,6 +157,7 @@ class LiveState:
         for group in (self.state, self.kept_text, self.kept_numbers, self.activity, self.waits):
             for c in group:
                 group[c] = grown(group[c])
+        self._changed()
 
     def rows_of(self, keys: Sequence[tuple[str, str, str]]) -> np.ndarray:
         rows = self.window._row_of(list(keys))
@@ -155,6 +174,7 @@ class LiveState:
         for a in self._all():
             a[:len(keep)] = a[keep]
             a[len(keep):] = None if a.dtype == object else (False if a.dtype == bool else np.nan)
+        self._changed()
 
     # -- a cycle ------------------------------------------------------------------------------
 
@@ -171,6 +191,7 @@ class LiveState:
                 self.configs[(config["account"], config["stream"], config["consumer"])] = values
                 for c, v in zip(CONFIG_STATE, values):
                     self.state[c][row] = v
+            self._changed(CONFIG_STATE)
         before = len(self.window.keys)
         rows = self.window.add(samples)
         self._grow()
@@ -197,9 +218,12 @@ class LiveState:
             if given is not None:
                 column[:] = given
             self.state[c][rows] = column
+        self._changed(SAMPLE_STATE)
 
-    def _configure(self, rows: Iterable[int]) -> None:
+    def _configure(self, rows: range) -> None:
         """New rows (a consumer sampled again after its row was forgotten) take its kept config."""
+        if len(rows):
+            self._changed(CONFIG_STATE)
         for row in rows:
             values = self.configs.get(self.window.keys[row])
             if values is not None:

@@ -107,10 +107,13 @@ def test_what_will_be_lost_is_shown_in_words_at_1280(nats_server, chromium, uid,
         clients.append(Client(nc, poison, "orders", nak_body=b"poison", expires_s=0.5).start())
         for n, body in ((41, b"fine"), (42, b"poison"), (43, b"fine")):
             await nc.request(f"{sub}.poison.order.{n}", body, timeout=5)
-        # Jobs of 3 s on a consumer whose ack_wait is 1 s, two clients, no +WPI.
+        # Jobs of 3 s on a consumer whose ack_wait is 1 s, two clients, no +WPI: work for minutes,
+        # so the redeliveries the finding reads go on while the browser reaches the third page
+        # (the finding is the window's: with 20 messages the work was done, and the finding gone,
+        # before a loaded machine's browser got there).
         await make_stream(api, short, [f"{sub}.ackwait"])
         await make_consumer(api, short, "c", ack_wait=1_000_000_000)
-        await publish(nc, f"{sub}.ackwait", 20)
+        await publish(nc, f"{sub}.ackwait", 200)
         clients.extend(Client(nc, short, "c", name=f"aw{i}", batch=1, expires_s=1.0, job_s=3.0).start()
                        for i in range(2))
 

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from jetwatch import sql
 from jetwatch.collectors.judging import LAST_KNOWN, event_counts, judge, judge_stored_cycle, load_window
-from jetwatch.collectors.live_state import LiveState
+from jetwatch.collectors.live_state import NUMERIC_STATE, LiveState
 from jetwatch.dashboard import data
+from jetwatch.health.columns import floats
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store
@@ -345,3 +346,29 @@ def test_a_consumer_deleted_and_recreated_is_judged_on_its_own_samples_from_then
     assert not any(s[3].startswith(LAST_KNOWN) for s in seen), seen
     assert [s[1] for s in seen[6:]] == ["COLLECTING", "COLLECTING", "OK", "OK"], seen
     assert all(s[2] >= recreated_at for s in seen[6:]), seen
+
+
+def test_the_numbers_judging_reads_follow_every_change_of_the_state():
+    """LiveState.numbers keeps the limits and counts judging reads converted between changes:
+    after each kind of change (a cycle's samples, a changed config, a consumer gone and its row
+    forgotten, the arrays grown for new consumers) each equals its column converted afresh."""
+    state = LiveState(TH.health_window)
+
+    def same_as_converted_afresh() -> None:
+        for c in NUMERIC_STATE:
+            assert np.array_equal(state.numbers(c), floats(state.state[c]), equal_nan=True), c
+
+    def cycle(at: float, pending: dict[str, int], configs: list[dict] = ()) -> None:
+        samples = [_sample(T0 + dt.timedelta(seconds=at), "S1", c, num_pending=n, num_ack_pending=n % 3)
+                   for c, n in pending.items()]
+        state.add({k: [s[k] for s in samples] for k in samples[0]}, ["A"], configs=list(configs))
+        same_as_converted_afresh()
+
+    cycle(0, {"a": 1, "b": 2}, CONFIGS[:2])
+    cycle(5, {"a": 3, "b": 4}, [{**CONFIGS[1], "max_ack_pending": 8, "ack_wait_ns": 30_000_000_000,
+                                 "threshold_stalled_after": 45.0}])
+    cycle(10, {"a": 5})  # b is no longer listed: not live
+    state.forget_gone()
+    same_as_converted_afresh()
+    cycle(15, {"a": 6, **{f"n{i}": i for i in range(100)}})  # the arrays grow
+    cycle(20, {"a": 7, "b": 1})  # b again: its row new, its config the one kept
