@@ -11,6 +11,7 @@ page and the HTTP routes both use this module, and plain pytest tests it.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import ipaddress
@@ -62,7 +63,11 @@ def _verify_hash(password: str, stored: str) -> bool:
     return hmac.compare_digest(got.hex(), digest)
 
 
-_DUMMY = hash_password(secrets.token_hex(16))  # checked for unknown names, so timing does not tell names
+@functools.cache
+def _dummy() -> str:
+    """A hash checked for unknown names, so that timing does not tell names: made on the first
+    sign-in of a process, not by every command that imports this module."""
+    return hash_password(secrets.token_hex(16))
 
 
 _HEX = re.compile(r"(?:[0-9a-f]{2})+", re.ASCII)
@@ -153,7 +158,7 @@ def verify(path: str | Path, name: str, password: str) -> bool:
     except (OSError, IdentityError):
         return False
     if stored is None:
-        _verify_hash(password, _DUMMY)
+        _verify_hash(password, _dummy())
         return False
     return _verify_hash(password, stored)
 
