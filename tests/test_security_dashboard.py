@@ -787,11 +787,15 @@ def test_behind_a_trusted_proxy_the_operator_is_the_name_its_header_carries_and_
     with serve(tmp_path, trusted_user_header="X-Forwarded-User") as port, sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         try:
+            # One page, opened again with each proxy's headers: a fresh browser context for each
+            # fetched and compiled the app's scripts anew, which a loaded machine took over 30 s to do.
+            tab = browser.new_context().new_page()
+
             def page_with(headers: dict[str, str]):
-                page = browser.new_context(extra_http_headers=headers).new_page()
-                page.goto(f"http://127.0.0.1:{port}/", wait_until="commit")
-                page.get_by_text("Operator actions").wait_for(timeout=30_000)
-                return page
+                tab.set_extra_http_headers(headers)
+                tab.goto(f"http://127.0.0.1:{port}/", wait_until="commit")
+                tab.get_by_text("Operator actions").wait_for(timeout=30_000)
+                return tab
 
             page_with({"X-Forwarded-User": "carol"}).get_by_text("signed in by your proxy as carol").wait_for(
                 timeout=30_000)
