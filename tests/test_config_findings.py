@@ -182,7 +182,7 @@ def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_se
     third refused: 409 Exceeded MaxWaiting); two clients whose jobs outlast a 1 s ack_wait,
     redelivered while they work; a consumer reset back and one reset forward with
     `$JS.API.CONSUMER.RESET` (nats-server 2.14+). Look-alikes: the same with room (max_ack_pending
-    50, max_waiting 10), the same long jobs kept alive with +WPI, a consumer deleted and recreated
+    50, max_waiting 10), jobs three times their ack_wait kept alive with +WPI, a consumer deleted and recreated
     under its name. Each finding in the store, `status --json`, /metrics' gauge and the Consumer page
     within a deadline, no look-alike with one, no verdict changed by one."""
     store_path = db_path
@@ -200,7 +200,7 @@ def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_se
                 await make_stream(api, stream, [f"{stream}.x"])
             config = {"MAP": {"max_ack_pending": 2}, "MAP_OK": {"max_ack_pending": 50},
                       "MAXW": {"max_waiting": 2}, "MAXW_OK": {"max_waiting": 10},
-                      "AW": {"ack_wait": 1_000_000_000}, "WPI": {"ack_wait": 1_000_000_000}}
+                      "AW": {"ack_wait": 1_000_000_000}, "WPI": {"ack_wait": 3_000_000_000}}
             for key, stream in streams.items():
                 await make_consumer(api, stream, "c", **config.get(key, {}))
             for key in ("MAP", "MAP_OK", "AW", "WPI", "BACK", "FWD", "RECREATED"):
@@ -213,8 +213,11 @@ def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_se
             for key in ("MAXW", "MAXW_OK"):  # three clients keep a long pull open each
                 workers += [Client(nc, streams[key], "c", name=f"{key}{i}", batch=1, expires_s=5.0).start()
                             for i in range(3)]
-            for key, progress in (("AW", 0.0), ("WPI", 0.3)):  # jobs of 3 s, ack_wait 1 s
-                workers += [Client(nc, streams[key], "c", name=f"{key}{i}", batch=1, expires_s=1.0, job_s=3.0,
+            # Jobs three times ack_wait: of 3 s under 1 s (AW), of 9 s kept alive with +WPI every 0.3 s
+            # under 3 s (WPI: the clients share the test's loop with the collector, and a loaded
+            # machine stalled it for most of a second, long enough for a 1 s ack_wait to pass).
+            for key, progress, job in (("AW", 0.0, 3.0), ("WPI", 0.3, 9.0)):
+                workers += [Client(nc, streams[key], "c", name=f"{key}{i}", batch=1, expires_s=1.0, job_s=job,
                                    progress_s=progress).start() for i in range(2)]
             assert await _fetch(nc, streams["BACK"], "c", 10, ack=True) == 10  # ack floor 10
             assert await _fetch(nc, streams["FWD"], "c", 3, ack=False) == 3  # delivered 3, ack floor 0
@@ -237,12 +240,14 @@ def test_each_config_finding_on_a_real_server_and_none_on_its_look_alike(nats_se
                 assert await _fetch(nc, streams["RECREATED"], "c", 5, ack=True) == 5
 
                 def all_raised() -> bool:
+                    """Every finding raised, and every consumer judged: the recreated one's row,
+                    gone with the consumer it was, is back (judged as the new one)."""
                     now = found()
-                    return all(expect[k] in {f["kind"] for f in now.get(s, [])}
-                               for k, s in streams.items() if k in expect)
+                    return set(now) == set(streams.values()) and all(
+                        expect[k] in {f["kind"] for f in now[s]} for k, s in streams.items() if k in expect)
 
                 await eventually(all_raised, timeout=90, interval=0.25,
-                                 message=f"every config finding raised: {expect}")
+                                 message=f"every config finding raised, every consumer judged: {expect}")
                 got = found()
                 # /metrics (the default cardinality, non_ok): every consumer with a finding, by kind.
                 def gauged() -> dict[str, set[str]] | None:
