@@ -43,13 +43,13 @@ lint: $(STAMP)
 
 # Lint first, and the window pass compiled into NUMBA_CACHE_DIR once (else the first processes
 # to judge, four workers and the collectors they start, each compile it at once: ten seconds of CPU
-# each); then two lanes, as datasette runs its suite: first every test that can share the
-# machine, on four pytest-xdist workers (tests in one xdist_group, which share a session fixture, on
-# one worker). Most of its tests wait on the wall clock (a collector's cycles, a server's timers), not
-# on a core: on two cores, four workers finish it in about 14 minutes where one per core (`-n auto`)
-# took 17 to 18, for the same CPU. Then the tests marked `serial`, away from the parallel lane's Spark,
-# Chromium and Streamlit. They wait on the wall clock and use little CPU, so they run beside each
-# other, one worker each: the incident library, the loss projection, and the three-node cluster's
+# each; a failure here shows again in every test that judges). Then two lanes, as datasette runs
+# its suite: first every test that can share the machine, on four pytest-xdist workers (tests in
+# one xdist_group, which share a session fixture, on one worker). Many of its tests wait on the
+# wall clock (a collector's cycles, a server's timers), not on a core: on two cores, four workers
+# finish it sooner than one per core (`-n auto`), for the same CPU. Then the tests marked
+# `serial`, away from the parallel lane's Spark, Chromium and Streamlit. They wait on the wall clock
+# and use little CPU, so they run beside each other, one worker each: the incident library, the loss projection, and the three-node cluster's
 # tests one after another on a third (xdist_group "three_nodes"). Lint and both lanes always run;
 # the target fails if any failed (pytest's "no tests ran", exit 5, too). Nothing here writes to
 # the source tree.
