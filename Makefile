@@ -49,8 +49,9 @@ lint: $(STAMP)
 # wall clock (a collector's cycles, a server's timers), not on a core: on two cores, four workers
 # finish it sooner than one per core (`-n auto`), for the same CPU. Then the tests marked
 # `serial`, away from the parallel lane's Spark, Chromium and Streamlit. They wait on the wall clock
-# and use little CPU, so they run beside each other, one worker each: the incident library, the loss projection, and the three-node cluster's
-# tests one after another on a third (xdist_group "three_nodes"). Lint and both lanes always run;
+# and use little CPU, so they run beside each other, one worker each: the incident library, the
+# loss projection, and the three-node cluster's tests one after another on a third (xdist_group
+# "three_nodes"). Lint and both lanes always run;
 # the target fails if any failed (pytest's "no tests ran", exit 5, too). Nothing here writes to
 # the source tree.
 test: $(STAMP) system-deps
