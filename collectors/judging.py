@@ -499,7 +499,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     changed, worded = _changed(state, live, said)
     at = np.flatnonzero(changed)
     gone_rows, gone = _gone(state)
-    snapshot = {c: state.state[c][live].copy() for c in STATE}  # the state as judged, for `consumers`
+    snapshot = {c: state.state[c][live] for c in STATE}  # the state as judged (indexing by `live` copies it)
     live_keys = state.window.key_columns(live)  # taken now: `commit` may renumber the rows
     judged = JudgedCycle(now, lambda: _consumers_frame(live_keys, snapshot, said), _transitions(state, live, said, now_s),
                          _written(state, live, at, said), gone, _Remember(state, live, at, gone_rows, said, now_s))
