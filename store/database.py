@@ -212,6 +212,7 @@ class _FileTurns:
         self._readers = 0
         self._writing = False
         self._writers_waiting = 0
+        self.reader = _ReadingHost()
 
     @contextlib.contextmanager
     def reading(self, timeout: float) -> Iterator[bool]:
@@ -316,6 +317,70 @@ class _WritingHost:
                 host.close()
 
 
+class _ReadingHost:
+    """The in-memory DuckDB into which this process's readers of one file attach it, read-only.
+
+    The readers in turn on the file at once (`_FileTurns.reading`) share one attachment, each on a
+    cursor of its own: the first attaches the file, the last detaches it, which releases its lock
+    for other processes' writers. One attachment, as DuckDB's own cache of open files gives
+    connections to one file: two would each hold a descriptor of the file, and closing either
+    drops every lock this process holds on it, the other reader's included. Kept between reads,
+    the instance spares each read the making of a DuckDB (its catalog of built-in functions),
+    which cost several times a small read's query. If detaching fails the instance is dropped."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._duckdb: duckdb.DuckDBPyConnection | None = None
+        self._readers = 0
+
+    def open(self, path: Path) -> duckdb.DuckDBPyConnection:
+        """A cursor on the file for one read; `close` it when done."""
+        with self._guard:
+            if self._readers == 0:
+                self._attach(path)
+            assert self._duckdb is not None
+            con = self._duckdb.cursor()
+            self._readers += 1
+        try:
+            con.execute("USE store")
+        except BaseException:
+            self.close(con)
+            raise
+        return con
+
+    def _attach(self, path: Path) -> None:
+        if self._duckdb is None:
+            self._duckdb = duckdb.connect()
+        try:
+            self._duckdb.execute("DETACH DATABASE IF EXISTS store")
+            self._duckdb.execute("ATTACH $path AS store (READ_ONLY)", {"path": str(path)})
+        except BaseException:
+            try:  # a refused attach (another process writing) leaves the instance as it was
+                self._duckdb.execute("DETACH DATABASE IF EXISTS store")
+            except BaseException:
+                self._drop()
+            raise
+
+    def close(self, con: duckdb.DuckDBPyConnection) -> None:
+        """End one read; the last one out detaches the file."""
+        with self._guard:
+            try:
+                con.close()
+            finally:
+                self._readers -= 1
+                if self._readers == 0 and self._duckdb is not None:
+                    try:
+                        self._duckdb.execute("DETACH DATABASE IF EXISTS store")
+                    except duckdb.Error:
+                        self._drop()
+
+    def _drop(self) -> None:
+        host, self._duckdb = self._duckdb, None
+        if host is not None:
+            with contextlib.suppress(duckdb.Error):
+                host.close()
+
+
 def _close(host: _WritingHost, con: duckdb.DuckDBPyConnection, committed: bool) -> None:
     """Detach a writer's file, which checkpoints it. After a COMMIT the write is kept whatever the
     checkpoint does (what it could not move into the file stays in the WAL, which the next open
@@ -374,7 +439,7 @@ class Store:
         for pause in _backoff(deadline):
             try:
                 if read_only:
-                    return duckdb.connect(str(self.path), read_only=True)
+                    return _turns_on(self.path).reader.open(self.path)
                 return self._host.attach(self.path, row_group_rows)
             except duckdb.Error as exc:
                 if not _is_lock_conflict(exc):
@@ -475,7 +540,7 @@ class Store:
                 raise corrupt(self.path, exc) or exc  # noqa: B904 (the error itself, or one that names it and keeps it as its context)
             finally:
                 timer.cancel()
-                con.close()
+                _turns_on(self.path).reader.close(con)
 
     def migrate(self) -> None:
         self.write(lambda con: None)

@@ -683,6 +683,37 @@ def test_a_read_in_the_same_process_during_a_write_never_lets_another_process_in
     assert read == [[(1,)]], "the read waited for the write and saw it"
 
 
+def test_reads_at_once_in_one_process_hold_the_file_until_the_last_one_ends(db_path):
+    """Two reads in one process at once (two browser tabs on one dashboard): the one that ends
+    first must not let another process's writer in while the other still reads (closing a second
+    descriptor of the file would drop this process's lock on it), and once the last read ends
+    the file is free for a writer at once."""
+    Store(db_path).migrate()
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_read(con: duckdb.DuckDBPyConnection) -> list[Any]:
+        inside.set()
+        assert release.wait(60), "the test never let the read finish"
+        return con.execute("SELECT count(*) FROM verdicts_current").fetchall()
+
+    read: list[Any] = []
+    reader = threading.Thread(target=lambda: read.append(Store(db_path, lock_timeout=30).read(slow_read)))
+    reader.start()
+    try:
+        assert inside.wait(30), "the first read never began"
+        quick = Store(db_path).read(lambda con: con.execute("SELECT count(*) FROM verdicts_current").fetchall())
+        probe = subprocess.run([sys.executable, "-c", _PROBE, str(db_path), "2"], capture_output=True, text=True,
+                               timeout=60)
+    finally:
+        release.set()
+        reader.join(60)
+    assert quick == [(0,)] and read == [[(0,)]]
+    assert probe.returncode == 0, f"another process opened the file while a read went on: {probe.stdout}{probe.stderr}"
+    free = subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()",
+                           str(db_path)], capture_output=True, text=True, timeout=60)
+    assert free.returncode == 0, f"the file stayed held after the last read: {free.stderr}"
+
+
 def test_a_checkpoint_on_a_full_disk_says_the_disk_is_full(small_disk):
     """Retention's checkpoint (the collector catches StoreError there, logs it and tries later) on a
     disk that filled up: the error is the store's own, in words, not DuckDB's raw one."""
