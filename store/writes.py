@@ -185,8 +185,10 @@ def reconcile_pins(con: duckdb.DuckDBPyConnection, now: dt.datetime, grace_s: fl
                    horizon_s: float = 3600.0) -> None:
     """Record as `inferred` the pin changes that only sampled state shows, and mark each pin
     advisory confirmed or unconfirmed by sampled state (advisories can be forged)."""
-    params = {"now": now, "cutoff": now - dt.timedelta(seconds=grace_s),
-              "horizon": now - dt.timedelta(seconds=horizon_s)}
+    horizon = now - dt.timedelta(seconds=horizon_s)
+    if not one_row(con.execute(sql.query("pins_to_reconcile"), {"horizon": horizon}))[0]:
+        return
+    params = {"now": now, "cutoff": now - dt.timedelta(seconds=grace_s), "horizon": horizon}
     con.execute(sql.query("infer_unpinned"), params)
     con.execute(sql.query("infer_pinned"), params)
     con.execute(sql.query("confirm_pins"), params)

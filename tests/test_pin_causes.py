@@ -110,11 +110,18 @@ def site(nats_server, db_path, uid, monkeypatch):
 
 
 def _holder(workers: list[Worker], store: Store, stream: str) -> Worker:
-    """The worker the server pinned now (as sampled and as the worker itself knows)."""
+    """The worker the server pinned now: as sampled, as the newest pinned advisory says, and as
+    the worker itself knows. The samples and the advisories are stored by different loops of the
+    collector: a sample taken before the newest move still shows the old pin, which the old holder,
+    stalled, still believes it has."""
     def found():
         sampled = rows(store, "SELECT pinned_id FROM consumer_latest WHERE stream = ?", [stream])
+        newest = rows(store, "SELECT pinned_id FROM pin_events WHERE stream = ? AND event = 'pinned' "
+                             "ORDER BY ts DESC LIMIT 1", [stream])
         pin = sampled[0][0] if sampled else None
-        return next((w for w in workers if pin and w.pull.pin_id == pin), None)
+        if not pin or newest != [(pin,)]:
+            return None
+        return next((w for w in workers if w.pull.pin_id == pin), None)
     return wait_until(found, timeout=30, message="the pin sampled and its holder known")
 
 
