@@ -162,6 +162,7 @@ def routes(s: Settings) -> list[Route]:
         return resp
 
     async def logout(request: Request) -> Response:
+        identities.logout_done((await request.body()).decode("ascii", "replace").strip())
         if s.operators_file:
             found = identities.parse(s.operators_file, request.cookies.get(COOKIE))
             if found is not None:

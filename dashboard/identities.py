@@ -259,6 +259,34 @@ def redeem(key: str, now: float | None = None) -> tuple[str, float] | None:
     return found[0], found[1]
 
 
+# Pending sign-outs: the page asks the browser to clear its cookie at /_jetwatch/logout, with a
+# one-time code the route marks as done, so the page draws the request until the browser made it.
+_LOGOUTS: dict[str, float] = {}  # code -> valid until
+
+
+def logout_code(now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    key = secrets.token_urlsafe(24)
+    with _LOCK:
+        for k in [k for k, until in _LOGOUTS.items() if until <= now]:
+            del _LOGOUTS[k]
+        _LOGOUTS[key] = now + 60
+    return key
+
+
+def logout_waiting(key: str, now: float | None = None) -> bool:
+    """Whether the browser has yet to clear its cookie for this sign-out (and still may be asked)."""
+    now = time.time() if now is None else now
+    with _LOCK:
+        until = _LOGOUTS.get(key)
+    return until is not None and until > now
+
+
+def logout_done(key: str) -> None:
+    with _LOCK:
+        _LOGOUTS.pop(key, None)
+
+
 def source_of(address: str | None) -> str:
     """The source a failed sign-in is counted against: the client's address as the web server
     reports it (behind a proxy on the same host, the address the proxy puts in X-Forwarded-For);

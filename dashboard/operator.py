@@ -52,7 +52,7 @@ PIN_MOVED = "action_pin_moved"  # why the pending unpin was not sent and is aske
 
 SESSION = "operator_session"  # identities.Session of the signed-in operator
 HANDOFF = "operator_handoff"  # one-time code the browser trades for the session cookie
-SIGNED_OUT = "operator_signed_out"  # set by Sign out: the browser clears its cookie
+SIGNED_OUT = "operator_signed_out"  # set by Sign out: the code of the browser's call that clears its cookie
 ENDED = "operator_ended"  # why the last session ended, shown once
 SHOWN = "operator_shown"  # who the sidebar last showed signed in (None: nobody)
 
@@ -164,7 +164,7 @@ def _logout(s: Settings) -> None:
     session = st.session_state.pop(SESSION, None)
     if session is not None:
         identities.revoke(session)
-    st.session_state[SIGNED_OUT] = True
+    st.session_state[SIGNED_OUT] = identities.logout_code()
 
 
 def _browser_call(path: str, body: str = "") -> None:
@@ -197,9 +197,12 @@ def sidebar(s: Settings) -> None:
 
 
 def _status(s: Settings, who: str | None) -> None:
-    if st.session_state.get(SIGNED_OUT) is True:  # once: the browser drops its cookie
-        _browser_call(gate.LOGOUT_PATH)
-        st.session_state[SIGNED_OUT] = "cookie cleared"
+    # Drawn on every run until the browser has made the call (as the sign-in's handoff below): a
+    # refresh that came before a slow browser ran the frame's script would otherwise remove it,
+    # and the browser would keep the (revoked) cookie.
+    code = st.session_state.get(SIGNED_OUT)
+    if isinstance(code, str) and identities.logout_waiting(code):
+        _browser_call(gate.LOGOUT_PATH, code)
     if who:
         session = st.session_state.get(SESSION)
         if session is None:

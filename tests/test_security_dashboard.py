@@ -821,3 +821,25 @@ def test_the_cookie_handoff_is_offered_on_every_run_until_the_browser_trades_it(
     assert identities.redeem(code) is not None  # the browser's POST /_jetwatch/session
     at.run()
     assert HANDOFF not in at.session_state and signed_in(at)
+
+
+def test_the_call_that_clears_the_cookie_is_drawn_on_every_run_until_the_browser_makes_it(operator_env):
+    """Sign out asks the browser to clear its cookie (a frame whose script POSTs to the logout
+    route). A refresh that comes before a slow browser ran the frame's script must not take the
+    call away (the browser then kept the revoked cookie); once the route has it, it is gone."""
+    from jetwatch.dashboard import identities
+    from jetwatch.dashboard.gate import LOGOUT_PATH
+    from jetwatch.dashboard.operator import SIGNED_OUT
+
+    def logout_frames(at: AppTest) -> list[str]:
+        return [str(f.proto) for f in at.get("iframe") if LOGOUT_PATH in str(f.proto)]
+
+    at = login(fresh_page(), name="ana")
+    at.sidebar.button(key="op_lock").click().run()
+    code = at.session_state[SIGNED_OUT]
+    assert not signed_in(at) and len(logout_frames(at)) == 1 and code in logout_frames(at)[0]
+    at.run()  # a refresh, the browser not heard from
+    assert len(logout_frames(at)) == 1 and identities.logout_waiting(code)
+    identities.logout_done(code)  # what the route does with the code the browser POSTs
+    at.run()
+    assert logout_frames(at) == [] and not signed_in(at)
