@@ -508,8 +508,8 @@ class Store:
         return result
 
     def read(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
-        """Run fn on a fresh read-only connection, with a time limit, then close it. A file that
-        reads as damaged is read once more, on a fresh connection, before it is said to be: a
+        """Run fn on a read-only cursor on the file (`_ReadingHost`), with a time limit, then close
+        it. A file that reads as damaged is read once more before it is said to be: a
         reader in another process can catch the file while a writer extends it ("Could not read
         enough bytes"); a damaged file stays damaged, a busy one reads the next time."""
         if not self.path.exists():
