@@ -260,7 +260,34 @@ def _turns_on(path: Path) -> _FileTurns:
         return _turns.setdefault(key, _FileTurns())
 
 
-class _WritingHost:
+class _KeptInstance:
+    """An in-memory DuckDB kept between uses, into which a store's file is attached as `store`."""
+
+    def __init__(self) -> None:
+        self._duckdb: duckdb.DuckDBPyConnection | None = None
+
+    def _instance(self) -> duckdb.DuckDBPyConnection:
+        if self._duckdb is None:
+            self._duckdb = duckdb.connect()
+        return self._duckdb
+
+    def _free(self) -> None:
+        """The file detached, if attached (after a failed attach, whose own error is the one to
+        tell, or after the last use): nothing of it may stay attached, or the instance goes."""
+        try:
+            if self._duckdb is not None:
+                self._duckdb.execute("DETACH DATABASE IF EXISTS store")
+        except BaseException:
+            self.drop()
+
+    def drop(self) -> None:
+        host, self._duckdb = self._duckdb, None
+        if host is not None:
+            with contextlib.suppress(duckdb.Error):
+                host.close()
+
+
+class _WritingHost(_KeptInstance):
     """The in-memory DuckDB into which a Store's writes attach the file, kept between writes.
 
     A writer attaches the file (ATTACH is where a row group size is given) and detaches it when
@@ -273,13 +300,8 @@ class _WritingHost:
     by a signal between attaching and detaching leaves the file attached until the next attach,
     which detaches it first."""
 
-    def __init__(self) -> None:
-        self._duckdb: duckdb.DuckDBPyConnection | None = None
-
     def attach(self, path: Path, row_group_rows: int) -> duckdb.DuckDBPyConnection:
-        if self._duckdb is None:
-            self._duckdb = duckdb.connect()
-        con = self._duckdb.cursor()
+        con = self._instance().cursor()
         try:
             con.execute("DETACH DATABASE IF EXISTS store")
             con.execute(f"ATTACH $path AS store (ROW_GROUP_SIZE {int(row_group_rows)})", {"path": str(path)})
@@ -301,23 +323,9 @@ class _WritingHost:
         finally:
             con.close()
 
-    def _free(self) -> None:
-        """After a failed attach (the attach's own error is the one to tell): nothing of it may stay
-        attached, or the instance goes."""
-        try:
-            if self._duckdb is not None:
-                self._duckdb.execute("DETACH DATABASE IF EXISTS store")
-        except BaseException:
-            self.drop()
-
-    def drop(self) -> None:
-        host, self._duckdb = self._duckdb, None
-        if host is not None:
-            with contextlib.suppress(duckdb.Error):
-                host.close()
 
 
-class _ReadingHost:
+class _ReadingHost(_KeptInstance):
     """The in-memory DuckDB into which this process's readers of one file attach it, read-only.
 
     The readers in turn on the file at once (`_FileTurns.reading`) share one attachment, each on a
@@ -329,8 +337,8 @@ class _ReadingHost:
     which cost several times a small read's query. If detaching fails the instance is dropped."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._guard = threading.Lock()
-        self._duckdb: duckdb.DuckDBPyConnection | None = None
         self._readers = 0
 
     def open(self, path: Path) -> duckdb.DuckDBPyConnection:
@@ -338,8 +346,7 @@ class _ReadingHost:
         with self._guard:
             if self._readers == 0:
                 self._attach(path)
-            assert self._duckdb is not None
-            con = self._duckdb.cursor()
+            con = self._instance().cursor()
             self._readers += 1
         try:
             con.execute("USE store")
@@ -349,16 +356,12 @@ class _ReadingHost:
         return con
 
     def _attach(self, path: Path) -> None:
-        if self._duckdb is None:
-            self._duckdb = duckdb.connect()
+        host = self._instance()
         try:
-            self._duckdb.execute("DETACH DATABASE IF EXISTS store")
-            self._duckdb.execute("ATTACH $path AS store (READ_ONLY)", {"path": str(path)})
+            host.execute("DETACH DATABASE IF EXISTS store")
+            host.execute("ATTACH $path AS store (READ_ONLY)", {"path": str(path)})
         except BaseException:
-            try:  # a refused attach (another process writing) leaves the instance as it was
-                self._duckdb.execute("DETACH DATABASE IF EXISTS store")
-            except BaseException:
-                self._drop()
+            self._free()  # a refused attach (another process writing) leaves the instance as it was
             raise
 
     def close(self, con: duckdb.DuckDBPyConnection) -> None:
@@ -368,17 +371,8 @@ class _ReadingHost:
                 con.close()
             finally:
                 self._readers -= 1
-                if self._readers == 0 and self._duckdb is not None:
-                    try:
-                        self._duckdb.execute("DETACH DATABASE IF EXISTS store")
-                    except duckdb.Error:
-                        self._drop()
-
-    def _drop(self) -> None:
-        host, self._duckdb = self._duckdb, None
-        if host is not None:
-            with contextlib.suppress(duckdb.Error):
-                host.close()
+                if self._readers == 0:
+                    self._free()
 
 
 def _close(host: _WritingHost, con: duckdb.DuckDBPyConnection, committed: bool) -> None:
