@@ -324,7 +324,6 @@ class _WritingHost(_KeptInstance):
             con.close()
 
 
-
 class _ReadingHost(_KeptInstance):
     """The in-memory DuckDB into which this process's readers of one file attach it, read-only.
 
