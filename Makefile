@@ -41,7 +41,7 @@ lint: $(STAMP)
 	$(PY) .ci/typed-tree $(VENV)/typed && (cd $(VENV)/typed && $(abspath $(VENV))/bin/mypy --config-file $(CURDIR)/pyproject.toml) || types=$$?; \
 	if [ $$ruff -ne 0 ] || [ $$types -ne 0 ]; then echo "make lint: FAILED (ruff exit $$ruff, mypy exit $$types)"; exit 1; fi
 
-# Lint first, and the window pass compiled into NUMBA_CACHE_DIR once (else the first processes
+# Lint first, and beside it the window pass compiled into NUMBA_CACHE_DIR once (else the first processes
 # to judge, four workers and the collectors they start, each compile it at once: ten seconds of CPU
 # each; a failure here shows again in every test that judges). Then two lanes, as datasette runs
 # its suite: first every test that can share the machine, on four pytest-xdist workers (tests in
@@ -56,8 +56,9 @@ lint: $(STAMP)
 # the source tree.
 test: $(STAMP) system-deps
 	@lint=0; parallel=0; serial=0; \
+	$(PY) -c "from jetwatch.health.window_pass import compile_now; compile_now()" & compiling=$$!; \
 	$(MAKE) --no-print-directory lint || lint=$$?; \
-	$(PY) -c "from jetwatch.health.window_pass import compile_now; compile_now()" || true; \
+	wait $$compiling || true; \
 	if [ $$lint -ne 0 ]; then echo "make test: lint failed (exit $$lint); the tests run all the same"; fi; \
 	$(PY) -m pytest -n 4 --dist loadgroup -m "not serial and not heavy" || parallel=$$?; \
 	if [ $$parallel -ne 0 ]; then echo "make test: the parallel lane failed (exit $$parallel); the serial lane runs all the same"; fi; \
