@@ -14,10 +14,12 @@ test test-heavy screenshots fuzz: export PYTHONDONTWRITEBYTECODE :=
 # numba's compiled window pass is cached there too (else beside health/window_pass.py).
 test test-heavy screenshots fuzz: export NUMBA_CACHE_DIR := $(abspath $(VENV))/numba_cache
 
+# --no-compile: the test runs never read the bytecode pip would write beside the packages (they keep
+# theirs under PYTHONPYCACHEPREFIX), and `jetwatch up` compiles what it imports on first use.
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q --no-compile -e '.[test]'
 	touch $(STAMP)
 
 up: $(STAMP)
@@ -41,9 +43,10 @@ lint: $(STAMP)
 	$(PY) .ci/typed-tree $(VENV)/typed && (cd $(VENV)/typed && $(abspath $(VENV))/bin/mypy --config-file $(CURDIR)/pyproject.toml) || types=$$?; \
 	if [ $$ruff -ne 0 ] || [ $$types -ne 0 ]; then echo "make lint: FAILED (ruff exit $$ruff, mypy exit $$types)"; exit 1; fi
 
-# Lint first, and beside it the window pass compiled into NUMBA_CACHE_DIR once (else the first processes
-# to judge, four workers and the collectors they start, each compile it at once: ten seconds of CPU
-# each; a failure here shows again in every test that judges). Then two lanes, as datasette runs
+# Lint runs beside the parallel lane (its output kept until the lane ends); first the window pass is
+# compiled into NUMBA_CACHE_DIR once (else the first processes to judge, four workers and the
+# collectors they start, each compile it at once: ten seconds of CPU each; a failure here shows
+# again in every test that judges). Then two lanes, as datasette runs
 # its suite: first every test that can share the machine, on four pytest-xdist workers (tests in
 # one xdist_group, which share a session fixture, on one worker). Many of its tests wait on the
 # wall clock (a collector's cycles, a server's timers), not on a core: on two cores, four workers
@@ -56,11 +59,11 @@ lint: $(STAMP)
 # the source tree.
 test: $(STAMP) system-deps
 	@lint=0; parallel=0; serial=0; \
-	$(PY) -c "from jetwatch.health.window_pass import compile_now; compile_now()" & compiling=$$!; \
-	$(MAKE) --no-print-directory lint || lint=$$?; \
-	wait $$compiling || true; \
-	if [ $$lint -ne 0 ]; then echo "make test: lint failed (exit $$lint); the tests run all the same"; fi; \
+	$(MAKE) --no-print-directory lint > $(VENV)/lint.log 2>&1 & linting=$$!; \
+	$(PY) -c "from jetwatch.health.window_pass import compile_now; compile_now()" || true; \
 	$(PY) -m pytest -n 4 --dist loadgroup -m "not serial and not heavy" || parallel=$$?; \
+	wait $$linting || lint=$$?; cat $(VENV)/lint.log; \
+	if [ $$lint -ne 0 ]; then echo "make test: lint failed (exit $$lint)"; fi; \
 	if [ $$parallel -ne 0 ]; then echo "make test: the parallel lane failed (exit $$parallel); the serial lane runs all the same"; fi; \
 	$(PY) -m pytest -n 3 --dist loadgroup -m "serial and not heavy" || serial=$$?; \
 	if [ $$lint -ne 0 ] || [ $$parallel -ne 0 ] || [ $$serial -ne 0 ]; then \

@@ -118,7 +118,7 @@ class LiveDashboard:
                 [sys.executable, "-m", "jetwatch.cli", "collect", "--server", server_url, "--db", db,
                  # The collector judges, the pages read its verdicts; a short window names the demo's
                  # consumer that nobody ever pulls after half of it.
-                 "--interval", "0.5s", "--health-window", "8s", "--health-min-span", "1s"],
+                 "--interval", "1s", "--health-window", "8s", "--health-min-span", "1s"],
                 env=env, stdout=open(tmp / "collector.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115 (the child's)
             wait_until(lambda: first_cycle_done(live.store), timeout=30,
                        message="the collector's first cycle (its advisory capture is open)")
@@ -128,7 +128,7 @@ class LiveDashboard:
                 raise live.work.error
             port = free_port()
             live.dashboard = subprocess.Popen(
-                [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", db, "--port", str(port), "--refresh", "1s",
+                [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", db, "--port", str(port), "--refresh", "2s",
                  "--health-min-span", "1s", "--server", server_url],
                 env={**env, "JETWATCH_OPERATORS_FILE": operators_file(tmp, "oncall")},
                 stdout=open(tmp / "dashboard.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115 (the child's)
@@ -249,7 +249,7 @@ def own_site(server_url: str, tmp: Path, include: str, *collect_args: str,
         port = free_port()
         with open(tmp / "dashboard.log", "wb") as log:
             procs.append(subprocess.Popen(
-                [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", db, "--port", str(port), "--refresh", "1s"],
+                [sys.executable, "-m", "jetwatch.cli", "dashboard", "--db", db, "--port", str(port), "--refresh", "2s"],
                 env=env, stdout=log, stderr=subprocess.STDOUT))
         base = f"http://127.0.0.1:{port}"
         wait_until(lambda: http_ok(base + "/_stcore/health"), timeout=60, message="dashboard health endpoint")

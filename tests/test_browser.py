@@ -43,7 +43,7 @@ def test_fleet_page_in_chromium_shows_verdicts_while_the_collector_writes(live_d
     page.get_by_text("Data as of").filter(visible=True).first.wait_for(timeout=30_000)
     page.get_by_text("NO_PULLERS").first.wait_for(timeout=30_000)
     page.get_by_text("capture: durable stream").filter(visible=True).first.wait_for(timeout=30_000)
-    # The page refreshes itself every second: several reads while the collector writes.
+    # The page refreshes itself every two seconds: several reads while the collector writes.
     first = page.get_by_text("Data as of").inner_text()
     wait_until(lambda: page.get_by_text("Data as of").inner_text() != first, timeout=30, message="a refresh")
     no_errors(page)

@@ -231,7 +231,7 @@ def _old_raw_samples(store: Store, stream: str, start: dt.datetime, hours: int, 
 def test_a_30_day_consumer_view_never_reads_more_than_the_newest_hours_of_raw_samples(tmp_path):
     store = Store(tmp_path / "j.duckdb")
     now = utcnow().replace(microsecond=0)
-    _old_raw_samples(store, "LONG", now - dt.timedelta(days=10), hours=10 * 24)
+    _old_raw_samples(store, "LONG", now - dt.timedelta(days=2), hours=2 * 24)  # far more than the limit
     detail = consumer_detail(store, "$G", "LONG", "c", now - dt.timedelta(days=30), now)
     oldest = pd.to_datetime(detail.samples["ts"]).min()
     assert oldest >= pd.Timestamp(now - RAW_RANGE_LIMIT), oldest
