@@ -229,6 +229,7 @@ def revoke(session: Session) -> None:
 
 # One-time handoffs: the page (which has no HTTP response to set a cookie on) hands a token to the
 # browser, whose script trades it at /_jetwatch/session for an HttpOnly cookie. Short-lived, used once.
+CALL_VALID_S = 60.0  # how long the one-time code of a browser call (the sign-in handoff, the sign-out) holds
 _HANDOFFS: dict[str, tuple[str, float, float]] = {}  # handoff -> (cookie value, max-age, valid until)
 
 
@@ -238,7 +239,7 @@ def handoff(token: str, max_age_s: float, now: float | None = None) -> str:
     with _LOCK:
         for k in [k for k, (_, _, until) in _HANDOFFS.items() if until <= now]:
             del _HANDOFFS[k]
-        _HANDOFFS[key] = (token, max_age_s, now + 60)
+        _HANDOFFS[key] = (token, max_age_s, now + CALL_VALID_S)
     return key
 
 
@@ -270,7 +271,7 @@ def logout_code(now: float | None = None) -> str:
     with _LOCK:
         for k in [k for k, until in _LOGOUTS.items() if until <= now]:
             del _LOGOUTS[k]
-        _LOGOUTS[key] = now + 60
+        _LOGOUTS[key] = now + CALL_VALID_S
     return key
 
 

@@ -167,8 +167,8 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     at = login(consumer_page({"stream": stream, "consumer": "work"}))
 
     def standby_shown() -> bool:
-        """The tile says what the latest sample shows, and a sample can fall between the standby's
-        pull expiring and its next (health/failover.py), as the status read above could not: the
+        """The tile says what the latest sample shows (not the one the status read above saw), and a
+        sample can fall between the standby's pull expiring and its next (health/failover.py): the
         page is run again until a sample shows the standby (two workers: one holds, one waits)."""
         [tile] = [m for m in at.metric if m.label == "Standby"]
         if tile.value != "1 waiting":
