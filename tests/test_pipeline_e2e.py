@@ -59,7 +59,10 @@ def first_run(filled_db, tmp_path_factory) -> FirstRun:
     tmp = tmp_path_factory.mktemp("e2e")
     db = str(tmp / "jetwatch.duckdb")
     shutil.copy(filled_db, db)
-    until = rows(Store(db), "SELECT strftime(max(ts) + INTERVAL 1 SECOND, '%Y-%m-%dT%H:%M:%SZ') FROM samples")[0][0]
+    # Past the last sample and the last pin event: the collector can stop with the story's last
+    # advisories stored after its last sample, and an --until before them would drop their sessions.
+    until = rows(Store(db), "SELECT strftime(greatest((SELECT max(ts) FROM samples), (SELECT max(ts) FROM advisories)) "
+                            "+ INTERVAL 1 SECOND, '%Y-%m-%dT%H:%M:%SZ')")[0][0]
     done = pipeline(db, tmp / "data", "--until", until, "--master", "local[2]")
     return FirstRun(db, tmp / "data", until, done, outputs(db) if done.returncode == 0 else {})
 
