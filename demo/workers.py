@@ -35,6 +35,7 @@ def ack_counts(reply: str) -> tuple[int | None, int | None]:
 
 @dataclass
 class WorkerStats:
+    pulls: int = 0  # pull requests sent
     received: int = 0
     acked: int = 0
     redelivered: int = 0
@@ -119,6 +120,7 @@ class PullWorker:
             request = self.pull_request()
             if self.pull_announcer is not None:
                 await self.pull_announcer.pulling(request)
+            self.stats.pulls += 1
             await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self.consumer}",
                                   json.dumps(request).encode(), reply=inbox)
             got = 0

@@ -18,15 +18,18 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nats
-from playwright.sync_api import Page
+import pytest
+from playwright.sync_api import Browser, Page, Playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from jetwatch.core.embedded_server import free_port
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.store.database import Store
 from tests.helpers import clean_env, make_consumer, make_stream, operators_file, publish, wait_until
+from tests.loopback import WebSocketProbe
 from tests.scenario import pin_story
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +38,54 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 STREAM, CONSUMER = "BROWSER_orders", "fulfilment"
+
+
+_lacking: list[str] | None = None  # what this process's Chromium could not do, probed at its first launch
+
+
+def launch_chromium(p: Playwright) -> Browser:
+    """Headless Chromium as every browser test launches it. The first launch in a process checks
+    what the tests need of the browser; one that lacks any of it fails each browser test with a
+    sentence saying what, rather than with a timeout somewhere inside a page."""
+    global _lacking
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium is not installed at {CHROMIUM}: run `make test` (it installs Debian's chromium package)")
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    if _lacking is None:
+        _lacking = lacking(browser)
+    if _lacking:
+        version = browser.version
+        browser.close()
+        pytest.fail(f"Chromium {version} at {CHROMIUM} does not {'; nor does it '.join(_lacking)}. The browser tests "
+                    "need this of the browser; install the chromium package Debian ships for this release.")
+    return browser
+
+
+def lacking(browser: Browser, **context_options: Any) -> list[str]:
+    """What the dashboard needs of a browser, tried on a loopback page: its scripts run, and it
+    opens a WebSocket (every Streamlit session runs on one) carrying the page's cookie (a sign-in
+    rides on it) and origin (the dashboard refuses a WebSocket from a foreign one)."""
+    missing = []
+    with WebSocketProbe() as probe:
+        context = browser.new_context(**context_options)
+        try:
+            page = context.new_page()
+            page.goto(f"http://127.0.0.1:{probe.port}/", wait_until="load", timeout=30_000)
+            if page.evaluate("1 + 1") != 2:
+                missing.append("run a page's scripts")
+            try:
+                page.wait_for_function(f"document.title === {probe.MESSAGE!r}", timeout=15_000)
+            except PlaywrightTimeout:
+                missing.append(f"open a WebSocket to a page on 127.0.0.1 and read its messages (title: {page.title()!r})")
+        finally:
+            context.close()
+    sent = probe.upgrade_headers or {}
+    if probe.upgrade_headers is not None and "probe=1" not in sent.get("cookie", ""):
+        missing.append("send the page's cookies on its WebSocket")
+    if probe.upgrade_headers is not None and sent.get("origin") != f"http://127.0.0.1:{probe.port}":
+        missing.append(f"send the page's Origin on its WebSocket (sent {sent.get('origin')!r})")
+    return missing
+
 
 
 class Workload(threading.Thread):

@@ -18,7 +18,7 @@ from jetwatch.core.embedded_server import NatsServer, ServerStartError, free_por
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.processes import describe, marked, new_tree_token
 from jetwatch.store.database import Store
-from tests.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.browser import CHROMIUM, launch_chromium
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, publish, rows
 from tests.scenario import pin_story
 
@@ -67,6 +67,19 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["JW_SCREENSHOTS"] = "1"
     if TEST_JVM_OPTIONS not in os.environ.get("JAVA_TOOL_OPTIONS", ""):
         os.environ["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {TEST_JVM_OPTIONS}".strip()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The browser the browser tests drive, said at the start of every run: a browser test that
+    fails on one machine and passes on another is first a question of versions."""
+    import importlib.metadata
+    import subprocess
+
+    try:
+        said = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        said = f"not runnable at {CHROMIUM} ({exc})"
+    return [f"browser: {said or 'no version said'}; playwright {importlib.metadata.version('playwright')}"]
 
 
 def _xdist_worker(config: pytest.Config) -> bool:
@@ -141,7 +154,7 @@ def chromium():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch_chromium(p)
         try:
             yield browser
         finally:

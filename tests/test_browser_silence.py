@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from jetwatch.core.embedded_server import free_port
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, http_ok, no_errors, stop
+from tests.browser import CHROMIUM, http_ok, launch_chromium, no_errors, stop
 from tests.helpers import (
     clean_env,
     judged,
@@ -46,7 +46,7 @@ def test_a_silence_is_drawn_beside_its_verdict_on_the_fleet_at_1280(nats_server,
     try:
         wait_until(lambda: http_ok(base + "/_stcore/health"), timeout=60, message="dashboard health endpoint")
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            browser = launch_chromium(p)
             try:
                 page = browser.new_page(viewport=LAPTOP)
                 page.goto(base + "/")

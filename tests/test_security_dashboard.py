@@ -526,11 +526,11 @@ def test_dns_rebinding_a_foreign_host_or_origin_gets_no_session_and_no_page(serv
 def test_a_session_survives_a_reload_and_a_deep_link_in_a_new_tab_and_ends_on_sign_out(served):
     from playwright.sync_api import sync_playwright
 
-    from tests.browser import CHROMIUM_ARGS
+    from tests.browser import launch_chromium
 
     base = served["base"]
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = launch_chromium(p)
         try:
             context = browser.new_context()
             page = context.new_page()
@@ -576,8 +576,8 @@ def test_a_session_survives_a_reload_and_a_deep_link_in_a_new_tab_and_ends_on_si
 
 @pytest.mark.browser
 def test_one_address_guessing_passwords_locks_out_itself_not_the_operators_elsewhere(tmp_path):
-    """Sign-ins come from two addresses through a proxy on this host (which says each in
-    X-Forwarded-For): one guesses ana's password over two sessions, as many times as the
+    """Sign-ins come from two addresses through a reverse proxy on this host (which says each in
+    X-Forwarded-For, as nginx does for the client it serves; one proxy per address here): one guesses ana's password over two sessions, as many times as the
     per-address limit (10) allows. Twenty such guesses used to trip the dashboard-wide limit, after
     which nobody, ana included, could sign in for 5 minutes. Now the address is refused after its 10
     failures (in a fresh session too, so guessing on from it adds no failure and can never reach
@@ -588,7 +588,8 @@ def test_one_address_guessing_passwords_locks_out_itself_not_the_operators_elsew
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import Page, sync_playwright
 
-    from tests.browser import CHROMIUM_ARGS
+    from tests.browser import launch_chromium
+    from tests.loopback import proxied
 
     path = operators_file(tmp_path, "ana")
     Store(tmp_path / "jetwatch.duckdb").migrate()  # an empty store, for the audit rows
@@ -620,25 +621,26 @@ def test_one_address_guessing_passwords_locks_out_itself_not_the_operators_elsew
         said.first.wait_for(timeout=30_000)
         return said.first.inner_text()
 
-    with serve(tmp_path, operators_file=path) as port, sync_playwright() as p:
-        base = f"http://127.0.0.1:{port}/"
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    with serve(tmp_path, operators_file=path) as port, sync_playwright() as p, \
+            proxied(port, {"X-Forwarded-For": "203.0.113.7"}) as guessing, \
+            proxied(port, {"X-Forwarded-For": "198.51.100.9"}) as elsewhere:
+        browser = launch_chromium(p)
         try:
-            guesser = browser.new_context(extra_http_headers={"X-Forwarded-For": "203.0.113.7"})
+            guesser = browser.new_context()
             for session in range(2):  # a new session (page) every five guesses: the per-session limit is 5
                 page = guesser.new_page()
-                page.goto(base, wait_until="commit")
+                page.goto(f"http://127.0.0.1:{guessing.port}/", wait_until="commit")
                 for guess in range(5):
                     attempt(page, f"guess {session}.{guess}")
                 page.close()
-            operator = browser.new_context(extra_http_headers={"X-Forwarded-For": "198.51.100.9"})
+            operator = browser.new_context()
             page = operator.new_page()
-            page.goto(base, wait_until="commit")
+            page.goto(f"http://127.0.0.1:{elsewhere.port}/", wait_until="commit")
             attempt(page, OPERATOR_PASSWORD)
             assert answer(page).startswith("signed in as ana")
 
             same = guesser.new_page()  # a new session, the right password, the guessing address: not even checked
-            same.goto(base, wait_until="commit")
+            same.goto(f"http://127.0.0.1:{guessing.port}/", wait_until="commit")
             attempt(same, OPERATOR_PASSWORD)
             assert answer(same).startswith("too many failed sign-ins from your address (203.0.113.7): wait ")
         finally:
@@ -780,26 +782,34 @@ def test_an_origin_on_another_port_of_an_allowed_host_is_foreign():
 
 @pytest.mark.browser
 def test_behind_a_trusted_proxy_the_operator_is_the_name_its_header_carries_and_nothing_else(tmp_path):
+    """The dashboard behind a reverse proxy that signs users in (it sets X-Forwarded-User, and
+    drops any copy the browser sent): the name it carries is the operator; a missing, empty or
+    unusable name signs nobody in. The browser offers its own X-Forwarded-User each time, which
+    the proxy must drop (as a real one does) and the dashboard must never see."""
     from playwright.sync_api import sync_playwright
 
-    from tests.browser import CHROMIUM_ARGS
+    from tests.browser import launch_chromium
+    from tests.loopback import proxied
 
-    with serve(tmp_path, trusted_user_header="X-Forwarded-User") as port, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    with serve(tmp_path, trusted_user_header="X-Forwarded-User") as port, sync_playwright() as p, \
+            proxied(port) as proxy:
+        browser = launch_chromium(p)
         try:
-            # One page, opened again with each proxy's headers: a fresh browser context for each
-            # fetched and compiled the app's scripts anew, which a loaded machine took over 30 s to do.
-            tab = browser.new_context().new_page()
+            # One page, opened again behind each of the proxy's answers: a fresh browser context for
+            # each fetched and compiled the app's scripts anew, which a loaded machine took over 30 s to do.
+            context = browser.new_context(extra_http_headers={"X-Forwarded-User": "mallory"})
+            tab = context.new_page()
 
-            def page_with(headers: dict[str, str]):
-                tab.set_extra_http_headers(headers)
-                tab.goto(f"http://127.0.0.1:{port}/", wait_until="commit")
+            def page_with(headers: dict[str, str | None]):
+                proxy.set_headers(headers)
+                tab.goto(f"http://127.0.0.1:{proxy.port}/", wait_until="commit")
                 tab.get_by_text("Operator actions").wait_for(timeout=30_000)
                 return tab
 
             page_with({"X-Forwarded-User": "carol"}).get_by_text("signed in by your proxy as carol").wait_for(
                 timeout=30_000)
-            for headers in ({}, {"X-Forwarded-User": "carol<img src=x>"}, {"X-Forwarded-User": ""}):
+            for headers in ({"X-Forwarded-User": None}, {"X-Forwarded-User": "carol<img src=x>"},
+                            {"X-Forwarded-User": ""}):
                 page = page_with(headers)
                 page.get_by_text("Sign in through the proxy").wait_for(timeout=30_000)
                 assert page.get_by_text("signed in by your proxy").count() == 0

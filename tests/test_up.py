@@ -25,7 +25,7 @@ from jetwatch.core.settings import Settings
 from jetwatch.demo.script import SCRIPT
 from jetwatch.demo.workload import CONSUMERS
 from jetwatch.store.database import Store
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, http_ok, shoot
+from tests.browser import http_ok, launch_chromium, shoot
 from tests.helpers import clean_env, rows, wait_until
 from tests.test_dashboard import APP, consumers, frame
 
@@ -112,7 +112,7 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
         assert password not in (tmp_path / "data" / "demo-operators").read_text()  # only the hash is kept
 
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            browser = launch_chromium(p)
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(base + "/")
             page.get_by_text("Data as of").filter(visible=True).first.wait_for(timeout=30_000)
@@ -163,7 +163,7 @@ def test_up_demo_screenshots_once_the_scheduled_pipeline_loaded_its_results(tmp_
         assert rows(store, "SELECT count(*) FROM verdict_history")[0][0] > 0
 
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            browser = launch_chromium(p)
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(base + "/")
             page.get_by_text("Data as of").filter(visible=True).first.wait_for(timeout=30_000)
