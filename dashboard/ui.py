@@ -148,13 +148,19 @@ def _pin_history_for_writes(db: str, lock_timeout: float, span: dt.timedelta, th
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=^])")
+# Where Streamlit's Markdown would make a link of bare text (GFM's autolink literals: `scheme://`,
+# `www.`, `name@domain`), whatever the escapes around it: a word joiner, which shows as nothing,
+# goes inside each such start.
+_AUTOLINK_START = re.compile(r"(?i)(?<=:)(?=//)|(?<=\bwww)(?=\.)|(?=@)")
+WORD_JOINER = "\u2060"
 
 
 def md(text: object) -> str:
     """A server-supplied or user-typed string as literal text inside Markdown (which Streamlit
-    also reads in captions, alerts and progress labels), its bidi controls shown visibly."""
+    also reads in captions, alerts, progress labels and every help tooltip), its bidi controls
+    shown visibly: never a link, an image or markup, whoever wrote it."""
     one_line = re.sub(r"[\r\n]+", " ↵ ", visible(text))  # a newline could start a heading or a list
-    return _MD_SPECIAL.sub(r"\\\1", one_line)
+    return _MD_SPECIAL.sub(r"\\\1", _AUTOLINK_START.sub(WORD_JOINER, one_line))
 
 
 def consumer_link(account: str | None, stream: str, consumer: str, cluster: str | None = None) -> str:

@@ -308,6 +308,23 @@ def hostile_store(nats_server, db_path, uid, monkeypatch):
     st.cache_data.clear()
 
 
+# Bare text that Streamlit's Markdown turns into a link (GFM autolink literals), escaped or not:
+# tests/test_browser_hostile.py shows each in Chromium; here, that md() breaks every such start.
+AUTOLINKS = ["http://evil.example/login", "HTTPS://evil.example", "www.evil.example/x", "user@evil.example",
+             "[Session expired: sign in again](http://evil.example/login)", "![b](http://127.0.0.1:9/b.png)",
+             "nats://10.0.0.1:4222"]
+
+
+@pytest.mark.parametrize("text", AUTOLINKS)
+def test_literal_text_in_markdown_starts_no_link(text):
+    from jetwatch.dashboard.ui import WORD_JOINER
+
+    written = literal_in_markdown(text)
+    unescaped = written.replace("\\", "")
+    assert unescaped.replace(WORD_JOINER, "") == text
+    assert not re.search(r"(?i):(?=//)|\bwww(?=\.)|(?<!\u2060)@", unescaped), written
+
+
 def test_every_page_shows_hostile_names_pin_ids_actors_and_errors_as_literal_text(hostile_store):
     stream, consumer = hostile_store["stream"], hostile_store["consumer"]
     at = AppTest.from_file(APP, default_timeout=60).run()

@@ -68,16 +68,18 @@ operator.dialog(s, store)  # the pending action names its cluster: its server an
 
 
 def holder_help(row: pd.Series, pinned: str, now: dt.datetime) -> str:
-    """The pin id whole, and what the holder's worker said of itself and how that was checked."""
-    text = f"pin id {ui.visible(pinned)}, since {ui.since(row['pinned_ts'], now)}. "
+    """The pin id whole, and what the holder's worker said of itself and how that was checked.
+    A tile's help is Markdown, and every announced field is whatever a user of the account chose
+    to publish: each is escaped (a link or an image in a version must read as text, never load)."""
+    text = f"pin id {ui.md(pinned)}, since {ui.md(ui.since(row['pinned_ts'], now))}. "
     name = row.get("holder_name")
     if not isinstance(name, str):
         return text + ("No worker announced this pin: a worker that uses jetwatch's pin announcement "
                        "(docs/deployment.md, \"Who holds the pin\") says its name, host and version when pinned.")
-    details = ", ".join(f"{label} {ui.visible(value)}" for label, value in (
+    details = ", ".join(f"{label} {ui.md(value)}" for label, value in (
         ("host", row.get("holder_host")), ("process", row.get("holder_pid")), ("version", row.get("holder_version")))
         if value is not None and not (isinstance(value, float) and pd.isna(value)))
-    return text + f"Announced by {ui.visible(name)} ({details}): {ui.visible(row.get('holder_note') or '')}."
+    return text + f"Announced by {ui.md(name)} ({details}): {ui.md(row.get('holder_note') or '')}."
 
 
 def verdict_of(now: dt.datetime) -> pd.Series | None:
