@@ -175,6 +175,7 @@ class Capture(Protocol):
 
     async def fetch(self) -> Fetched: ...
     async def ack(self, fetched: Fetched) -> None: ...
+    async def first_seq(self) -> int | None: ...
     async def backlog(self) -> int | None: ...
     async def close(self) -> None: ...
 
@@ -292,6 +293,17 @@ class DurableCapture:
             await self.nc.publish(msg.reply, b"+ACK")
         await self.nc.flush()
 
+    async def first_seq(self) -> int | None:
+        """The oldest sequence the capture stream still holds (None if it cannot be read now):
+        a skipped sequence before it is lost, one at or after it is still to come."""
+        try:
+            reply = await self.api.stream_info(self.stream)
+        except (JetStreamAPIError, NoReply) as exc:
+            log.info("reading capture stream %s's first sequence: %s", self.stream, exc)
+            return None
+        state = StreamInfo.of(reply).state
+        return state.first_seq if state is not None else None
+
     async def backlog(self) -> int | None:
         """Advisories stored but not yet acknowledged; 0 means the store has them all."""
         info = ConsumerInfo.of(await self.api.consumer_info(self.stream, self.durable))
@@ -337,6 +349,9 @@ class CoreCapture:
 
     async def ack(self, fetched: Fetched) -> None:
         return None
+
+    async def first_seq(self) -> int | None:
+        return None  # a plain subscription sees no sequences
 
     async def backlog(self) -> int | None:
         return 0

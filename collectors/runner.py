@@ -35,7 +35,7 @@ from jetwatch.collectors.advisories import (
     parse_advisory,
 )
 from jetwatch.collectors.backlog import PendingCycle, WriteBacklog
-from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE, Cursor, GapTracker
+from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE, Cursor, GapTracker, awaiting_json, awaiting_of
 from jetwatch.collectors.consumer_list import ConsumerListCollector
 from jetwatch.collectors.consumer_state import SampleBatch, Scope
 from jetwatch.collectors.dropped import DroppedReader, drops_in
@@ -193,7 +193,7 @@ class Collector:
             self.cycle_hooks.append(Collector._send_alerts)
         stream = self.settings.capture_stream
         row = await self.write(lambda con: writes.capture_cursor(con, stream))
-        self.gaps = GapTracker(Cursor(stream, *row) if row else Cursor(stream, None, None, None))
+        self.gaps = GapTracker(Cursor(stream, *row[:3], awaiting_of(row[3])) if row else Cursor(stream, None, None, None))
         self.last_capture_gap_at = await self.write(writes.last_capture_gap)
         self.capture = await self._open_capture()
         await self._open_pin_holders()
@@ -269,7 +269,7 @@ class Collector:
         if cursor is None:
             return None
         return {"stream": cursor.stream, "stream_created": cursor.stream_created, "last_seq": cursor.last_seq,
-                "last_ts": cursor.last_ts, "updated_at": now}
+                "last_ts": cursor.last_ts, "updated_at": now, "awaiting": awaiting_json(cursor.awaiting)}
 
     async def _check_capture(self) -> None:
         """After a failed fetch: if the capture stream or its durable is gone, make them again
@@ -559,7 +559,8 @@ class Collector:
         gaps: list[dict[str, Any]] = []
         cursor = None
         if self.gaps is not None and fetched.positions:
-            gaps, cursor = self.gaps.observe(fetched.positions, now, self._jump_reason)
+            first_seq = await self.capture.first_seq() if self.gaps.skips(fetched.positions) else None
+            gaps, cursor = self.gaps.observe(fetched.positions, now, self._jump_reason, first_seq)
         progress = (gaps, self._cursor_row(cursor, now))
         try:
             await self._store_advisories(now, rows, rejects, progress)

@@ -208,7 +208,7 @@ def write_capture_progress(con: duckdb.DuckDBPyConnection, gaps: list[dict[str, 
 
 
 def capture_cursor(con: duckdb.DuckDBPyConnection, stream: str) -> tuple[Any, ...] | None:
-    """(stream_created, last_seq, last_ts) of the capture stream, or None if never read."""
+    """(stream_created, last_seq, last_ts, awaiting) of the capture stream, or None if never read."""
     return con.execute(sql.query("capture_cursor"), {"stream": stream}).fetchone()
 
 

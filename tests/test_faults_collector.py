@@ -559,6 +559,37 @@ def test_advisories_the_capture_stream_dropped_while_the_collector_was_stopped_b
     run(scenario())
 
 
+def test_advisories_a_stopped_collector_fetched_and_never_stored_come_back_and_are_no_gap(own_server, db_path, run):
+    """A collector killed between fetching a batch and storing it (or one whose store was full)
+    leaves the batch unacknowledged on its durable, which hands out the newer advisories first and
+    redelivers the batch after its ack_wait: skipped for a while, never lost. Every advisory is
+    stored once and no gap is booked (one used to be, for advisories the stream still held)."""
+    store = Store(db_path)
+    settings = collector_settings(own_server.url, db_path, ("S",))
+
+    async def scenario() -> None:
+        nc = await nats.connect(own_server.url)
+        async with collecting(settings) as collector:
+            await _naks(nc, "first", 2)
+            await eventually(lambda: rows(store, "SELECT count(*) FROM advisories") == [(2,)], message="two stored")
+            durable = collector.capture.durable
+        await _naks(nc, "fetched", 3)
+        died = await nc.jetstream().pull_subscribe_bind(durable, settings.capture_stream)
+        assert len(await died.fetch(3, timeout=10)) == 3  # and never acknowledged: the collector died here
+        await died.unsubscribe()
+        await _naks(nc, "after", 3)
+        async with collecting(settings) as collector:
+            await eventually(lambda: rows(store, "SELECT count(*) FROM advisories WHERE id LIKE 'after-%'") == [(3,)],
+                             message="the newer advisories stored first")
+            await eventually(lambda: rows(store, "SELECT count(*) FROM advisories") == [(8,)], timeout=30,
+                             message="the fetched three stored once the durable redelivered them")
+        assert _gaps(store) == []
+        assert rows(store, "SELECT awaiting FROM capture_cursor") == [(None,)]  # written with the advisories
+        await nc.close()
+
+    run(scenario())
+
+
 def test_a_capture_stream_deleted_while_the_collector_runs_is_recreated_and_the_gap_said(own_server, db_path, run):
     from jetwatch.collectors.capture_gaps import RECREATED
     store = Store(db_path)

@@ -1,1 +1,1 @@
-SELECT stream_created, last_seq, last_ts FROM capture_cursor WHERE stream = $stream;
+SELECT stream_created, last_seq, last_ts, awaiting FROM capture_cursor WHERE stream = $stream;
