@@ -13,6 +13,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from jetwatch.health.cluster import Evidence, EvidenceKey
+
 
 @dataclass
 class PendingCycle:
@@ -25,6 +27,7 @@ class PendingCycle:
     rejects: list[tuple[str, str, str]] = field(default_factory=list)
     dropped_rejects: dict[str, Any] | None = None  # the minute's count over the reject budget
     kept: list[tuple[str, ...]] = field(default_factory=list)  # streams/consumers keeping their last state
+    evidence: dict[EvidenceKey, Evidence] = field(default_factory=dict)  # the cluster cannot serve these
     arrow: dict[str, Any] | None = None  # the samples as read into Arrow (SampleBatch.arrow)
     # What the store is told with this cycle when it is the newest one written (collectors/runner.py):
     status: dict[str, Any] = field(kw_only=True)  # the collector's status as of this cycle

@@ -7,6 +7,7 @@ requests in flight at once: never one INFO request per consumer.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ from jetwatch.collectors.list_pages import RawFingerprints, read_pages
 from jetwatch.collectors.state_columns import Fingerprints, add_consumers
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 from jetwatch.core.text import loads_storable
+from jetwatch.health.cluster import API_UNAVAILABLE, NO_LEADER, Evidence, EvidenceKey
 
 
 class ConsumerListCollector:
@@ -28,11 +30,38 @@ class ConsumerListCollector:
         self.known_hashes: dict[tuple[str, str, str], str] = {}
         self.fingerprints: Fingerprints = {}  # the latest cycle's configs, to skip unchanged ones
         self.raw_fingerprints: RawFingerprints = {}  # the same, for cycles read into Arrow
+        self.known_streams: list[str] = []  # the streams listed last: kept whole while the API cannot answer
+        # Consumers the last listing named missing: still without a leader as far as anyone can tell
+        # while the API does not answer (what was seen stays seen until a listing says otherwise).
+        self.leaderless: dict[EvidenceKey, Evidence] = {}
+        self._took: dict[str, float] = {}  # how long each stream's listing took this cycle
         self._limit = asyncio.Semaphore(concurrency)
 
     async def collect(self) -> SampleBatch:
-        names = [s for s in await self.api.stream_names() if self.name_filter.stream_ok(s)]
+        began = time.monotonic()
+        try:
+            listed = await self.api.stream_names()
+        except (NoReply, JetStreamAPIError) as exc:
+            if not (self.known_streams and unavailable(exc)):
+                raise
+            return self._api_unavailable(exc, time.monotonic() - began)
+        names = [s for s in listed if self.name_filter.stream_ok(s)]
+        self.known_streams = names
         return self.batch_from_pages(await self.fetch(names))
+
+    def _api_unavailable(self, exc: Exception, waited: float) -> SampleBatch:
+        """A cycle in which the account's streams could not even be named: every stream listed
+        before keeps its consumers' last known state, each judged API_UNAVAILABLE (dated from
+        when the request that got no answer was sent)."""
+        account = self.scope.account
+        batch = SampleBatch(accounts={account})
+        batch.failed_streams = [(account, s) for s in self.known_streams]
+        batch.evidence.update(self.leaderless)
+        batch.evidence[(account,)] = Evidence(API_UNAVAILABLE, f"STREAM.NAMES: {exc}", held_s=waited)
+        batch.errors.append(f"the cluster's JetStream API does not answer ({exc}): the consumers of "
+                            f"{len(self.known_streams)} stream(s) keep their last known state until it does; check "
+                            "that a majority of the JetStream servers run (`nats server report jetstream`)")
+        return batch
 
     async def fetch(self, names: list[str]) -> list[tuple[str, list[bytes] | None | Exception]]:
         """Each stream's CONSUMER.LIST pages as sent, at most `concurrency` requests in flight."""
@@ -43,11 +72,13 @@ class ConsumerListCollector:
         meanwhile; an exception: listing it failed), read straight into Arrow (list_pages.py);
         when anything on them is not plainly well formed, decoded and read page by page."""
         listed = [(stream, got) for stream, got in pages if isinstance(got, list)]
+        missing = self._missing(listed)
         fingerprints: RawFingerprints = {}
         read = read_pages(listed, self.scope, self.clock(), self.name_filter, self.known_hashes,
                           self.raw_fingerprints, fingerprints)
         if read is None:
-            return self.batch_from_entries([(stream, _decoded(got)) for stream, got in pages])
+            return self._with_missing(self.batch_from_entries([(stream, _decoded(got)) for stream, got in pages]),
+                                      missing)
         self.raw_fingerprints, self.fingerprints = fingerprints, {}  # one cache kept: each holds every config
         batch = SampleBatch(accounts={self.scope.account})
         for stream, got in pages:
@@ -58,6 +89,35 @@ class ConsumerListCollector:
             if ts is not None:
                 batch.saw_server_time(ts)
         read.into(batch)
+        return self._with_missing(batch, missing)
+
+    def _missing(self, pages: list[tuple[str, list[bytes]]]) -> list[tuple[str, str]]:
+        """(stream, consumer) of each consumer a CONSUMER.LIST reply names under `missing`: listed,
+        but no server that leads it answered the list's gather (ADR-44). Only pages that carry the
+        word are decoded."""
+        found = []
+        for stream, raws in pages:
+            for raw in raws:
+                if b'"missing"' not in raw:
+                    continue
+                try:
+                    names = loads_storable(raw).get("missing")
+                except (ValueError, RecursionError, AttributeError):
+                    continue
+                found += [(stream, n) for n in names or () if isinstance(n, str) and n and self.name_filter.consumer_ok(n)]
+        return found
+
+    def _with_missing(self, batch: SampleBatch, missing: list[tuple[str, str]]) -> SampleBatch:
+        """The consumers a listing named missing keep their last known state, each judged NO_LEADER;
+        so do those named missing before, of a stream that could not be listed now."""
+        account = self.scope.account
+        unlisted = {stream for _, stream in batch.failed_streams}
+        self.leaderless = {key: ev for key, ev in self.leaderless.items() if key[1] in unlisted}
+        for stream, name in missing:  # dated from when the list was asked for: its leader was silent then
+            self.leaderless[(account, stream, name)] = Evidence(
+                NO_LEADER, "CONSUMER.LIST names it under missing (no server that leads it answered)",
+                held_s=self._took.get(stream, 0.0))
+        batch.evidence.update(self.leaderless)
         return batch
 
     def batch_from_entries(self, pages: list[tuple[str, list[Any] | None | Exception]]) -> SampleBatch:
@@ -76,6 +136,9 @@ class ConsumerListCollector:
             batch.streams += 1
             if consumers and isinstance(consumers[-1], dict):
                 batch.saw_server_time(consumers[-1].get("ts"))  # the page's last reply
+            # A consumer whose replicas are all offline is listed as a placeholder without a name
+            # (and named under `missing`): evidence, never a sample.
+            consumers = [info for info in consumers if not (isinstance(info, dict) and info.get("name") == "")]
             if self.name_filter.filters_consumers:
                 consumers = [info for info in consumers
                              if not isinstance(info, dict) or self.name_filter.consumer_ok(str(info.get("name", "")))]
@@ -92,9 +155,13 @@ class ConsumerListCollector:
     def _failed(self, batch: SampleBatch, stream: str, exc: Exception) -> None:
         batch.failed_streams.append((self.scope.account, stream))
         batch.errors.append(f"listing the consumers of stream {stream!r} failed: {exc}")
+        if unavailable(exc):
+            batch.evidence[(self.scope.account, stream)] = Evidence(API_UNAVAILABLE, f"CONSUMER.LIST.{stream}: {exc}",
+                                                                    held_s=self._took.get(stream, 0.0))
 
     async def _stream(self, stream: str) -> list[bytes] | None | Exception:
         async with self._limit:
+            began = time.monotonic()
             try:
                 return await self.api.consumer_list_pages(stream)
             except StreamNotFound:
@@ -103,6 +170,14 @@ class ConsumerListCollector:
                 return NoReply(f"{exc} (may the collector's user publish to $JS.API.CONSUMER.LIST.{stream}?)")
             except (JetStreamAPIError, ValueError, RecursionError) as exc:  # a refusal, a reply that is not JSON
                 return exc
+            finally:
+                self._took[stream] = time.monotonic() - began
+
+
+def unavailable(exc: Exception) -> bool:
+    """Whether a failed API request says the cluster cannot answer (503: JetStream temporarily
+    unavailable; or no reply at all), rather than a refusal of this request."""
+    return isinstance(exc, NoReply) or (isinstance(exc, JetStreamAPIError) and exc.code == 503)
 
 
 def _decoded(got: list[bytes] | None | Exception) -> list[Any] | None | Exception:

@@ -15,6 +15,7 @@ from typing import Any
 
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.health import thresholds
+from jetwatch.health.cluster import NO_LEADER, Evidence, EvidenceKey, without_quorum
 
 log = logging.getLogger("jetwatch.collector")
 
@@ -148,6 +149,9 @@ class SampleBatch:
     failed_streams: list[tuple[str, str]] = field(default_factory=list)  # (account, stream)
     rejected_consumers: list[tuple[str, str, str]] = field(default_factory=list)  # (account, stream, consumer)
     unanswered: list[tuple[str, str, str]] = field(default_factory=list)  # led by a server that did not answer
+    # What showed that the cluster cannot serve a consumer, a stream's or an account's (health/cluster.py);
+    # each consumer named keeps its last known state too.
+    evidence: dict[EvidenceKey, Evidence] = field(default_factory=dict)
 
     def reject(self, subject: str, error: MalformedState, info: object, account: str, stream: str) -> None:
         """Set one malformed entry aside with the reason; its consumer keeps its last state."""
@@ -175,6 +179,13 @@ class SampleBatch:
     @property
     def consumers(self) -> int:
         return len(self.samples["consumer"])
+
+
+def note_quorum(batch: SampleBatch, key: tuple[str, str, str], replicas: object) -> None:
+    """Evidence that a consumer's leader has no quorum, read from its own report of its replicas."""
+    lost = without_quorum(replicas)
+    if lost is not None:
+        batch.evidence.setdefault(key, Evidence(NO_LEADER, lost[0], held_s=lost[1]))
 
 
 def config_hash(config: dict[str, Any]) -> str:
@@ -222,6 +233,7 @@ def add_consumer(batch: SampleBatch, info: dict[str, Any], scope: Scope, now_iso
     batch.filters.append(filters)
 
     key = (scope.account, stream, name)
+    note_quorum(batch, key, cluster.get("replicas") if isinstance(cluster, dict) else None)
     digest = config_hash(config) + (created or "")
     if known_hashes.get(key) == digest:
         return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from jetwatch.core import deadline_http
 from jetwatch.core.jsapi import NoReply
 from jetwatch.core.text import loads_storable
 from jetwatch.core.urls import split_userinfo
+from jetwatch.health.cluster import API_UNAVAILABLE, NO_LEADER, Evidence
 
 JSZ_QUERY = "/jsz?accounts=true&streams=true&consumers=true&config=true"
 PING_JSZ = "$SYS.REQ.SERVER.PING.JSZ"
@@ -75,6 +77,7 @@ class _Account(msgspec.Struct):
 
 class _Report(msgspec.Struct):
     now: Any = None
+    meta_cluster: Any = None
     account_details: list[_Account] | None = None
 
 
@@ -223,11 +226,41 @@ def _decodes(report: ServerReport) -> bool:
         return False
 
 
-def leads(consumer: dict[str, Any], server_name: str) -> bool:
+def leader_of(consumer: dict[str, Any]) -> str | None:
+    """The leader a JSZ entry names (None: it names none)."""
     cluster = consumer.get("cluster")
-    if not isinstance(cluster, dict):
-        cluster = {}
-    return not cluster.get("leader") or cluster.get("leader") == server_name
+    leader = cluster.get("leader") if isinstance(cluster, dict) else None
+    return leader if isinstance(leader, str) and leader else None
+
+
+def leads(leader: object, server_name: str, clustered: bool) -> bool:
+    """Whether the server that reported an entry leads its consumer, so the entry is fresh. A server
+    outside a cluster leads all it has; in a cluster only the named leader does, and an entry that
+    names none (its replicas lost their quorum, or its leader is gone) is fresh nowhere."""
+    if isinstance(leader, str) and leader:
+        return leader == server_name
+    return not clustered
+
+
+class _Leaderless:
+    """Consumers that clustered servers report and no entry names a leader for: no server leads
+    them (not one the collector merely failed to reach, whose followers still name it)."""
+
+    def __init__(self) -> None:
+        self.named: set[tuple[str, str, str]] = set()
+        self.unnamed: dict[tuple[str, str, str], set[str]] = {}
+
+    def saw(self, key: tuple[str, str, str], leader: object, server: str, clustered: bool) -> None:
+        if isinstance(leader, str) and leader:
+            self.named.add(key)
+        elif clustered:
+            self.unnamed.setdefault(key, set()).add(server)
+
+    def into(self, batch: SampleBatch, taken: set[tuple[str, str, str]]) -> None:
+        for key in sorted(set(self.unnamed) - self.named - taken):
+            reporters = ", ".join(sorted(self.unnamed[key]))
+            batch.evidence[key] = Evidence(NO_LEADER, f"its /jsz entry on {reporters} names no leader")
+            batch.unanswered.append(key)
 
 
 class JszCollector:
@@ -240,6 +273,10 @@ class JszCollector:
         # The consumers each server led when it last answered: if it stops answering, they keep
         # their last known state (and the status says which server) instead of vanishing.
         self.led: dict[str, set[tuple[str, str, str]]] = {}
+        self.silent_since: dict[str, float] = {}  # monotonic time each such server first did not answer
+        # Consumers found without a leader: said so while nothing fresh is heard of them, even once
+        # the cluster can no longer tell (its meta group lost its leader too).
+        self.gone: dict[tuple[str, str, str], Evidence] = {}
 
     async def collect(self) -> SampleBatch:
         reports = await self.source.reports()
@@ -264,8 +301,12 @@ class JszCollector:
         now = self.clock()
         seen: set[tuple[str, str, str]] = set()
         led: dict[str, set[tuple[str, str, str]]] = {}
+        leaderless = _Leaderless()
+        metas: dict[str, Any] = {}
         for report in reports:
             jsz = report.decoded()
+            clustered = isinstance(jsz.get("meta_cluster"), dict)
+            metas[report.server] = jsz.get("meta_cluster")
             batch.saw_server_time(jsz.get("now"))
             for account in _objects(jsz.get("account_details")):
                 scope = Scope(account=str(account.get("name") or account.get("id") or "$G"), server=report.server)
@@ -281,7 +322,11 @@ class JszCollector:
                                                   json.dumps(info, default=str)[:10000]))
                             continue
                         key = (scope.account, name, str(info.get("name")))
-                        if key in seen or not leads(info, report.server) or not self.name_filter.consumer_ok(key[2]):
+                        if not self.name_filter.consumer_ok(key[2]):
+                            continue
+                        leader = leader_of(info)
+                        leaderless.saw(key, leader, report.server, clustered)
+                        if key in seen or not leads(leader, report.server, clustered):
                             continue
                         try:
                             add_consumer(batch, {"stream_name": name, **info}, scope, now, self.known_hashes)
@@ -290,7 +335,8 @@ class JszCollector:
                             continue
                         seen.add(key)
                         led.setdefault(report.server, set()).add(key)
-        self._keep_unanswered(batch, {r.server for r in reports}, led, seen)
+        leaderless.into(batch, seen)
+        self._keep_unanswered(batch, {r.server for r in reports}, led, seen, metas)
         self.raw_fingerprints = {}
         return batch
 
@@ -306,7 +352,9 @@ class JszCollector:
             return None
         batch = SampleBatch()
         listings: list[Listing] = []
+        clustered: dict[str, bool] = {}
         for report, doc in zip(reports, docs):
+            clustered[str(report.server)] = isinstance(doc.meta_cluster, dict)
             batch.saw_server_time(doc.now)
             for account in doc.account_details or ():
                 scope = Scope(account=str(account.name or account.id or "$G"), server=report.server)
@@ -320,12 +368,16 @@ class JszCollector:
                         listings.append(Listing(stream.name, [b'{"consumers":' + detail + b"}"], scope))
         seen: set[tuple[str, str, str]] = set()
         led: dict[str, set[tuple[str, str, str]]] = {}
+        leaderless = _Leaderless()
 
         def keep(rows: list[Listing], names: list[str], leaders: list[Any]) -> list[bool]:
             taken = []
             for listing, name, leader in zip(rows, names, leaders):
                 key, server = (listing.scope.account, listing.stream, name), str(listing.scope.server)  # report.server
-                ok = key not in seen and (not leader or leader == server) and self.name_filter.consumer_ok(name)
+                wanted = self.name_filter.consumer_ok(name)
+                if wanted:
+                    leaderless.saw(key, leader, server, clustered[server])
+                ok = key not in seen and leads(leader, server, clustered[server]) and wanted
                 if ok:
                     seen.add(key)
                     led.setdefault(server, set()).add(key)
@@ -338,16 +390,23 @@ class JszCollector:
             return None
         self.raw_fingerprints = fingerprints
         read.into(batch)
-        self._keep_unanswered(batch, {r.server for r in reports}, led, seen)
+        leaderless.into(batch, seen)
+        self._keep_unanswered(batch, {r.server for r in reports}, led, seen,
+                              {str(r.server): d.meta_cluster for r, d in zip(reports, docs)})
         return batch
 
     def _keep_unanswered(self, batch: SampleBatch, answered: set[str],
-                         led: dict[str, set[tuple[str, str, str]]], seen: set[tuple[str, str, str]]) -> None:
+                         led: dict[str, set[tuple[str, str, str]]], seen: set[tuple[str, str, str]],
+                         metas: dict[str, Any]) -> None:
         """Servers that answered before and not now: what they led and nobody reported this
         cycle keeps its last known state, and the cycle's errors name the server."""
+        view = _meta_view(metas)
+        now = time.monotonic()
+        self.silent_since = {s: t for s, t in self.silent_since.items() if s not in answered}
         for server in sorted(set(self.led) - answered):
             kept = self.led[server] - seen
             self.led[server] = kept
+            self._evidence_for(batch, server, kept, view, now - self.silent_since.setdefault(server, now))
             if kept:
                 batch.unanswered.extend(sorted(kept))
                 batch.errors.append(f"server {server} did not answer its JSZ request: the {len(kept)} consumer(s) "
@@ -356,6 +415,41 @@ class JszCollector:
             else:
                 del self.led[server]
         self.led.update(led)
+        self.gone = {key: ev for key, ev in {**self.gone, **batch.evidence}.items()
+                     if len(key) == 3 and key not in seen and ev.verdict == NO_LEADER}
+
+    def _evidence_for(self, batch: SampleBatch, server: str, kept: set[tuple[str, str, str]],
+                      view: tuple[set[str], bool], held: float) -> None:
+        """What the cluster says of the consumers a silent server led: where the meta leader
+        reports the server gone, or there is no meta leader to say anything, that is evidence
+        about them (health/cluster.py), dated from when the server fell silent; a server only the
+        collector cannot reach is not. A consumer found without a leader stays so."""
+        down, meta_leaderless = view
+        for key in kept:
+            found = batch.evidence.get(key)
+            if found is not None:  # without a leader since its leader's server fell silent, at least
+                batch.evidence[key] = dataclasses.replace(found, held_s=max(found.held_s, held))
+            elif server in down:
+                batch.evidence[key] = Evidence(
+                    NO_LEADER, f"its leader's server {server} does not answer, and the meta leader reports it gone",
+                    (server,), held)
+            elif meta_leaderless:
+                batch.evidence[key] = self.gone.get(key) or Evidence(
+                    API_UNAVAILABLE, f"its leader's server {server} does not answer, and the cluster has no meta "
+                                     "leader", (server,), held)
+
+
+def _meta_view(metas: dict[str, Any]) -> tuple[set[str], bool]:
+    """What the answering servers' `meta_cluster` say of the cluster: the servers the meta leader
+    reports not current (gone, as far as the cluster knows), and whether the clustered servers
+    that answered all name no meta leader."""
+    views = {server: m for server, m in metas.items() if isinstance(m, dict)}
+    if not views:
+        return set(), False
+    leaders = {m.get("leader") for m in views.values()}
+    leader_view = next((m for server, m in views.items() if m.get("leader") == server), None)
+    down = {str(r.get("name")) for r in _objects((leader_view or {}).get("replicas")) if r.get("current") is False}
+    return down, leaders <= {None, ""}
 
 
 def _objects(value: object) -> list[dict[str, Any]]:

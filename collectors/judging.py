@@ -37,7 +37,8 @@ from jetwatch.collectors.live_state import (
     micros,
     stamps,
 )
-from jetwatch.health import easing, pull_rhythm
+from jetwatch.health import cluster, easing, pull_rhythm
+from jetwatch.health.cluster import Evidence, EvidenceKey
 from jetwatch.health.config_findings import NONE, config_findings, held_resets, pull_findings
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
 from jetwatch.health.rules import (
@@ -275,6 +276,8 @@ class _Said:
     calmer_since: np.ndarray = field(default_factory=lambda: np.zeros(0))
     findings_json: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
     since: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # Set by _cluster_verdicts: since when the cluster has shown, without a break, that it cannot serve each.
+    cluster_seen: dict[tuple[str, str, str], float] = field(default_factory=dict)
 
     @property
     def numbers(self) -> dict[str, np.ndarray]:
@@ -338,6 +341,37 @@ def _said(state: LiveState, live: np.ndarray, now: dt.datetime, thresholds: Thre
     _say_recreated(verdict, reason, findings, recreated_at)
     return _Said(verdict, reason, findings, samples, onset, rates, eta, config, _findings_json(config), activity,
                  folded, recreated, np.full(len(live), now_s))
+
+
+def _cluster_verdicts(state: LiveState, live: np.ndarray, said: _Said, evidence: Mapping[EvidenceKey, Evidence],
+                      now_s: float, thresholds: Thresholds) -> None:
+    """The consumers the cluster has shown for `no_leader_after` that it cannot serve take the
+    verdict its evidence makes, since it was first shown, in place of what the rules said of
+    their last known (and so not fresh) samples. A leader election shows it for a cycle or two."""
+    said.cluster_seen = {}
+    if not evidence and not state.cluster_seen:
+        return
+    keys = [state.keys[r] for r in live.tolist()]
+    for i, ev in cluster.about(keys, evidence):
+        first = said.cluster_seen[keys[i]] = state.cluster_seen.get(keys[i], now_s - ev.held_s)
+        if now_s - first < thresholds.no_leader_after:
+            continue
+        row = live[i]
+        found = cluster.finding(ev, state.state["leader"][row], _as_of(state.state["ts"][row]))
+        said.verdict[i], said.reason[i], said.findings[i] = ev.verdict, found["reason"], [found]
+        said.onset[i] = first
+
+
+def _as_of(ts: object) -> str | None:
+    """A sample's time as the words of a finding say it (None: not known)."""
+    try:
+        t = pd.Timestamp(ts)  # type: ignore[arg-type]
+    except (ValueError, TypeError):
+        return None
+    if pd.isna(t):
+        return None
+    t = t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+    return f"{t:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def _settle(state: LiveState, live: np.ndarray, said: _Said, now_s: float, thresholds: Thresholds) -> None:
@@ -484,17 +518,20 @@ class _Remember:
         state.window.reordered.clear()
         state.written[self.gone_rows] = False
         state.stamped = self.now_s
+        state.cluster_seen = said.cluster_seen
         state.forget_gone()
 
 
 def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd.DataFrame,
-          pulls: PullsAnnounced | None = None) -> JudgedCycle:
+          pulls: PullsAnnounced | None = None, evidence: Mapping[EvidenceKey, Evidence] | None = None) -> JudgedCycle:
     """Judge every live consumer from the in-memory state and find what changed against the
     verdicts kept: pure, nothing is written and `state` is unchanged until `commit`. `pulls`: the
-    pull settings the workers announced lately, per consumer, and the server's version."""
+    pull settings the workers announced lately, per consumer, and the server's version; `evidence`:
+    what the cycle showed of the cluster's trouble serving consumers (health/cluster.py)."""
     live = np.flatnonzero(state.live[:len(state.keys)])
     now_s = now.timestamp()
     said = _said(state, live, now, thresholds, counts, pulls)
+    _cluster_verdicts(state, live, said, evidence or {}, now_s, thresholds)
     _settle(state, live, said, now_s, thresholds)
     changed, worded = _changed(state, live, said)
     at = np.flatnonzero(changed)

@@ -217,6 +217,19 @@ class LagReader:
         self._last_refresh: float | None = None
         self.last = LagStats()
         self._points: dict[str, tuple[list[int], list[float]]] = {}  # this cycle's interpolation lists
+        self._facts: asyncio.Task[None] | None = None  # STREAM.LIST, begun beside the cycle's sampling
+
+    def begin(self) -> None:
+        """Start the cycle's stream listing beside the sampling: in a cluster that lost a server both
+        wait out the server's gather of the assets it held (seconds each), and one after the other
+        they pushed a cycle past its interval."""
+        if self._facts is None and (self._last_refresh is None or self.clock() - self._last_refresh >= self.every):
+            self._facts = asyncio.get_running_loop().create_task(self._stream_facts())
+
+    async def _listed(self) -> None:
+        """The stream listing begun for this cycle, or one made now."""
+        task, self._facts = self._facts, None
+        await (task if task is not None else self._stream_facts())
 
     # -- reading the server -------------------------------------------------------------------
     async def _stream_facts(self) -> None:
@@ -416,8 +429,8 @@ class LagReader:
             for target in (unacked, undelivered):
                 if target is not None:
                     wanted[target] = wanted.get(target, False) or due
-        if rows and refresh:
-            await self._stream_facts()
+        if (rows and refresh) or self._facts is not None:  # one begun and not needed after all ends too
+            await self._listed()
         if refresh:
             self._last_refresh = now
             reads = [t for t, due in wanted.items() if due and self._cached(t) is None]

@@ -41,6 +41,7 @@ from jetwatch.collectors.consumer_state import (
     config_hash,
     config_row,
     filter_subjects,
+    note_quorum,
 )
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.state_columns import TIME_PATTERN
@@ -50,12 +51,14 @@ from jetwatch.collectors.state_columns import TIME_PATTERN
 RawFingerprints = dict[tuple[str, str, str], tuple[bytes, Any, str, tuple[str, ...]]]
 
 _SEQ = pa.struct([("consumer_seq", pa.int64()), ("stream_seq", pa.int64()), ("last_active", pa.string())])
+_REPLICA = pa.struct([("name", pa.string()), ("current", pa.bool_()), ("offline", pa.bool_()),
+                      ("active", pa.int64())])
 _GROUP = pa.struct([("group", pa.string()), ("pinned_client_id", pa.string()), ("pinned_ts", pa.string())])
 _INFO = pa.struct([
     ("stream_name", pa.string()), ("name", pa.string()), ("created", pa.string()), ("ts", pa.string()),
     ("num_pending", pa.int64()), ("num_ack_pending", pa.int64()), ("num_waiting", pa.int64()),
     ("num_redelivered", pa.int64()), ("delivered", _SEQ), ("ack_floor", _SEQ), ("paused", pa.bool_()),
-    ("cluster", pa.struct([("name", pa.string()), ("leader", pa.string())])),
+    ("cluster", pa.struct([("name", pa.string()), ("leader", pa.string()), ("replicas", pa.list_(_REPLICA))])),
     ("config", pa.struct([("pause_until", pa.string())])), ("priority_groups", pa.list_(_GROUP)),
 ])
 # Objects may span lines: /jsz is pretty-printed (a raw newline inside a string is still refused).
@@ -95,10 +98,14 @@ class ListRead:
     filters: list[tuple[str, ...]] = field(default_factory=list)
     configs: list[dict[str, Any]] = field(default_factory=list)
     last_ts: list[Any] = field(default_factory=list)  # each stream's last entry's `ts`, before filtering
+    replicas: list[Any] = field(default_factory=list)  # each entry's `cluster.replicas`, as the leader reports them
 
     def into(self, batch: SampleBatch) -> None:
         """Hand the read to a cycle's batch, as the page path would have filled it."""
         batch.samples, batch.arrow, batch.filters, batch.configs = self.samples, self.columns, self.filters, self.configs
+        for i, replicas in enumerate(self.replicas):
+            note_quorum(batch, (self.samples["account"][i], self.samples["stream"][i], self.samples["consumer"][i]),
+                        replicas)
 
 
 def _lists(columns: dict[str, pa.Array]) -> dict[str, list[Any]]:
@@ -269,7 +276,8 @@ def _assemble(f: dict[str, pa.Array], configs: list[msgspec.Raw], scopes: list[S
         samples = _lists(columns)
     except UnicodeDecodeError:  # checked for above; a string Arrow cannot give back is refused all the same
         return None
-    read = ListRead(columns, samples, last_ts=last_ts)
+    read = ListRead(columns, samples, last_ts=last_ts,
+                    replicas=cluster["replicas"].to_pylist() if cluster["replicas"].null_count < len(leader) else [])
     if not _configs(read, configs, scopes, now_iso, known_hashes, previous, current):
         return None
     return read

@@ -109,6 +109,8 @@ class LiveState:
         # Every consumer's latest config, live or not: its rows may be forgotten while it is not
         # live, its config is not (the store keeps it in consumer_configs).
         self.configs: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+        # Since when the cluster has shown, without a break, that it cannot serve a consumer (judging.py).
+        self.cluster_seen: dict[tuple[str, str, str], float] = {}
         self._numbers: dict[str, np.ndarray] = {}  # NUMERIC_STATE columns as floats, until they change
 
     def numbers(self, column: str) -> np.ndarray:

@@ -101,6 +101,7 @@ class Collector:
         self.capture: Capture | None = None
         self.caught_up = False
         self.capture_pending: int | None = None
+        self._backlog: asyncio.Task[int | None] | None = None  # the cycle's capture backlog query, under way
         self.last_event_at: dt.datetime | None = None
         self.errors = ErrorState(lambda: self.clock())  # the error the status shows, until a clean cycle is stored
         self._last_status: dict[str, Any] | None = None  # the latest cycle that was stored
@@ -193,7 +194,7 @@ class Collector:
             self.cycle_hooks.append(Collector._send_alerts)
         stream = self.settings.capture_stream
         row = await self.write(lambda con: writes.capture_cursor(con, stream))
-        self.gaps = GapTracker(Cursor(stream, *row[:3], awaiting_of(row[3])) if row else Cursor(stream, None, None, None))
+        self.gaps = GapTracker(Cursor(stream, row[0], row[1], row[2], awaiting_of(row[3])) if row else Cursor(stream, None, None, None))
         self.last_capture_gap_at = await self.write(writes.last_capture_gap)
         self.capture = await self._open_capture()
         await self._open_pin_holders()
@@ -357,17 +358,16 @@ class Collector:
         if batch.server_now is not None:
             self.clock_offset = (batch.server_now - now).total_seconds()
         if self.capture is not None:
-            try:
-                self.capture_pending = await self.capture.backlog()
-            except (JetStreamAPIError, NoReply):
-                self.capture_pending = None
+            self.capture_pending = await self._capture_backlog(began)
             self.caught_up = self.capture_pending == 0
         self.errors.settle(batch.errors + ([self.outputs.alert_failure] if self.outputs.alert_failure else []))
         state_rejects = self.reject_budget.admit("consumer_state", now, batch.rejects)
         self.rejects_total += len(batch.rejects)
+        kept = [*batch.failed_streams, *batch.rejected_consumers, *batch.unanswered,
+                *(key for key in batch.evidence if len(key) == 3)]
         cycle = PendingCycle(now, sorted(batch.accounts), batch.samples, batch.configs, state_rejects.rows,
-                             state_rejects.dropped, [*batch.failed_streams, *batch.rejected_consumers, *batch.unanswered],
-                             batch.arrow, status=self._status(now, time.monotonic() - began, batch.streams, batch.consumers),
+                             state_rejects.dropped, kept, arrow=batch.arrow, evidence=batch.evidence,
+                             status=self._status(now, time.monotonic() - began, batch.streams, batch.consumers),
                              server_now=self.server_now(now), caught_up=self.caught_up, began=began)
         # Behind any cycles the store could not take yet: written together, oldest first.
         dropped = self.backlog.dropped_cycles
@@ -376,6 +376,26 @@ class Collector:
             self.errors.report(f"the store stayed unwritable past --write-backlog {self.settings.write_backlog} samples: "
                         f"{self.backlog.dropped_cycles} oldest cycle(s), {self.backlog.dropped_samples} samples, given up")
         return cycle
+
+    def begin_capture_backlog(self) -> None:
+        """Ask how far the capture's durable is behind beside the cycle's sampling, not after it."""
+        if self.capture is not None and self._backlog is None:
+            self._backlog = asyncio.get_running_loop().create_task(self.capture.backlog())
+
+    async def _capture_backlog(self, began: float) -> int | None:
+        """Advisories captured and not yet stored (None: not known this cycle). Waited for only
+        until the cycle's interval is nearly spent: a capture stream whose server is gone answers
+        nothing, and must not hold up the sampling of the consumers that still answer."""
+        task, self._backlog = self._backlog, None
+        if task is None:
+            self.begin_capture_backlog()
+            task, self._backlog = self._backlog, None
+        assert task is not None
+        budget = max(1.0, began + self.settings.interval - 0.5 - time.monotonic())
+        try:
+            return await asyncio.wait_for(task, budget)
+        except (JetStreamAPIError, NoReply, TimeoutError):
+            return None
 
     async def write_queued(self) -> None:
         """Write every cycle waiting in the backlog, oldest first, in one transaction with the newest
@@ -414,7 +434,8 @@ class Collector:
                 for cycle in pending:
                     state.add(cycle.samples, cycle.accounts, cycle.kept, cycle.configs)
             try:
-                verdicts = judge(state, server_now, thresholds, event_counts(con, server_now, thresholds), pulls)
+                verdicts = judge(state, server_now, thresholds, event_counts(con, server_now, thresholds), pulls,
+                                 newest.evidence)
             except Exception as exc:  # a fault in judging costs the verdicts, never the samples
                 return state, exc
             keep(con, verdicts)
@@ -634,6 +655,9 @@ class Collector:
                 began = time.monotonic()
                 sampled = True
                 try:
+                    self.begin_capture_backlog()
+                    if self.lag is not None:
+                        self.lag.begin()
                     batch = await self.sampler.collect()
                     await self.fill_lag(batch)
                     await self.queue_cycle(batch, began)

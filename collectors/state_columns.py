@@ -25,6 +25,7 @@ from jetwatch.collectors.consumer_state import (
     config_hash,
     config_row,
     filter_subjects,
+    note_quorum,
 )
 
 # Per consumer (account, stream, name): its config's exact bytes and `created` as last seen, with
@@ -137,6 +138,9 @@ def add_consumers(batch: SampleBatch, infos: list[Any], scope: Scope, now_iso: s
         batch.samples[column].extend(values)
     batch.filters.extend([p[3] for p in prints])
     for info, key, (_, _, digest, filters) in zip(infos, keys, prints):
+        cluster = info.get("cluster")
+        if type(cluster) is dict and cluster.get("replicas"):
+            note_quorum(batch, key, cluster["replicas"])
         if known_hashes.get(key) != digest:
             known_hashes[key] = digest
             batch.configs.append(config_row(info, info["config"], scope, now_iso, digest, filters))

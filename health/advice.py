@@ -187,6 +187,18 @@ def _paused(numbers: Mapping[str, Any], c: Context) -> str:
     return f"resume the consumer when the pause should end{until}; nothing is delivered until then"
 
 
+def _no_leader(numbers: Mapping[str, Any], c: Context) -> str:
+    leader = numbers.get("leader")
+    last = f" (it was last led by {leader})" if isinstance(leader, str) and leader else ""
+    return (f"bring back the servers that hold its replicas{last} so they elect a leader: `nats server report "
+            "jetstream` shows which are down; a consumer whose only server is lost for good must be recreated")
+
+
+def _api_unavailable(numbers: Mapping[str, Any], c: Context) -> str:
+    return ("bring back enough JetStream servers for the meta group to elect a leader (a majority of them): `nats "
+            "server report jetstream` names those down; jetwatch keeps sampling and says when the API answers again")
+
+
 def _ok(numbers: Mapping[str, Any], c: Context) -> str:
     return "nothing to do"
 
@@ -197,6 +209,7 @@ def _collecting(numbers: Mapping[str, Any], c: Context) -> str:
 
 # One next step per verdict, by the name health/rules.py declares it under.
 NEXT_STEP: dict[str, Callable[[Mapping[str, Any], Context], str]] = {
+    "NO_LEADER": _no_leader, "API_UNAVAILABLE": _api_unavailable,
     "NO_PULLERS": _no_pullers, "STALLED": _stalled, "PIN_IDLE": _pin_idle, "SATURATED": _saturated, "UNPINNED": _unpinned,
     "FLAPPING": _flapping, "REDELIVERING": _redelivering, "LOSING": _losing, "LAGGING": _lagging, "PAUSED": _paused,
     "OK": _ok, "COLLECTING": _collecting,

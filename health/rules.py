@@ -62,6 +62,7 @@ class Thresholds:
     lagging_after: float = _default("lagging_after")
     loss_within: float = _default("loss_within")
     reset_shown_for: float = _default("reset_shown_for")
+    no_leader_after: float = _default("no_leader_after")
     clear_after: float = _default("clear_after")
 
     @classmethod
@@ -614,7 +615,18 @@ RULES: tuple[Rule, ...] = (
     Rule(Verdict("PAUSED", "blue", "info", "paused: no deliveries until it resumes"),
          _paused, _paused_says),
 )
-VERDICTS: tuple[Verdict, ...] = tuple(r.verdict for r in RULES) + (
+# The cluster under a consumer, judged from evidence about that consumer or the cluster's API
+# (health/cluster.py), never from the window: ranked above every rule, since a worker is not
+# STALLED when its consumer has no leader.
+CLUSTER_VERDICTS: tuple[Verdict, ...] = (
+    Verdict("NO_LEADER", "red", "critical",
+            "no server leads the consumer (its leader's server is gone, or its replicas lost their quorum): "
+            "nothing is delivered or acknowledged"),
+    Verdict("API_UNAVAILABLE", "red", "critical",
+            "the cluster's JetStream API does not answer (its meta group has no leader): the consumer's state "
+            "is unknown and shown as last known"),
+)
+VERDICTS: tuple[Verdict, ...] = CLUSTER_VERDICTS + tuple(r.verdict for r in RULES) + (
     Verdict("OK", "green", "ok", "healthy"),
     Verdict("COLLECTING", "gray", "unknown", "too few samples in the window for a verdict yet"),
 )

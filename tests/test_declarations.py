@@ -24,8 +24,10 @@ from tests.test_dashboard import run_app
 # Verdicts ---------------------------------------------------------------------------------------
 
 def test_every_rule_gives_its_own_verdict_in_severity_order():
-    assert [r.verdict.name for r in RULES] == list(VERDICT_NAMES[:len(RULES)])
-    assert VERDICT_NAMES[len(RULES):] == ("OK", "COLLECTING")
+    cluster = len(rules.CLUSTER_VERDICTS)
+    assert VERDICT_NAMES[:cluster] == ("NO_LEADER", "API_UNAVAILABLE")  # above every rule: judged from evidence
+    assert [r.verdict.name for r in RULES] == list(VERDICT_NAMES[cluster:cluster + len(RULES)])
+    assert VERDICT_NAMES[cluster + len(RULES):] == ("OK", "COLLECTING")
     assert [SEVERITY[v] for v in VERDICT_NAMES] == list(range(len(VERDICTS)))
     assert len(set(VERDICT_NAMES)) == len(VERDICT_NAMES)
 

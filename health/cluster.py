@@ -1,0 +1,97 @@
+"""When the cluster under a consumer cannot serve it.
+
+A consumer is served by its leader alone. When no server leads it (its leader's server died, or
+its replicas lost their quorum), or the cluster's JetStream API does not answer at all (the meta
+group has no leader), nothing sampled of it is fresh: the collector keeps its last known state,
+and its verdict says what the cluster shows, ranked above every worker verdict (a worker is not
+STALLED because its consumer has no leader). The collector gathers the evidence while sampling
+(a CONSUMER.LIST reply naming the consumer under `missing`, a /jsz entry that names no leader, a
+503 or no reply from the API, for a stream or the whole account); this module words it, and
+tells which consumers it is about. Only evidence about a consumer (or its stream, or its
+account's API) counts: never the collector's own trouble reaching one server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+NO_LEADER = "NO_LEADER"
+API_UNAVAILABLE = "API_UNAVAILABLE"
+
+# Evidence keyed by (account, stream, consumer), (account, stream) or (account,): about one
+# consumer, every consumer of a stream, or every consumer of an account.
+EvidenceKey = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What showed, this cycle, that the cluster cannot serve a consumer: the verdict it makes,
+    what was seen in words, and the servers known not to answer (where the sampling knows)."""
+
+    verdict: str
+    seen: str
+    servers: tuple[str, ...] = ()
+    # How long before this cycle the sampling already saw what this rests on (a server silent for
+    # a while before the cluster confirmed it gone): the verdict's since counts from then.
+    held_s: float = 0.0
+
+
+# A peer a leader has not heard from for this long is gone to it, whatever its `current` says yet:
+# raft heartbeats come every second.
+PEER_SILENT_S = 5.0
+
+
+def without_quorum(replicas: object) -> tuple[str, float] | None:
+    """What a leader's own report of its replicas says when it cannot have a quorum (too few
+    peers current, online and heard from lately), in words, with how long it has been so (since
+    the last of the peers it needed was heard from); None when it can, or the report says nothing
+    of its peers (one replica). A leader that lost its peers keeps answering as leader for many
+    seconds before it steps down, and commits nothing meanwhile."""
+    if not isinstance(replicas, list) or not replicas:
+        return None
+    peers = [r for r in replicas if isinstance(r, dict)]
+    silent = [r for r in peers if not _reachable(r)]
+    if 1 + len(peers) - len(silent) > (len(peers) + 1) // 2:
+        return None
+    names = ", ".join(str(r.get("name")) for r in silent)
+    heard = [a / 1e9 for r in silent if isinstance(a := r.get("active"), int) and not isinstance(a, bool)]
+    return (f"its leader reaches {len(peers) - len(silent)} of its {len(peers)} peers ({names} not heard from): "
+            "no quorum", min(heard) if heard else 0.0)
+
+
+def _reachable(replica: dict[str, Any]) -> bool:
+    active = replica.get("active")
+    recent = not isinstance(active, int) or isinstance(active, bool) or active < PEER_SILENT_S * 1e9
+    return bool(replica.get("current")) and not replica.get("offline") and recent
+
+
+def about(keys: Sequence[tuple[str, str, str]], evidence: Mapping[EvidenceKey, Evidence]) -> list[tuple[int, Evidence]]:
+    """(position, evidence) of each consumer among `keys` the evidence is about: its own first,
+    else its stream's, else its account's."""
+    if not evidence:
+        return []
+    found = []
+    for i, (account, stream, consumer) in enumerate(keys):
+        ev = (evidence.get((account, stream, consumer)) or evidence.get((account, stream))
+              or evidence.get((account,)))
+        if ev is not None:
+            found.append((i, ev))
+    return found
+
+
+def finding(ev: Evidence, leader: object, as_of: object) -> dict[str, Any]:
+    """The verdict's finding for one consumer, given its last known leader and the time of the
+    state it keeps (both as sampled last; None when never known)."""
+    led = f"last led by {leader}" if isinstance(leader, str) and leader else "its last leader not known"
+    shown = f"shown as last known, sampled {as_of}" if as_of else "never sampled"
+    down = f"; servers not answering: {', '.join(ev.servers)}" if ev.servers else ""
+    if ev.verdict == NO_LEADER:
+        reason = (f"no server leads it: {ev.seen}; {led}; nothing is delivered or acknowledged until a leader is "
+                  f"elected ({shown}){down}")
+    else:
+        reason = (f"the cluster's JetStream API does not answer ({ev.seen}): this consumer's state is unknown "
+                  f"({shown}); {led}; a consumer whose server still runs may still deliver{down}")
+    numbers = {"leader": leader if isinstance(leader, str) else "", "servers": ", ".join(ev.servers)}
+    return {"verdict": ev.verdict, "reason": reason, "numbers": numbers}

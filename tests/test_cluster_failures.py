@@ -1,0 +1,157 @@
+"""When the cluster under the consumers fails: a real three-node cluster, servers SIGKILLed, the
+collector on its default settings (a subprocess, as deployed), in both sampling modes.
+
+Each consumer the cluster can no longer serve is named for it (NO_LEADER, API_UNAVAILABLE) within
+30 s of the kill, stays named at every cycle after, and stays listed everywhere with its last known
+state; `check` is CRITICAL naming the cause, not "collector stopped?". Before, these consumers
+were OK on frozen samples, or vanished from the Fleet."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import nats
+import pytest
+
+from jetwatch import cli
+from jetwatch.core.embedded_server import NatsServer, ServerStartError, cluster, free_port
+from jetwatch.core.jsapi import JetStreamAPI
+from jetwatch.demo.workers import PullWorker
+from tests.helpers import LoopThread, clean_env, make_consumer, publish, status_json, wait_until
+from tests.incident_library import cluster_ready
+
+pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.xdist_group("cluster_failures")]
+
+T = TypeVar("T")
+NAMED_WITHIN = 30.0  # seconds from the kill
+CLUSTER_RED = {"NO_LEADER", "API_UNAVAILABLE"}
+
+
+@pytest.fixture
+def nodes(tmp_path) -> Iterator[list[NatsServer]]:
+    servers = cluster(tmp_path / "cluster")
+    for node in servers:
+        for attempt in range(3):  # a free port can be taken by another test before the server binds it
+            node.monitor_port = free_port()
+            try:
+                node.start()
+                break
+            except ServerStartError:
+                if attempt == 2 or "address already in use" not in (node.log_path or Path()).read_text():
+                    raise
+    yield servers
+    for node in servers:
+        node.stop(signal.SIGKILL)
+
+
+async def _workload(urls: list[str], loop: LoopThread) -> tuple[str, PullWorker]:
+    """An R3 stream CQ with a consumer a worker pulls from (busy) and one nobody pulls (idle), and
+    an R1 stream ONE with one consumer (solo); the name of the server ONE lives on."""
+    await cluster_ready(",".join(urls), "READY")
+    nc = await nats.connect(urls, max_reconnect_attempts=-1)
+    api = JetStreamAPI(nc, timeout=10)
+    await api.add_stream({"name": "CQ", "subjects": ["cq.>"], "num_replicas": 3})
+    await api.add_stream({"name": "ONE", "subjects": ["one.>"], "num_replicas": 1})
+    for stream, name in (("CQ", "busy"), ("CQ", "idle"), ("ONE", "solo")):
+        await make_consumer(api, stream, name)
+    await publish(nc, "cq.work", 5)
+    worker = PullWorker(nc, "CQ", "busy", name="worker", expires_s=2.0).start()
+    home = (await api.stream_info("ONE"))["cluster"]["leader"]
+    return home, worker
+
+
+LAST_SEEN: dict[str, tuple[str, str]] = {}
+
+
+def _verdicts(db: str) -> dict[str, tuple[str, str]]:
+    """Each consumer's (verdict, reason), as `status --json` says; kept in LAST_SEEN for a failure's message."""
+    LAST_SEEN.clear()
+    LAST_SEEN.update({r["consumer"]: (r["verdict"], r["reason"]) for r in status_json(db)})
+    return dict(LAST_SEEN)
+
+
+def _until(predicate: Callable[[], T], timeout: float, message: str) -> T:
+    """wait_until, polling the store once a second, saying on a timeout what the consumers were."""
+    try:
+        return wait_until(predicate, timeout=timeout, interval=1.0, message=message)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the consumers as last seen: {LAST_SEEN}") from None
+
+
+def _check(db: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["check", "--db", db])
+    return code, out.getvalue()
+
+
+def _stays_named(db: str, names: set[str], seconds: float) -> None:
+    """Every judged cycle for `seconds`: each of `names` keeps a cluster verdict, and every
+    consumer stays listed."""
+    deadline, judged = time.monotonic() + seconds, set()
+    while time.monotonic() < deadline:
+        rows = status_json(db)
+        assert {r["consumer"] for r in rows} == {"busy", "idle", "solo"}, rows
+        for r in rows:
+            if r["consumer"] in names:
+                assert r["verdict"] in CLUSTER_RED, r
+                judged.add(r["judged_at"])
+        time.sleep(1.0)
+    assert len(judged) >= 2, "the collector judged no new cycle while the cluster was down"
+
+
+@pytest.mark.parametrize("mode", ["list", "jsz"])
+def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_nothing_vanishes(nodes, tmp_path,
+                                                                                             mode):
+    urls = [n.url for n in nodes]
+    db = str(tmp_path / "jetwatch.duckdb")
+    loop = LoopThread()
+    home, worker = loop.call(_workload(urls, loop))
+    args = [sys.executable, "-m", "jetwatch.cli", "collect", "--server", ",".join(urls), "--db", db,
+            "--include-streams", "CQ,ONE"]
+    if mode == "jsz":
+        args += ["--monitor-url", ",".join(str(n.monitor_url) for n in nodes)]
+    with open(tmp_path / "collector.log", "wb") as log:
+        collector = subprocess.Popen(args, env=clean_env(), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: Path(db).exists() and {r["consumer"] for r in status_json(db)} == {"busy", "idle", "solo"},
+                   timeout=60, message="the three consumers judged")
+
+        # The server holding the R1 stream dies; the meta group and the R3 consumers survive it.
+        doomed = next(n for n in nodes if n.name == home)
+        doomed.stop(signal.SIGKILL)
+        killed = time.monotonic()
+        said = _until(lambda: (v := _verdicts(db))["solo"][0] == "NO_LEADER" and v, timeout=NAMED_WITHIN + 15,
+                          message="solo, whose only server died, judged NO_LEADER")
+        assert time.monotonic() - killed <= NAMED_WITHIN, f"named {time.monotonic() - killed:.1f} s after the kill"
+        assert home in said["solo"][1] or "missing" in said["solo"][1], said["solo"]
+        assert said["busy"][0] not in CLUSTER_RED and said["idle"][0] not in CLUSTER_RED, said  # re-elected, serving
+
+        # A second server dies: the R3 consumers lose their quorum, the cluster its meta leader.
+        second = next(n for n in nodes if n is not doomed and n.url != urls[-1])
+        second.stop(signal.SIGKILL)
+        killed = time.monotonic()
+        _until(lambda: all(v[0] in CLUSTER_RED for v in _verdicts(db).values()), timeout=NAMED_WITHIN + 15,
+                   message="every consumer named for the cluster")
+        assert time.monotonic() - killed <= NAMED_WITHIN, f"named {time.monotonic() - killed:.1f} s after the kill"
+        _stays_named(db, {"busy", "idle", "solo"}, 30.0)
+        code, text = _check(db)
+        assert code == 2 and "collector stopped" not in text, text
+        assert any(v in text for v in CLUSTER_RED), text
+    finally:
+        collector.send_signal(signal.SIGTERM)
+        collector.wait(30)
+        with contextlib.suppress(Exception):
+            loop.call(asyncio.wait_for(worker.stop(), 15))
+        loop.close()
+    assert collector.returncode == 0, (tmp_path / "collector.log").read_text()[-3000:]
+

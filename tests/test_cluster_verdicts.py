@@ -1,0 +1,94 @@
+"""The cluster verdicts as judging makes them: from the evidence a cycle carries (health/cluster.py),
+once it has held for --no-leader-after, since it was first seen, above whatever the rules say of
+the consumer's last known samples, and eased like every verdict once the evidence is gone."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import pytest
+
+from jetwatch.collectors.judging import judge
+from jetwatch.collectors.live_state import LiveState
+from jetwatch.health.cluster import API_UNAVAILABLE, NO_LEADER, Evidence
+from jetwatch.health.rules import Thresholds
+from tests.test_live_state import CONFIGS, T0, _sample
+
+TH = Thresholds(health_window=60, health_min_samples=3, health_min_span=10, no_leader_after=15, clear_after=10)
+MISSING = Evidence(NO_LEADER, "CONSUMER.LIST names it under missing (no server that leads it answered)")
+NO_API = Evidence(API_UNAVAILABLE, "STREAM.NAMES: JetStream system temporarily unavailable (status 503, error 10008)")
+
+
+def story(cycles: list[tuple[float, dict]]) -> list[dict[str, tuple[str, float, str]]]:
+    """Cycles 5 s apart: at each, the evidence it carries ({key: Evidence}); a consumer named by
+    evidence is not sampled (it keeps its last state), every other one is, healthy and idle.
+    Returns each cycle's {consumer: (verdict, since as seconds after T0, reason)}."""
+    state = LiveState(TH.health_window)
+    said = []
+    for at, evidence in cycles:
+        now = T0 + dt.timedelta(seconds=at)
+        named = {k[2] for k in evidence if len(k) == 3} | ({"a", "b"} if ("A",) in evidence else set())
+        samples = [_sample(now, "S1", c, leader="n1") for c in ("a", "b") if c not in named]
+        kept = [k for k in evidence if len(k) == 3] + ([("A", "S1")] if ("A",) in evidence else [])
+        columns = {k: [s[k] for s in samples] for k in _sample(now, "S1", "x")}
+        state.add(columns, ["A"], kept, CONFIGS[:2] if at == 0 else [])
+        cycle = judge(state, now, TH, pd.DataFrame(), None, evidence)
+        cycle.commit()
+        frame = cycle.consumers.set_index("consumer")
+        said.append({c: (frame.loc[c, "verdict"], (frame.loc[c, "since"] - pd.Timestamp(T0)).total_seconds(),
+                         frame.loc[c, "reason"]) for c in frame.index})
+    return said
+
+
+HEALTHY = [(t, {}) for t in range(0, 30, 5)]
+
+
+def test_no_leader_is_named_once_the_evidence_held_since_it_was_first_seen_and_eases_after_it_is_gone():
+    gone = [(t, {("A", "S1", "b"): MISSING}) for t in range(30, 55, 5)]
+    back = [(t, {}) for t in range(55, 80, 5)]
+    said = story(HEALTHY + gone + back)
+    b = [s["b"][0] for s in said]
+    # 30 and 35: an election could end here; from 45 (15 s after 30) named, since 30.
+    assert b[6:11] == ["OK", "OK", "OK", NO_LEADER, NO_LEADER], b
+    assert said[9]["b"][1] == 30.0 and "last led by n1" in said[9]["b"][2] and "missing" in said[9]["b"][2]
+    assert b[11:] == [NO_LEADER, NO_LEADER, "OK", "OK", "OK"], b  # eased once calmer for clear_after
+    assert all(s["a"][0] == "OK" for s in said[6:]), said
+
+
+def test_an_election_that_ends_before_no_leader_after_names_nothing():
+    said = story(HEALTHY + [(30, {("A", "S1", "b"): MISSING}), (35, {("A", "S1", "b"): MISSING})]
+                 + [(t, {}) for t in range(40, 70, 5)])
+    assert {s["b"][0] for s in said[6:]} == {"OK"}, [s["b"] for s in said]
+
+
+@pytest.mark.parametrize("evidence,a,b", [
+    ({("A",): NO_API}, API_UNAVAILABLE, API_UNAVAILABLE),
+    ({("A",): NO_API, ("A", "S1", "b"): MISSING}, API_UNAVAILABLE, NO_LEADER),  # its own evidence first
+    ({("A", "S1"): NO_API}, API_UNAVAILABLE, API_UNAVAILABLE),
+])
+def test_evidence_about_a_consumer_beats_its_streams_and_its_accounts(evidence, a, b):
+    said = story(HEALTHY + [(t, evidence) for t in range(30, 50, 5)])
+    assert (said[-1]["a"][0], said[-1]["b"][0]) == (a, b), said[-1]
+
+
+REPLICA = {"name": "n1", "current": True, "active": 300_000_000}
+LOST = {"name": "n2", "current": False, "active": 9_000_000_000}
+
+
+@pytest.mark.parametrize("replicas,since", [
+    (None, None),  # one replica: nothing to lose
+    ([REPLICA, {**REPLICA, "name": "n2"}], None),
+    ([REPLICA, LOST], None),  # a slow follower: two of three still commit
+    ([{**REPLICA, "current": False}, LOST], 0.3),  # since the last peer was heard from
+    ([{**REPLICA, "offline": True}, LOST], 0.3),
+    ([{**REPLICA, "active": 7_000_000_000}, LOST], 7.0),  # still "current", and silent for 7 s
+    ([LOST, LOST, REPLICA, {**REPLICA, "name": "n4"}], None),  # R5: three of five
+    ([LOST, LOST, LOST, REPLICA], 9.0),
+])
+def test_a_leader_that_reaches_too_few_of_its_replicas_has_no_quorum_since_it_last_heard_enough(replicas, since):
+    from jetwatch.health.cluster import without_quorum
+
+    said = without_quorum(replicas)
+    assert (said and said[1]) == since if since else said is None, said
+    assert said is None or ("no quorum" in said[0] and "n2" in said[0])
