@@ -276,17 +276,36 @@ def collector_panel(collector: pd.DataFrame, now: dt.datetime, gaps: pd.DataFram
             _collector(rows.iloc[0], now)
 
 
+def known(value: object) -> bool:
+    """A status field the collector has written: its NULLs (before its first cycle, a column it
+    does not know yet) come back as None, NaN or pd.NA, and pd.NA has no truth value."""
+    return value is not None and not pd.isna(value)
+
+
+def cycle_words(c: pd.Series, now: dt.datetime) -> str:
+    """The collector's last cycle in words; a collector that has written its status (an error)
+    before finishing a cycle has counted nothing, which is not zero consumers."""
+    via = f"via {c['sample_mode']}" if known(c.get("sample_mode")) else ""
+    if not known(c["last_cycle_at"]):
+        return (f"no cycle finished yet (started {ago(c.get('started_at'), now)}): consumers and streams unknown "
+                f"until one does {via}").rstrip()
+    took = f"took {float(c['cycle_seconds']):.2f} s" if known(c["cycle_seconds"]) else "duration unknown"
+    counted = (f"{int(c['consumers'])} consumers in {int(c['streams'])} streams"
+               if known(c["consumers"]) and known(c["streams"]) else "consumers and streams unknown")
+    return f"last cycle {ago(c['last_cycle_at'], now)}, {took}; {counted} {via}".rstrip()
+
+
 def _collector(c: pd.Series, now: dt.datetime) -> None:
     """One collector's health, as the sidebar shows it (called inside the sidebar)."""
-    st.caption(f"last cycle {ago(c['last_cycle_at'], now)}, took {c['cycle_seconds'] or 0:.2f} s; "
-               f"{int(c['consumers'] or 0)} consumers in {int(c['streams'] or 0)} streams via {c['sample_mode']}")
+    st.caption(cycle_words(c, now))
     if c["capture_mode"] == "core":
         st.warning("Advisories are captured with a plain subscription: pin events while the collector "
                    "is down are lost. Run `jetwatch setup` to create the capture stream.", icon="⚠️")
     else:
         lag = c["capture_pending"]
-        behind = ("backlog unknown (the capture stream did not answer)" if lag is None or pd.isna(lag)
-                  else "caught up" if c["capture_caught_up"] else f"{int(lag)} advisories behind")
+        behind = ("backlog unknown (the capture stream did not answer)" if not known(lag)
+                  else "caught up" if known(c["capture_caught_up"]) and bool(c["capture_caught_up"])
+                  else f"{int(lag)} advisories behind")
         st.caption(f"capture: {c['capture_mode']} stream, {behind}; last advisory {ago(c['last_event_at'], now)}")
     warning = c.get("capture_warning")
     if warning is not None and not pd.isna(warning):
@@ -296,7 +315,7 @@ def _collector(c: pd.Series, now: dt.datetime) -> None:
         st.warning(f"The server's clock is {durations.duration(abs(offset))} {'ahead of' if offset > 0 else 'behind'} the "
                    "collector's. Windows and pin inference follow the server's clock; fix the host's time "
                    "sync (NTP) all the same.", icon="🕒")
-    if int(c["rejects_total"] or 0):
+    if known(c["rejects_total"]) and int(c["rejects_total"]):
         st.caption(f"{int(c['rejects_total'])} rejected inputs (see the rejects table), last {ago(c['last_reject_at'], now)}")
     if c["last_error"] is not None and not pd.isna(c["last_error"]):
         st.error(f"{ago(c['last_error_at'], now)}: {md(c['last_error'])}")

@@ -295,3 +295,35 @@ def test_consumer_tiles_hold_a_short_value_and_say_the_rest_beside_it(filled_db,
         assert values, "the consumer's tiles"
         for label, value in values.items():
             assert len(value) <= 12 and "(" not in value, (label, value)
+
+
+def test_fleet_says_in_words_what_a_collector_that_never_finished_a_cycle_has_not_counted(nats_server, db_path,
+                                                                                          app_env):
+    """A collector whose monitoring port never answers writes its status (the error) with no cycle,
+    so the counts it stores are NULL: the sidebar says they are unknown instead of failing."""
+    import asyncio
+
+    from jetwatch.core.embedded_server import free_port
+    from tests.helpers import collector_settings, eventually, rows, running
+
+    store = Store(db_path)
+    nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+
+    async def collect() -> None:
+        settings = collector_settings(nats_server.url, db_path, ("NONE",), monitor_url=(nowhere,),
+                                      request_timeout=0.5)
+        async with running(settings) as (collector, _):
+            await eventually(lambda: store.exists() and rows(store, "SELECT last_error FROM collector_status "
+                                                                    "WHERE last_error IS NOT NULL"),
+                             message="a status row for the failed cycles")
+            assert collector.cycles == 0
+
+    asyncio.run(collect())
+    assert rows(store, "SELECT last_cycle_at, cycle_seconds, streams, consumers FROM collector_status") == [
+        (None, None, None, None)]
+    app_env(db_path)
+    at = run_app()
+    sidebar = "\n".join(str(c.value) for c in at.sidebar.caption)
+    assert "no cycle finished yet" in sidebar, sidebar
+    assert "consumers and streams unknown" in sidebar, sidebar
+    assert any("no JSZ report came back" in str(e.value) for e in at.sidebar.error)
