@@ -118,14 +118,22 @@ def _source() -> str:
 
 
 def _audit_throttle(s: Settings, name: str, why: str, source: str) -> None:
-    """A throttle that starts is an audit event (through the one audit write path)."""
+    """A throttle that starts is an audit event (through the one audit write path), in the store
+    the dashboard's own events go to (stores.audit_path): one the Audit page reads, whether the
+    dashboard reads --db or a fleet of --dbs. A store that cannot take it is said in the log; the
+    throttle holds all the same."""
     result = ops.ActionResult("sign-in", ops.Target(None, "(dashboard)", "(sign-in)"), False,
                               f"sign-in throttled: {why}", None, {"refused": True})
     try:
-        ops.record(Store(s.db, lock_timeout=s.lock_timeout), result, f"unauthenticated:{name[:64]}", "dashboard",
+        path = stores.audit_path(s)
+        ops.record(Store(path, lock_timeout=s.lock_timeout), result, f"unauthenticated:{name[:64]}", "dashboard",
                    {"session": _session_key()[:8], "source": source})
-    except StoreError:
-        pass  # no store yet: the throttle holds all the same
+    except StoreError as exc:
+        result.message += f" (its audit row could not be written: {exc})"
+        result.details["audit_failed"] = True
+    if result.details.get("audit_failed"):
+        log.error("%s; the throttle holds, but the Audit page will not show it: check that the dashboard can "
+                  "write its first store", result.message)
 
 
 def _login(s: Settings, operators_file: str) -> None:

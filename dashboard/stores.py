@@ -56,6 +56,15 @@ def paths(settings: Settings) -> list[Path]:
     return store_paths(settings.dbs, settings.db)
 
 
+def audit_path(settings: Settings) -> Path:
+    """Where the dashboard writes the audit events that belong to no cluster (a sign-in throttle):
+    the fleet's first store, as --dbs names them (else --db). It is read by the Audit page and
+    checked by `jetwatch audit verify` with the rest of the fleet, and the order of --dbs says
+    which it is; --db alone, with --dbs given, is none of the fleet's and would keep them where
+    nobody looks. docs/security.md says the same."""
+    return paths(settings)[0]
+
+
 def identify(settings: Settings) -> list[ClusterStore]:
     """Every store with its cluster. A file not there yet is the default cluster's (the pages say
     "no store yet"); two files of one cluster are refused in words."""

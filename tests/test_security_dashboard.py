@@ -33,6 +33,7 @@ from tests.helpers import (
     wait_until,
 )
 from tests.test_dashboard import APP
+from tests.test_dashboard import frame as table_with
 
 SECRET = OPERATOR_PASSWORD
 
@@ -418,6 +419,42 @@ def test_failed_sign_ins_are_throttled_per_session_then_for_everyone_and_the_thr
     assert not signed_in(other) and "too many failed sign-ins on this dashboard" in sidebar_text(other)
     assert ("unauthenticated:bob", "sign-in", "refused") in rows(operator_env["store"],
                                                                   "SELECT actor, action, outcome FROM audit")
+
+
+def test_with_a_fleet_of_stores_a_sign_in_throttle_is_audited_in_the_first_and_shown_on_the_audit_page(
+        tmp_path, monkeypatch):
+    """With --dbs, --db is none of the fleet's stores: the throttle's audit row goes into the first
+    store --dbs names (the Audit page reads it), and no stray store appears where the dashboard runs."""
+    from jetwatch.dashboard import identities
+    from jetwatch.store import clusters
+
+    for k in list(os.environ):
+        if k.startswith("JETWATCH_"):
+            monkeypatch.delenv(k)
+    dbs = {c: tmp_path / f"{c}.duckdb" for c in "ab"}
+    for cluster, path in dbs.items():
+        Store(path).write(lambda con, c=cluster, p=path: clusters.claim(con, c, p))  # as a collector's first write
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("JETWATCH_DBS", f"{dbs['a']},{dbs['b']}")
+    monkeypatch.setenv("JETWATCH_OPERATORS_FILE", operators_file(tmp_path, "ana"))
+    st.cache_data.clear()
+    identities.THROTTLE = identities.Throttle(per_session=2)
+    at = fresh_page()
+    for _ in range(identities.THROTTLE.per_session):
+        login(at, name="ana", secret="guess guess guess")
+    assert "too many failed sign-ins in this session" in sidebar_text(at)
+    assert rows(Store(dbs["a"]), "SELECT actor, action, outcome FROM audit") == [
+        ("unauthenticated:ana", "sign-in", "refused")]
+    assert rows(Store(dbs["b"]), "SELECT count(*) FROM audit") == [(0,)]
+    assert list(cwd.iterdir()) == [], "nothing written where the dashboard runs"
+    st.cache_data.clear()
+    page = fresh_page().switch_page("views/audit.py").run()
+    assert not page.exception, [e.message for e in page.exception]
+    table = table_with(page, "Actor")  # the one line per action (AppTest gives tables no key)
+    shown_rows = list(zip(table["Actor"], table["Outcome"]))
+    assert shown_rows == [("unauthenticated:ana", "refused")], shown_rows
 
 
 def test_a_session_ends_when_it_expires(operator_env):
