@@ -11,9 +11,11 @@ import asyncio
 import base64
 import dataclasses
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import msgspec
@@ -25,9 +27,12 @@ from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.list_pages import Listing, RawFingerprints, read_listings
 from jetwatch.core import deadline_http
 from jetwatch.core.jsapi import NoReply
+from jetwatch.core.settings import MONITOR_MAX_BYTES
 from jetwatch.core.text import loads_storable
 from jetwatch.core.urls import split_userinfo
 from jetwatch.health.cluster import API_UNAVAILABLE, NO_LEADER, Evidence
+
+log = logging.getLogger("jetwatch.jsz")
 
 JSZ_QUERY = "/jsz?accounts=true&streams=true&consumers=true&config=true"
 PING_JSZ = "$SYS.REQ.SERVER.PING.JSZ"
@@ -105,24 +110,27 @@ class HttpJsz:
     (nats-server 2.15), so each server's name is read once from its `/varz` (again if the id
     behind a URL changes: a restarted or replaced server)."""
 
-    def __init__(self, urls: tuple[str, ...], timeout: float = 5.0):
+    def __init__(self, urls: tuple[str, ...], timeout: float = 5.0, max_bytes: int = MONITOR_MAX_BYTES):
         """`timeout` bounds each server's whole read (its `/jsz`, and its `/varz` when that is
         read too), not only each socket operation: a server that trickles its reply is given up
-        at the deadline, said in `late`, and the cycle goes on with the others' reports."""
+        at the deadline, one that sends more than `max_bytes` at the cap; each is said in `late`,
+        and the cycle goes on with the others' reports."""
         # `http://user:pass@host:8222` (a monitoring port behind basic auth): the credentials go in
         # a header; the URL kept, and said in every error, log line and status, is the bare one.
         split = [split_userinfo(u) for u in urls]
         self.urls = tuple(bare.rstrip("/") for bare, _, _ in split)
         self._auth = {bare.rstrip("/"): _basic_auth(user, password) for bare, user, password in split}
         self.timeout = timeout
+        self.max_bytes = max_bytes
         self.where = ", ".join(self.urls)
         self.names: dict[str, tuple[str, str]] = {}  # url -> (server id, server name)
-        self.late: list[str] = []  # the last read's servers given up at the deadline, in words
+        self.late: list[str] = []  # the last read's servers given up (deadline, size cap), in words
 
     async def _fetch(self, url: str) -> ServerReport | None:
         ends = time.monotonic() + self.timeout
         try:
-            raw = await asyncio.to_thread(deadline_http.get, url + JSZ_QUERY, self.timeout, self._auth.get(url))
+            raw = await asyncio.to_thread(partial(deadline_http.get, url + JSZ_QUERY, self.timeout, self._auth.get(url),
+                                                  max_bytes=self.max_bytes))
             raw.decode()  # not UTF-8: left out, as json.loads left it out (msgspec does not check what it skips)
             report = ServerReport("?", raw=raw)
             try:
@@ -138,12 +146,19 @@ class HttpJsz:
                 left = ends - time.monotonic()
                 if left <= 0:
                     raise deadline_http.TooSlow(f"{url} did not answer within {self.timeout:g}s")
-                varz = loads_storable(await asyncio.to_thread(deadline_http.get, url + "/varz", left, self._auth.get(url)))
+                varz = loads_storable(await asyncio.to_thread(partial(deadline_http.get, url + "/varz", left,
+                                                                      self._auth.get(url), max_bytes=self.max_bytes)))
                 name = varz.get("server_name") if isinstance(varz, dict) else None
                 self.names[url] = known = (server_id, name if isinstance(name, str) and name else server_id)
         except deadline_http.TooSlow as exc:
             self.late.append(f"{exc}: its consumers were not read this cycle; check the server's monitoring port "
                              "(and any proxy in front of it)")
+            return None
+        except deadline_http.TooLarge as exc:
+            said = (f"{exc}: its consumers were not read this cycle; check that {url} is the server's monitoring "
+                    "port, or raise --monitor-max-bytes if the server holds that many consumers")
+            log.warning("%s", said)
+            self.late.append(said)
             return None
         except (OSError, ValueError, RecursionError):
             return None

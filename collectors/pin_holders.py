@@ -41,6 +41,7 @@ from jetwatch.core.pin_announce import (
     BadAnnouncement,
     parse_announcement,
 )
+from jetwatch.core.settings import MONITOR_MAX_BYTES
 from jetwatch.core.text import storable
 from jetwatch.core.urls import split_userinfo
 
@@ -63,15 +64,16 @@ class Connz(Protocol):
 class HttpConnz:
     """`/connz?cid=N` of the monitoring port whose server has the announced server id."""
 
-    def __init__(self, urls: tuple[str, ...], timeout: float = 5.0):
+    def __init__(self, urls: tuple[str, ...], timeout: float = 5.0, max_bytes: int = MONITOR_MAX_BYTES):
         split = [split_userinfo(u) for u in urls]
         self.urls = tuple(bare.rstrip("/") for bare, _, _ in split)
         self._auth = {bare.rstrip("/"): ("Basic " + base64.b64encode(f"{user}:{password or ''}".encode()).decode()
                                          if user is not None else None) for bare, user, password in split}
         self.timeout = timeout
+        self.max_bytes = max_bytes
 
     def _get(self, url: str, path: str) -> dict[str, Any]:
-        return json.loads(deadline_http.get(url + path, self.timeout, self._auth.get(url)))
+        return json.loads(deadline_http.get(url + path, self.timeout, self._auth.get(url), max_bytes=self.max_bytes))
 
     async def connection(self, server_id: str, cid: int, closed_too: bool = False) -> dict[str, Any] | None:
         answered = False
@@ -79,6 +81,10 @@ class HttpConnz:
         for url in self.urls:
             try:
                 reply = await asyncio.to_thread(self._get, url, f"/connz?cid={int(cid)}&auth=true{state}")
+            except deadline_http.TooLarge as exc:
+                log.warning("%s: that port's /connz was not read; check that %s is the server's monitoring port, or "
+                            "raise --monitor-max-bytes", str(exc), url)
+                continue
             except (OSError, ValueError):
                 continue
             answered = True

@@ -177,7 +177,8 @@ class Collector:
             self.sampler: Any = JszCollector(SystemJsz(self.system_nc, self.settings.request_timeout),
                                              self.name_filter, stamp)
         elif self.settings.monitor_url:
-            self.sampler = JszCollector(HttpJsz(self.settings.monitor_url, self.settings.request_timeout),
+            self.sampler = JszCollector(HttpJsz(self.settings.monitor_url, self.settings.request_timeout,
+                                                 self.settings.monitor_max_bytes),
                                         self.name_filter, stamp)
         else:
             self.sampler = ConsumerListCollector(self.api, self.scope, self.name_filter, stamp)
@@ -209,7 +210,7 @@ class Collector:
         """Capture pin announcements, verified through whichever CONNZ this collector can ask."""
         s = self.settings
         connz = (SystemConnz(self.system_nc, s.request_timeout) if self.system_nc is not None
-                 else HttpConnz(s.monitor_url, s.request_timeout) if s.monitor_url else None)
+                 else HttpConnz(s.monitor_url, s.request_timeout, s.monitor_max_bytes) if s.monitor_url else None)
         self.pin_holders = PinHolderCapture(self.nc, connz, self.scope.account, self.write, self.clock)
         since = self.clock() - dt.timedelta(seconds=s.event_retention)
         await self.pin_holders.open(await self.write(lambda con: remembered_holders(con, since)))

@@ -33,6 +33,10 @@ class SettingsError(UsageError, ValueError):
 MAX_DURATION_SECONDS = 36500 * 86400.0
 # The largest count or size any setting takes: what a server (a stream's max_bytes) or a socket can hold.
 MAX_INT = (1 << 63) - 1
+# --monitor-max-bytes by default, also for the monitoring readers built without settings: a /jsz of
+# 100,000 consumers with their configs, with room for long names, metadata and replicas
+# (docs/configuration.md says how it was chosen).
+MONITOR_MAX_BYTES = 512 << 20
 
 
 def parse_duration(text: str | float | int) -> float:
@@ -224,6 +228,7 @@ SETTINGS: tuple[Setting, ...] = (
     # collection
     Setting("interval", 5.0, "Seconds between samples of consumer state.", parse_duration, "collect", minimum=0.1, maximum=3600.0),
     Setting("monitor_url", (), "HTTP monitoring URL(s) of every server, comma separated: samples via /jsz instead of CONSUMER.LIST.", parse_url_list, "collect"),
+    Setting("monitor_max_bytes", MONITOR_MAX_BYTES, "Largest reply the collector reads from a monitoring port (/jsz, /varz, /connz of --monitor-url): a longer one is given up, said in the collector's status, and the cycle goes on without that server's report. The default holds a /jsz of 100,000 consumers with their configs several times over (docs/configuration.md says how it was chosen).", parse_size, "collect", minimum=1 << 20),
     Setting("system_context", None, "Name of a `nats` CLI context for a system-account user: samples every account via `$SYS.REQ.SERVER.PING.JSZ` instead of CONSUMER.LIST.", str, "collect"),
     Setting("capture_stream", "JETWATCH_ADVISORIES", "Name of the JetStream stream that captures consumer advisories durably.", str, "collect"),
     Setting("capture_max_age", 7 * 86400.0, "Longest time the capture stream keeps an advisory.", parse_duration, "collect", minimum=60.0),
@@ -318,6 +323,7 @@ class _Typed:
     retention_every: float
     interval: float
     monitor_url: tuple[str, ...]
+    monitor_max_bytes: int
     system_context: str | None
     capture_stream: str
     capture_max_age: float

@@ -178,6 +178,11 @@ def resolved_from_changes(changes: pd.DataFrame, consumers: pd.DataFrame, now: d
     return out
 
 
+# Alertmanager answers a post with a few bytes (an empty body, or a short error): only the first
+# few hundred are ever said, so a longer reply is not Alertmanager's and is not read.
+REPLY_BYTES = 4 << 10
+
+
 class AlertmanagerClient:
     """Posts alerts to Alertmanager's /api/v2/alerts; remembers what fired to resolve it.
 
@@ -260,8 +265,14 @@ class AlertmanagerClient:
             headers = {"Content-Type": "application/json", **({"Authorization": self._auth} if self._auth else {})}
             conn.request("POST", path, body=json.dumps(alerts).encode(), headers=headers)
             reply = conn.getresponse()
-            body = reply.read()
             status = reply.status
+            body = deadline_http.read_capped(reply, REPLY_BYTES, f"Alertmanager at {self.url}")
+        except deadline_http.TooLarge as exc:
+            if status >= 300:  # a refusal all the same (a proxy's error page, say): its status is what counts
+                raise OSError(f"Alertmanager at {self.url} refused the alerts: HTTP {status} (its reply, longer than "
+                              f"{REPLY_BYTES:,} bytes, was not read)") from None
+            raise OSError(f"{exc}: alerts are re-sent next cycle; check that {self.url} is Alertmanager's (it answers "
+                          "a post with a few bytes)") from None
         except (OSError, http.client.HTTPException) as exc:
             if late.is_set():
                 raise OSError(f"Alertmanager at {self.url} did not answer within {self.timeout_s:g}s (it accepted "

@@ -242,3 +242,53 @@ def server_time(draw: Any) -> str:
 EDGES = ["0001-01-01T00:00:00Z", "1969-12-31T23:59:59.999999999Z", "1970-01-01T00:00:00.000000001Z",
          "2262-04-11T23:47:16.854775807Z", "2262-04-12T00:00:00Z", "9999-12-31T23:59:59.999999999Z",
          "2024-02-29T23:59:59.123456789-00:30", "2026-11-22 12:00:00.5+01:00"]
+
+
+class Flood:
+    """An HTTP server on loopback that answers every request 200 and then sends `body_bytes` of
+    body as fast as the socket takes it (with `Content-Length: content_length` when given),
+    counting what each connection sent: a monitoring port or an Alertmanager gone hostile. The
+    client that stops reading closes the connection, and the count then stops growing."""
+
+    PIECE = 1 << 20
+
+    def __init__(self, body_bytes: int, content_length: int | None = None) -> None:
+        import socket
+        import threading
+
+        self.body_bytes, self.content_length = body_bytes, content_length
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.sent: list[int] = []  # body bytes each connection sent, in the order they ended
+        self.stopped = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import threading
+
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._flood, args=(conn,), daemon=True).start()
+
+    def _flood(self, conn: Any) -> None:
+        sent = 0
+        with conn:
+            try:
+                conn.recv(65536)
+                length = f"Content-Length: {self.content_length}\r\n" if self.content_length is not None else ""
+                conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{length}"
+                             "Connection: close\r\n\r\n".encode())
+                piece = b" " * self.PIECE
+                while sent < self.body_bytes and not self.stopped.is_set():
+                    conn.sendall(piece[:self.body_bytes - sent])
+                    sent += min(self.PIECE, self.body_bytes - sent)
+            except OSError:
+                pass
+        self.sent.append(sent)
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.listener.close()

@@ -36,6 +36,7 @@ from tests.helpers import (
     rows,
     running,
     stop_process,
+    wait_until,
 )
 from tests.test_metrics import PROMETHEUS, prom_query, prometheus
 
@@ -400,6 +401,29 @@ def test_shutdown_does_not_wait_for_a_post_to_a_trickling_alertmanager(nats_serv
     finally:
         trickler.close()
     assert took < 2.0, f"the collector took {took:.1f}s to stop behind a post to a trickling Alertmanager"
+
+
+@pytest.mark.parametrize("content_length", [None, 3 << 30], ids=["unannounced", "announced"])
+def test_an_alertmanager_that_floods_its_reply_is_read_up_to_a_few_kib_and_said(content_length):
+    """An "Alertmanager" that answers the post 200 and then sends hundreds of MiB fast, within the
+    deadline: the reply is read up to a few KiB and no further, and the post fails in words that
+    name the URL and the cap (the alerts are re-sent next cycle)."""
+    from tests.helpers import Flood
+
+    flood = Flood(256 << 20, content_length)
+    try:
+        client = poster.AlertmanagerClient(flood.url, 0.0, "http://127.0.0.1:8501/", 1.0, timeout_s=60.0)
+        alert = {"labels": {"alertname": "JetwatchConsumerUnhealthy"}, "annotations": {},
+                 "startsAt": "2026-01-01T00:00:00Z", "endsAt": "2026-01-01T01:00:00Z"}
+        with pytest.raises(OSError) as failed:
+            client.post([alert])
+        said = str(failed.value)
+        assert f"Alertmanager at {flood.url}/api/v2/alerts" in said and "the cap of 4,096 bytes" in said, said
+        assert "re-sent next cycle" in said and client.posts == 0
+        wait_until(lambda: len(flood.sent) == 1, message="the flood's connection ended")
+        assert flood.sent[0] < 32 << 20, f"{flood.sent[0]:,} bytes read of a reply capped at 4 KiB"
+    finally:
+        flood.close()
 
 
 # -- the drop alert, from a real server through a real Prometheus with the shipped rules --------

@@ -166,6 +166,70 @@ def test_a_monitoring_port_that_trickles_its_reply_is_given_up_at_the_deadline_a
         trickler.close()
 
 
+# What a flood may have sent past the cap once the reader stops: the loopback socket's buffers at
+# both ends, at most a few MiB each on Linux; far below the flood's whole body.
+FLOOD_BODY = 256 << 20
+BUFFERED = 32 << 20
+
+
+@pytest.mark.parametrize("content_length", [None, 3 << 30], ids=["unannounced", "announced"])
+def test_a_monitoring_port_that_floods_its_reply_is_read_up_to_the_cap_and_said(content_length, run):
+    """A monitoring port that answers 200 and sends hundreds of MiB fast, within the deadline:
+    `/jsz` is read up to --monitor-max-bytes and no further (said, with the URL and the cap), and an
+    announced Content-Length past the cap is refused before any of the body is read."""
+    from jetwatch.collectors.pin_holders import ConnzUnavailable, HttpConnz
+    from tests.helpers import Flood, wait_until
+
+    flood = Flood(FLOOD_BODY, content_length)
+    cap = 1 << 20
+    try:
+        source = HttpJsz((flood.url,), timeout=60, max_bytes=cap)
+        assert run(source.reports()) == []
+        wait_until(lambda: len(flood.sent) == 1, message="the flood's connection ended")
+        assert flood.sent[0] < BUFFERED, f"{flood.sent[0]:,} bytes read past a cap of {cap:,}"
+        assert len(source.late) == 1, source.late
+        assert f"{flood.url}/jsz?" in source.late[0] and "the cap of 1,048,576 bytes" in source.late[0], source.late
+        assert "raise --monitor-max-bytes" in source.late[0], source.late
+
+        connz = HttpConnz((flood.url,), timeout=60, max_bytes=cap)
+        with pytest.raises(ConnzUnavailable):
+            run(connz.connection("NID", 7))
+        wait_until(lambda: len(flood.sent) == 2, message="the flood's /connz connection ended")
+        assert flood.sent[1] < BUFFERED, f"{flood.sent[1]:,} bytes read past a cap of {cap:,}"
+    finally:
+        flood.close()
+
+
+def test_a_flooding_monitoring_port_is_said_in_the_collectors_status_and_the_cycles_go_on(
+        nats_server, db_path, uid, run):
+    """One of two monitoring URLs floods its reply: each cycle reads it up to the cap, goes on with
+    the other server's report, and the status names the URL and the cap."""
+    from tests.helpers import Flood
+
+    stream = f"{uid}_FLOODJSZ"
+    flood = Flood(FLOOD_BODY)
+    store = Store(db_path)
+
+    async def scenario() -> None:
+        await one_consumer_stream(nats_server.url, stream, f"{uid}.flood")
+        settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.5, request_timeout=30.0,
+                                      monitor_url=(nats_server.monitor_url, flood.url), monitor_max_bytes=1 << 20)
+        async with running(settings) as (collector, task):
+            await eventually(lambda: collector.cycles >= 2 or task.done(), timeout=60,
+                             message="two cycles while one monitoring port floods")
+            assert collector.last_error is not None
+            assert f"{flood.url}/jsz?" in collector.last_error[0], collector.last_error
+            assert "the cap of 1,048,576 bytes" in collector.last_error[0], collector.last_error
+            await eventually(lambda: len(flood.sent) >= 2, message="the flood's connections ended")
+            assert max(flood.sent) < BUFFERED, flood.sent
+        assert rows(store, "SELECT count(*) FROM consumer_current WHERE stream = ?", [stream]) == [(1,)]
+
+    try:
+        run(scenario())
+    finally:
+        flood.close()
+
+
 def test_credentials_in_a_monitor_url_are_never_shown_in_the_log_or_the_status(nats_server, db_path, run, caplog):
     """`--monitor-url http://user:pass@host:8222` (a monitoring port behind basic auth): the
     error that names the URL, in the log and in `collector_status.last_error`, names it bare."""

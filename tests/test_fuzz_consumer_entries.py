@@ -223,7 +223,7 @@ def test_any_monitoring_reply_is_a_report_or_left_out(head, varz, same_id):
     bodies = {"/jsz": json.dumps({"server_id": "NID" if same_id else head, "server_name": head, "now": NOW,
                                   "account_details": []}).encode(), "/varz": json.dumps(varz).encode()}
 
-    def get(url: str, timeout: float, auth: str | None = None) -> bytes:
+    def get(url: str, timeout: float, auth: str | None = None, max_bytes: int = 0) -> bytes:
         return next(body for path, body in bodies.items() if path in url)
 
     source = jsz.HttpJsz(("http://n1:8222",))
