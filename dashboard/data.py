@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,8 +16,8 @@ import pandas as pd
 
 from jetwatch.core.clock import utcnow
 from jetwatch.dashboard.tables import since_cell
-from jetwatch.dashboard.text import duration, pin_holder
-from jetwatch.health import pin_causes, silences
+from jetwatch.dashboard.text import duration, pin_holder, utc
+from jetwatch.health import freshness, pin_causes, silences
 from jetwatch.health.rules import VERDICT_NAMES, Thresholds
 from jetwatch.health.sessions import SESSION_COLUMNS, pin_sessions
 from jetwatch.store.database import Store, StoreMissing
@@ -135,7 +136,19 @@ def on_server_clock(collector: pd.DataFrame) -> pd.DataFrame:
     for column in COLLECTOR_TIMES:
         if column in out:
             out[column] = pd.to_datetime(out[column], utc=True) + offset
-    return out
+    # Newest first on the server's clock, as the pages pick the current collector: the query orders by
+    # each host's own clock, and a collector restarted on a host behind would sort below the dead one.
+    return out.sort_values("last_cycle_at", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+
+
+def collectors(store: Store) -> Fleet:
+    """The collectors' own health alone (on the server's clock): what a page that reads no verdicts
+    needs to say whether its cluster's data is stale."""
+    try:
+        collector = store.query("collector_health")
+    except StoreMissing:
+        return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), pd.DataFrame(), None, store_exists=False)
+    return Fleet(pd.DataFrame(columns=FLEET_COLUMNS), on_server_clock(collector), None)
 
 
 ACTIVITY = ["first_seen", "last_pull", "last_ack"]
@@ -229,8 +242,25 @@ def last_cycle(store: Store) -> object:
     return None if frame.empty else frame.iloc[0, 0]
 
 
-def staleness(fleet_view: Fleet, now: dt.datetime, stale_after_s: float) -> str | None:
-    """A warning in words when the newest data is older than `stale_after_s`, else None."""
+def newest_cycles(collector: pd.DataFrame, clusters: Sequence[str]) -> dict[str, object]:
+    """cluster -> the newest cycle of its collectors on the server's clock (None: none yet), for
+    each of `clusters`, whether or not its store holds a collector yet."""
+    newest: dict[str, object] = dict.fromkeys(clusters)
+    if not collector.empty and "cluster" in collector:
+        cycles = pd.to_datetime(collector["last_cycle_at"], utc=True)
+        for cluster, last in cycles.groupby(collector["cluster"]).max().items():
+            newest[str(cluster)] = None if pd.isna(last) else last
+    return newest
+
+
+def staleness(fleet_view: Fleet, now: dt.datetime, stale_after_s: float, clusters: Sequence[str] = (),
+              name: Callable[[str], str] = str) -> str | None:
+    """A warning in words when data is older than `stale_after_s`, else None. Of several
+    `clusters`, each is judged on its own (health/freshness.py): one cluster's fresh data never
+    hides another's stopped collector, and the warning names the stale ones (written by `name`)."""
+    if len(clusters) > 1:
+        found = freshness.stale(newest_cycles(fleet_view.collector, clusters), now, stale_after_s)
+        return freshness.banner(found, name)
     if not fleet_view.store_exists:
         return "No store yet: is the collector running? Start it with `jetwatch collect` or `jetwatch up`."
     if fleet_view.collector.empty:
@@ -240,8 +270,8 @@ def staleness(fleet_view: Fleet, now: dt.datetime, stale_after_s: float) -> str 
         return "The collector has not completed a cycle yet."
     age = (pd.Timestamp(now) - last).total_seconds()
     if age > stale_after_s:
-        return (f"Data is stale: collector stopped {duration(age)} ago (its last cycle). Every verdict below is "
-                "the last known one, kept as it was judged, not a fresh one. Check that `jetwatch collect` is "
+        return (f"Data is stale: collector stopped {duration(age)} ago (its last cycle, {utc(last)}). Every "
+                "verdict below is the last known one, kept as it was judged, not a fresh one. Check that `jetwatch collect` is "
                 "running and can reach the server and the store.")
     return None
 

@@ -29,7 +29,7 @@ from jetwatch.dashboard.text import (  # noqa: F401 (the pages import words from
 )
 from jetwatch.health import advice, rules, silences
 from jetwatch.health.rules import Thresholds
-from jetwatch.store.database import Store
+from jetwatch.store.database import Store, StoreError
 
 T = TypeVar("T")
 
@@ -80,6 +80,32 @@ def fleet_view(s: Settings, th: Thresholds) -> data.Fleet:
     """Every cluster's fleet in one, each store read once per its collector's cycle, the stores
     at once."""
     return stores.fleet(fleet_stores(s), lambda cs: cached_fleet(cs.path, s.lock_timeout, th), _in_this_script)
+
+
+def fleet_collectors(s: Settings) -> data.Fleet:
+    """Every cluster's collectors without their verdicts: what a page that reads no verdicts judges
+    each cluster's staleness by (read again every couple of seconds)."""
+    return stores.fleet(fleet_stores(s), lambda cs: _collectors(cs.path, s.lock_timeout), _in_this_script)
+
+
+@st.cache_data(ttl=2.0, show_spinner=False)
+def _collectors(db: str, lock_timeout: float) -> data.Fleet:
+    return data.collectors(Store(db, lock_timeout=lock_timeout))
+
+
+def stale_banner(s: Settings, now: dt.datetime, view: data.Fleet | None = None) -> None:
+    """On every page: whether its data is stale, judged per cluster (a cluster whose collector
+    stopped is named, whatever the others' collectors do), since when, and what to do. `view`:
+    the fleet the page read already, else its collectors are read (a store that cannot be read
+    is said by the page's own read)."""
+    try:
+        view = view if view is not None else fleet_collectors(s)
+        clusters = [cs.cluster for cs in fleet_stores(s)]
+    except StoreError:
+        return
+    warning = data.staleness(view, now, s.stale_after, clusters, md)
+    if warning:
+        st.warning(warning, icon="⏱️")
 
 
 def _in_this_script(read: Callable[[], T]) -> Callable[[], T]:

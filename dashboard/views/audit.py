@@ -9,6 +9,7 @@ from jetwatch.store.database import StoreError
 
 s = ui.settings()
 st.title("Audit")
+ui.stale_banner(s, data.utcnow())
 try:
     actions, log = stores.audit_actions(ui.fleet_stores(s))  # every cluster's log, each its own chain
 except StoreError as exc:  # held by another process for longer than --lock-timeout

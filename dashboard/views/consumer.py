@@ -223,6 +223,7 @@ def live() -> None:
         st.error(ui.md(exc))
         return
     now = data.utcnow()
+    ui.stale_banner(s, now)
     operator.show_result({cluster: store}, Target(account, stream, consumer), cluster)  # this consumer's only
     try:
         hushes = data.consumer_silences(store, account, stream, consumer)

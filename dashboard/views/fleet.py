@@ -37,11 +37,9 @@ def live() -> None:
         st.error(ui.md(exc))
         return
     ui.collector_panel(view.collector, now, gaps)
-    warning = data.staleness(view, now, s.stale_after)
     as_of = view.as_of.strftime("%Y-%m-%d %H:%M:%S UTC") if view.as_of else "no data yet"
     st.caption(f"Data as of {as_of} · refreshes every {ui.duration(s.refresh)} · health window {ui.duration(s.health_window)}")
-    if warning:
-        st.warning(warning, icon="⏱️")
+    ui.stale_banner(s, now, view)
     frame = view.consumers
     if frame.empty:
         st.info("No consumers yet. Once the collector has sampled the server, every consumer shows here.")

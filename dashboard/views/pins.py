@@ -13,6 +13,7 @@ from jetwatch.store.database import StoreError
 
 s = ui.settings()
 st.title("Pins")
+ui.stale_banner(s, data.utcnow())
 
 c1, c2, c3 = st.columns([2, 3, 3])
 with c1:
