@@ -90,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     stat = command("status", "Print every consumer's verdict as the collector last judged it, of every store "
                    "of --dbs.", STORE, without=("cluster",))
     stat.add_argument("--json", action="store_true", help="JSON, one object per consumer, findings included.")
+    stat.add_argument("--stale-after", dest="stale_after", metavar="STALE_AFTER",
+                      help="A cluster whose newest verdict is older than this is said to be stale, on stderr (and "
+                           "`stale` in its JSON rows) (default: the stale_after setting).")
     status_mod.add_filters(stat)
     chk = command("check", "Exit 0 OK, 1 WARNING, 2 CRITICAL (3 UNKNOWN) from the worst verdict, with a "
                   "one-line summary: the monitoring-plugin convention. With --dbs, the worst over every store; a "

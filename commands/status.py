@@ -27,7 +27,7 @@ from jetwatch.core.clock import utcnow
 from jetwatch.core.durations import duration
 from jetwatch.core.pin_words import pin_holder
 from jetwatch.core.settings import Settings
-from jetwatch.health import advice, failover, pin_causes, silences, thresholds
+from jetwatch.health import advice, failover, freshness, pin_causes, silences, thresholds
 from jetwatch.health.rules import SEVERITY
 from jetwatch.store import clusters
 from jetwatch.store.database import Store, StoreError
@@ -292,6 +292,14 @@ def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
             for r in frame.itertuples()]
 
 
+def stale_clusters(reads: list[Read], now: dt.datetime, stale_after: float) -> list[freshness.Stale]:
+    """The clusters read whose newest verdict is older than stale_after (health/freshness.py):
+    each store is judged on its own, so one cluster's fresh verdicts never hide another's."""
+    newest = {r.cluster: (pd.to_datetime(r.frame["judged_at"], utc=True).max() if not r.frame.empty else None)
+              for r in reads if r.cluster is not None and r.frame is not None}
+    return [f for f in freshness.stale(newest, now, stale_after) if f.last is not None]
+
+
 def status(args: argparse.Namespace, settings: Settings) -> int:
     reads = read_stores(settings, args)
     unread = [(r, r.error) for r in reads if r.error is not None]
@@ -300,9 +308,15 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
     frame = verdicts(reads, args, settings if args.json else None)
     for r, error in unread:  # the others are printed; which store is missing is said beside them
         print(f"jetwatch: {r.name} not read: {error}", file=sys.stderr)
+    # Stale clusters said beside the verdicts (on stderr: scripts split the table's columns), and
+    # each of their rows marked in the JSON: their verdicts are the last known ones.
+    stale = stale_clusters(reads, utcnow(), settings.stale_after)
+    for found in stale:
+        print(f"jetwatch: {freshness.line(found)}", file=sys.stderr)
     code = max((error.exit_code for _, error in unread), default=0)
     if args.json:
-        print(json.dumps(as_json(frame), indent=2))
+        named = {f.cluster for f in stale}
+        print(json.dumps([{**row, "stale": row["cluster"] in named} for row in as_json(frame)], indent=2))
         return code
     if frame.empty:
         print("no verdicts yet: the collector judges every consumer after each cycle" if reads
@@ -361,10 +375,9 @@ def unseen(read: Read, args: argparse.Namespace, now: dt.datetime, stale_after: 
     if read.frame.empty:
         return f"{read.name}: {NO_VERDICTS}"
     mine = filtered(read, args)
-    age = _stale(mine if not mine.empty else read.frame, now, stale_after)
-    if age is not None:
-        return f"{read.name}: the newest verdict is {duration(age)} old (collector stopped?)"
-    return None
+    judged = mine if not mine.empty else read.frame
+    found = freshness.stale({str(read.cluster): pd.to_datetime(judged["judged_at"], utc=True).max()}, now, stale_after)
+    return freshness.line(found[0]) if found else None
 
 
 def fleet_summary(reads: list[Read], args: argparse.Namespace, now: dt.datetime,

@@ -68,3 +68,11 @@ def banner(found: list[Stale], name: Callable[[str], str] = str) -> str | None:
     return (f"Data is stale for {which}: {each}. Every verdict of {which} is the last known one, kept as it was "
             f"judged, not a fresh one; the other clusters' data is current. Check that {commands} "
             f"{'is' if one else 'are'} running and can reach {'its' if one else 'their'} server and store.")
+
+
+def line(s: Stale) -> str:
+    """One stale cluster in one line, for `jetwatch status` and `jetwatch check`."""
+    if s.last is None:
+        return f"cluster {s.cluster}: no data judged yet (is `jetwatch collect --cluster {s.cluster}` running?)"
+    return (f"cluster {s.cluster}: the newest verdict is {duration(s.age_seconds)} old (judged {_utc(s.last)}), stale: "
+            f"is `jetwatch collect --cluster {s.cluster}` running and reaching its server and store?")

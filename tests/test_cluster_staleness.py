@@ -1,13 +1,16 @@
 """Staleness is judged per cluster: a fleet of two stores (clusters eu and us), each written as its
 collector writes it (samples judged by the collector's judging, its status row), where us's
-collector stopped 6 minutes ago and eu's is running. Every page names us; none may call the fleet
-fresh because eu is. And the sidebar's collector of a store
+collector stopped 6 minutes ago and eu's is running. Every page, `jetwatch status` and `jetwatch
+check` name us; none may call the fleet fresh because eu is. And the sidebar's collector of a store
 whose collector restarted on a host 5 minutes behind is the new one, by the server's clock."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ import streamlit as st
 
 from jetwatch.store import clusters, writes
 from jetwatch.store.database import Store
+from tests.helpers import clean_env
 from tests.test_dashboard import run_app
 from tests.test_live_verdicts import _two_consumers
 
@@ -86,6 +90,36 @@ def test_no_page_says_stale_while_every_clusters_collector_runs(tmp_path, dash):
     dash.setenv("JETWATCH_DBS", str(tmp_path))
     for page in PAGES:
         assert _stale_warnings(run_app(page)) == [], page
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "jetwatch.cli", *args], capture_output=True, text=True,
+                          env=clean_env(JETWATCH_STALE_AFTER=STALE_AFTER), timeout=120)
+
+
+def test_status_and_check_name_the_stale_cluster(fleet):
+    dbs = str(fleet["dir"])
+    done = _cli("status", "--dbs", dbs)
+    assert done.returncode == 0, done.stderr
+    assert {line.split()[2] for line in done.stdout.splitlines()[1:]} == {"eu", "us"}  # every verdict, as judged
+    stale = [line for line in done.stderr.splitlines() if "stale" in line]
+    assert len(stale) == 1 and stale[0].startswith("jetwatch: cluster us: the newest verdict is 6 min"), done.stderr
+    assert "`jetwatch collect --cluster us`" in stale[0]
+
+    done = _cli("status", "--dbs", dbs, "--json")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert {(r["cluster"], r["stale"]) for r in got} == {("eu", False), ("us", True)}
+
+    done = _cli("check", "--dbs", dbs)
+    assert done.returncode == 3, done.stdout  # UNKNOWN, never OK, though every verdict read is OK
+    line = done.stdout.strip()
+    assert line.startswith("JETWATCH UNKNOWN - 2 consumers: 2 OK | UNKNOWN: cluster us: the newest verdict is 6 min"), line
+    assert "eu:" not in line and "\n" not in line
+    assert " UTC), stale: is `jetwatch collect --cluster us` running" in line  # since when, and what to do
+
+    fresh = _cli("check", "--dbs", dbs, "--cluster", "eu")
+    assert fresh.returncode == 0 and fresh.stdout.startswith("JETWATCH OK"), fresh.stdout
 
 
 def test_the_sidebar_shows_the_collector_restarted_on_a_host_behind_not_the_dead_one(tmp_path, dash):
