@@ -500,7 +500,7 @@ class Collector:
         return Snapshot(at=judged.at, consumers=self.labelled(judged),
                         holders=dict(self.pin_holders.holders) if self.pin_holders else {},
                         pins=self.pin_counts.copy(), drops=self.drop_counts.copy(), moves=self.move_counts.copy(),
-                        holder_pulls=self.settings.holder_pulls,
+                        holder_pulls=self.settings.holder_pulls, cluster=self.settings.cluster,
                         cycle_buckets=list(self.durations.counts), cycle_sum=self.durations.total,
                         cycles=self.cycles, capture_backlog=self.capture_pending, rejects=self.rejects_total,
                         capture_gaps=self.capture_gaps_total, last_capture_gap_at=self.last_capture_gap_at)

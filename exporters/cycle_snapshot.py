@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from jetwatch.core.advisory_row import AdvisoryRow
+from jetwatch.core.settings import DEFAULT_CLUSTER
 from jetwatch.health.pin_causes import CAUSES as MOVE_CAUSES
 
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -143,6 +144,7 @@ class Snapshot:
     drops: DropCounts = field(default_factory=DropCounts)
     moves: MoveCounts = field(default_factory=MoveCounts)
     holder_pulls: int = 1
+    cluster: str = DEFAULT_CLUSTER  # the collector's --cluster: the cluster whose freshness it exports
 
 
 class CycleHistogram:

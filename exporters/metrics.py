@@ -86,7 +86,7 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("jetwatch_dropped_messages", "counter", "Messages consumers gave up on, captured by this collector since it started, all consumers, by reason (`max_deliver` or `terminated`).", ("reason",)),
     MetricDef("jetwatch_collector_cycle_duration_seconds", "histogram", "Time a sampling cycle took, sampling to verdicts kept.", (), "collector"),
     MetricDef("jetwatch_collector_cycles", "counter", "Sampling cycles completed since start.", (), "collector"),
-    MetricDef("jetwatch_collector_last_cycle_timestamp_seconds", "gauge", "When the last successful cycle ended (Unix time).", (), "collector"),
+    MetricDef("jetwatch_collector_last_cycle_timestamp_seconds", "gauge", "When the last successful cycle ended (Unix time, on the NATS server's clock), by the collector's `cluster`: how fresh that cluster's data is (`JetwatchCollectorSilent` names the cluster).", ("cluster",), "collector"),
     MetricDef("jetwatch_collector_capture_backlog_messages", "gauge", "Advisories in the capture stream not yet stored.", (), "collector"),
     MetricDef("jetwatch_collector_rejects", "counter", "Inputs rejected (malformed samples or advisories) since start.", (), "collector"),
     MetricDef("jetwatch_collector_capture_gaps", "counter", "Gaps found in the advisory capture since start: advisories the capture stream dropped or lost before they were stored.", (), "collector"),
@@ -329,7 +329,10 @@ class CycleCollector(Collector):
         m = BY_NAME["jetwatch_collector_cycle_duration_seconds"]
         yield HistogramMetricFamily(m.name, m.help, buckets=cumulative, sum_value=snap.cycle_sum)
         yield self._family("jetwatch_collector_cycles", value=snap.cycles)
-        yield self._family("jetwatch_collector_last_cycle_timestamp_seconds", value=snap.at.timestamp())
+        # By cluster: each collector's freshness is its own cluster's, and a fleet's alert names which one went stale.
+        fresh = self._series("jetwatch_collector_last_cycle_timestamp_seconds")
+        fresh.add_metric([snap.cluster], snap.at.timestamp())
+        yield fresh
         if snap.capture_backlog is not None:
             yield self._family("jetwatch_collector_capture_backlog_messages", value=snap.capture_backlog)
         yield self._family("jetwatch_collector_rejects", value=snap.rejects)

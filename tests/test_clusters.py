@@ -340,5 +340,7 @@ def test_metrics_series_carry_the_collectors_cluster(fleet, tmp_path):
                 scrape(collector.metrics_bound)), message="consumer series on /metrics")
             series = got["jetwatch_consumer_pending_messages"]
             assert {(s.labels["cluster"], s.labels["consumer"]) for s in series} == {("b", SHARED), ("b", ONLY["b"])}
+            # its freshness too: the collector alert names the cluster whose data went stale
+            assert [s.labels for s in got["jetwatch_collector_last_cycle_timestamp_seconds"]] == [{"cluster": "b"}]
 
     asyncio.run(main())
