@@ -264,7 +264,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("clear_after", 10.0, "How long a verdict's cause must be gone before the verdict eases (alerts do not flap).", parse_duration, "health", minimum=0.0, maximum=86400.0),
     Setting("lagging_age", 600.0, "A consumer whose oldest unacknowledged message is older than this is at least LAGGING, whatever its trend.", parse_duration, "health", minimum=1.0, maximum=30 * 86400.0),
     Setting("demo", False, "The dashboard runs beside `jetwatch up`'s demo workload: the Fleet says what the demo scripts on each consumer and what jetwatch should say about it.", parse_bool, "dashboard", has_flag=False),
-    Setting("stale_after", 30.0, "Data older than this is marked stale on screen.", parse_duration, "dashboard", minimum=0.0),
+    Setting("stale_after", 30.0, "A cluster whose newest data is older than this is named as stale: on every page, by `status` (on stderr) and by `check` (UNKNOWN). Each cluster is judged on its own.", parse_duration, "dashboard", minimum=0.0),
     # exporters: /metrics and Alertmanager, fed by the collector's verdicts each cycle
     Setting("metrics_address", None, "Serve Prometheus metrics at HOST:PORT/metrics (PORT alone: 127.0.0.1:PORT). Off when empty.", parse_host_port, "exporters"),
     Setting("metrics_cardinality", "non_ok", "Per-consumer series for `non_ok` consumers only, or for `all`; fleet totals are always exported.", parse_cardinality, "exporters"),
