@@ -4,8 +4,10 @@ A worker announces itself on `jetwatch.pin.announce.<stream>.<consumer>` (core/p
 Pin ids are broadcast in advisories, so anyone could announce one: the announcement names the
 connection that sent it (server-assigned client id and server id), and this collector asks that
 server's CONNZ, while the connection is still there, whether it exists under the claimed name (and
-account, where CONNZ says). Only then is the holder `verified`; the store keeps a verified holder
-against any later unverified announcement of the same pin id.
+account, where CONNZ says). Only then is the holder `verified`. A holder belongs to one consumer
+(account, stream, consumer and pin id: the subject's): an announcement of a pin id that a pinned
+advisory or the live state shows on another consumer is refused, and a verified holder is replaced
+only by the same connection, never by a forgery nor by another real connection claiming the pin.
 
 Announcements are read with a plain subscription: one published while the collector is down is
 not seen, and that pin shows "unannounced" until its worker is pinned again.
@@ -39,6 +41,8 @@ from jetwatch.core.pin_announce import (
     VERIFIED,
     Announcement,
     BadAnnouncement,
+    HolderKey,
+    holder_key,
     parse_announcement,
 )
 from jetwatch.core.settings import MONITOR_MAX_BYTES
@@ -195,46 +199,66 @@ def holder_row(ann: Announcement, checked: Checked, account: str | None, receive
     return {k: storable(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
-def store_holder(con: duckdb.DuckDBPyConnection, row: dict[str, Any]) -> None:
+def store_holder(con: duckdb.DuckDBPyConnection, row: dict[str, Any]) -> tuple[str, str] | None:
+    """Store the row unless a verified holder of another connection has the key; the holder stored
+    afterwards (name, verification), whichever it is."""
     con.execute(sql.query("upsert_pin_holder"), row)
+    key = {k: row[k] for k in ("account", "stream", "consumer", "pin_id")}
+    found = con.execute(sql.query("pin_holder_stored"), key).fetchone()
+    return (found[0], found[1]) if found else None
 
 
-def remembered_holders(con: duckdb.DuckDBPyConnection, since: dt.datetime) -> dict[str, tuple[str, str]]:
-    return {pin: (name, verification)
-            for pin, name, verification in con.execute(sql.query("pin_holders_recent"), {"since": since}).fetchall()}
+def pin_elsewhere(con: duckdb.DuckDBPyConnection, account: str | None, ann: Announcement) -> tuple[Any, ...] | None:
+    """Another consumer (account, stream, consumer) that a pinned advisory or the live state shows
+    with the announced pin id, if any."""
+    return con.execute(sql.query("pin_elsewhere"), {"account": account, "stream": ann.stream,
+                                                    "consumer": ann.consumer, "pin_id": ann.pin_id}).fetchone()
+
+
+def remembered_holders(con: duckdb.DuckDBPyConnection, since: dt.datetime) -> dict[HolderKey, tuple[str, str]]:
+    return {holder_key(account, stream, consumer, pin): (name, verification)
+            for account, stream, consumer, pin, name, verification
+            in con.execute(sql.query("pin_holders_recent"), {"since": since}).fetchall()}
 
 
 
 
 class PinHolderCapture:
-    """Subscribes to the announcements, checks and stores each; `holders` (pin id -> (name,
-    verification)) is what /metrics labels the pin with."""
+    """Subscribes to the announcements, checks and stores each; `holders` (holder_key -> (name,
+    verification)) is what /metrics labels each consumer's pin with."""
 
     def __init__(self, nc: Client, connz: Connz | None, account: str | None, write: StoreWrite,
                  clock: Callable[[], dt.datetime] = utcnow):
         self.nc, self.connz, self.account, self.write, self.clock = nc, connz, account, write, clock
-        self.holders: dict[str, tuple[str, str]] = {}
+        self.holders: dict[HolderKey, tuple[str, str]] = {}
         self._inbox = AnnouncementInbox(nc, SUBJECTS, "pin announcement")
         self._exits: asyncio.Queue[AdvisoryRow] = asyncio.Queue(maxsize=1000)
 
-    async def open(self, known: dict[str, tuple[str, str]] | None = None) -> None:
+    async def open(self, known: dict[HolderKey, tuple[str, str]] | None = None) -> None:
         self.holders.update(known or {})
 
         await self._inbox.open()
 
     async def handle(self, subject: str, data: bytes) -> dict[str, Any] | None:
-        """Check and store one announcement; the stored row, or None if it was not one."""
+        """Check and store one announcement; the row it was stored as, or None if it was not one
+        or was refused (a pin id another consumer has)."""
         try:
             ann = parse_announcement(subject, data)
         except BadAnnouncement as exc:
             log.warning("a message on %.200s is not a pin announcement (%s); ignored", subject, exc)
             return None
+        other = await self.write(lambda con: pin_elsewhere(con, self.account, ann))
+        if other is not None:
+            log.warning("%.100s announced pin %.40s on %.100s/%.100s, but that pin is %.100s/%.100s's: refused",
+                        ann.name, ann.pin_id, ann.stream, ann.consumer, other[1], other[2])
+            return None
         checked = await check(self.connz, ann, self.account)
         row = holder_row(ann, checked, self.account, self.clock())
-        await self.write(lambda con: store_holder(con, row))
-        known = self.holders.get(ann.pin_id)
-        if known is None or known[1] != VERIFIED or checked.verification == VERIFIED:
-            self.holders[ann.pin_id] = (row["name"], checked.verification)
+        stored = await self.write(lambda con: store_holder(con, row))
+        if stored is not None:
+            key = holder_key(self.account, ann.stream, ann.consumer, ann.pin_id)
+            self.holders.pop(key, None)
+            self.holders[key] = stored  # the newest last: the bound drops the oldest
             while len(self.holders) > MAX_REMEMBERED:
                 self.holders.pop(next(iter(self.holders)))
         log.info("pin %s of %s/%s announced by %s: %s", ann.pin_id, ann.stream, ann.consumer, ann.name, checked.note)

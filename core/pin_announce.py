@@ -108,6 +108,16 @@ def parse_announcement(subject: str, data: bytes) -> Announcement:
     return Announcement(**checked)
 
 
+HolderKey = tuple[str, str, str, str]
+
+
+def holder_key(account: object, stream: object, consumer: object, pin_id: object) -> HolderKey:
+    """Whose pin a holder is announced for: account ('' for none), stream, consumer and pin id.
+    Pin ids are broadcast in advisories, so a holder is known per consumer, never by pin id alone."""
+    return tuple("" if v is None or (isinstance(v, float) and v != v) else str(v)
+                 for v in (account, stream, consumer, pin_id))  # type: ignore[return-value]
+
+
 def verification_words(verification: object) -> str:
     """How an announcement was checked, in words ("verified"); unverified when not known."""
     return VERIFICATION_WORDS.get(verification, UNVERIFIED) if isinstance(verification, str) else UNVERIFIED

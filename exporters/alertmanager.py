@@ -28,6 +28,7 @@ import pandas as pd
 
 from jetwatch.core import deadline_http
 from jetwatch.core.clock import rfc3339
+from jetwatch.core.pin_announce import HolderKey, holder_key
 from jetwatch.core.urls import split_userinfo
 from jetwatch.exporters.metrics import pin_holder_label
 from jetwatch.health import silences
@@ -94,10 +95,11 @@ def _group(row: object) -> str:
     return str(groups[0]) if groups is not None and not isinstance(groups, float) and len(groups) else ""
 
 
-def _holder(row: object, holders: dict[str, tuple[str, str]]) -> str:
+def _holder(row: object, holders: dict[HolderKey, tuple[str, str]]) -> str:
     """Who holds the row's pin, as /metrics says it to the rules ('' for no pin)."""
     pin = _text(getattr(row, "pinned_id", None))
-    return pin_holder_label(pin, holders.get(pin)) if pin else ""
+    key = holder_key(getattr(row, "account", None), getattr(row, "stream", None), getattr(row, "consumer", None), pin)
+    return pin_holder_label(pin, holders.get(key)) if pin else ""
 
 
 def _silenced(consumers: pd.DataFrame) -> pd.Series:
@@ -121,7 +123,7 @@ def held_back(consumers: pd.DataFrame, now: dt.datetime) -> dict[tuple, str]:
 
 
 def firing(consumers: pd.DataFrame, now: dt.datetime, after_s: float, dashboard_url: str,
-           resend_s: float, holders: dict[str, tuple[str, str]] | None = None) -> dict[tuple, dict[str, Any]]:
+           resend_s: float, holders: dict[HolderKey, tuple[str, str]] | None = None) -> dict[tuple, dict[str, Any]]:
     """The alerts firing now, by label set: consumers whose verdict has an alert and has held
     for at least `after_s`, and no silence holds back; each naming its pin's holder (`holders`:
     pin id -> (announced name, verification))."""
@@ -208,7 +210,7 @@ class AlertmanagerClient:
         self._aborted = False
 
     def alerts_for(self, consumers: pd.DataFrame, changes: pd.DataFrame, now: dt.datetime,
-                   holders: dict[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+                   holders: dict[HolderKey, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
         """This cycle's post: every firing alert (naming its pin's holder, from `holders`), and
         every alert resolved since the last post."""
         now_firing = firing(consumers, now, self.after_s, self.dashboard_url, self.resend_s, holders)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from jetwatch.core.pin_announce import HolderKey
 from jetwatch.exporters.alertmanager import AlertmanagerClient
 from jetwatch.exporters.cycle_snapshot import Snapshot
 from jetwatch.exporters.metrics_server import MetricsExporter
@@ -59,7 +60,7 @@ class CycleOutputs:
             self.report(f"rendering /metrics failed: {type(done.exception()).__name__}: {done.exception()}")
 
     def send_alerts(self, consumers: pd.DataFrame, changes: pd.DataFrame, at: dt.datetime,
-                    holders: dict[str, tuple[str, str]]) -> None:
+                    holders: dict[HolderKey, tuple[str, str]]) -> None:
         """Firing alerts (every cycle) and resolved ones to Alertmanager, on the alerts thread and
         without waiting, unless the previous post is still under way."""
         assert self.alertmanager is not None

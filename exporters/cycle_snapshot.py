@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from jetwatch.core.advisory_row import AdvisoryRow
+from jetwatch.core.pin_announce import HolderKey
 from jetwatch.core.settings import DEFAULT_CLUSTER
 from jetwatch.health.pin_causes import CAUSES as MOVE_CAUSES
 
@@ -140,7 +141,7 @@ class Snapshot:
     rejects: int
     capture_gaps: int = 0
     last_capture_gap_at: dt.datetime | None = None
-    holders: dict[str, tuple[str, str]] = field(default_factory=dict)  # pin id -> (announced name, verification)
+    holders: dict[HolderKey, tuple[str, str]] = field(default_factory=dict)  # holder_key -> (announced name, verification)
     drops: DropCounts = field(default_factory=DropCounts)
     moves: MoveCounts = field(default_factory=MoveCounts)
     holder_pulls: int = 1

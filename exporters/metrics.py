@@ -25,6 +25,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from jetwatch.core.errors import JetwatchError
+from jetwatch.core.pin_announce import holder_key
 from jetwatch.core.pin_words import pin_holder
 from jetwatch.exporters.cycle_snapshot import DURATION_BUCKETS, Snapshot
 from jetwatch.health import failover
@@ -274,7 +275,7 @@ class CycleCollector(Collector):
         info = self._info("jetwatch_consumer_pin")
         for lab, pin in zip(labels, _label(f["pinned_id"])):
             if pin:
-                held = snap.holders.get(pin)
+                held = snap.holders.get(holder_key(lab[1], lab[2], lab[3], pin))
                 info.add_metric(lab, {"pinned_id": pin, "holder": holder_label(held),
                                       "pin_holder": pin_holder_label(pin, held)})
         yield info

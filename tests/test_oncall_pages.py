@@ -414,8 +414,8 @@ def test_audit_says_who_held_the_pin_an_unpin_dropped_or_a_drain_found(tmp_path,
     store.migrate()
     held, found = "x3jkSMKG5bo5V7Sg9n1AbC", "x3jkSMKG5bo5V7Sg9n1XyZ"
     store.write(lambda con: con.execute(
-        "INSERT INTO pin_holders VALUES (?, '$G', 'ORDERS', 'fulfilment', 'jobs', 'worker-a', 'host-1', 42, '1.2.3', "
-        "7, 'SRV', 'verified', NULL, now())", [held]))
+        "INSERT INTO pin_holders VALUES (to_json(['$G', 'ORDERS', 'fulfilment', ?::VARCHAR]), ?, '$G', 'ORDERS', "
+        "'fulfilment', 'jobs', 'worker-a', 'host-1', 42, '1.2.3', 7, 'SRV', 'verified', NULL, now())", [held, held]))
     target = Target("$G", "ORDERS", "fulfilment", "jobs")
     unpin = begin(store, "unpin", target, "ana", "dashboard", {"group": "jobs", "expect_pin": held})
     finish(store, unpin, ActionResult("unpin", target, True, f"unpinned {held}", {"success": True},

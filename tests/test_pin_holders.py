@@ -21,6 +21,7 @@ from jetwatch.core.pin_announce import (
     BadAnnouncement,
     PinAnnouncer,
     announce_subject,
+    holder_key,
     parse_announcement,
 )
 from jetwatch.demo.workers import PullWorker
@@ -109,6 +110,65 @@ def test_a_real_worker_is_shown_verified_and_a_forgery_never_replaces_it(nats_se
     assert list(sessions[sessions["Pin id (tail)"] == "…" + pin[-6:]]["Pin holder"]) == ["worker-a · verified"]
 
 
+def test_a_pin_is_held_for_its_own_consumer_and_another_real_connection_never_takes_it(nats_server, db_path, uid,
+                                                                                         run):
+    """Two consumers: worker-a holds A/wa's pin, verified. `mallory`, a real connection (so CONNZ
+    verifies her name), announces that pin id on her own consumer's subject (A/wb) and on A/wa's:
+    the first is refused (the pin is A/wa's by the live state and the pinned advisory), the second
+    never replaces the verified holder, so A/wa's holder stays worker-a in the store, in the
+    collector's /metrics map and in `status --json`."""
+    stream = f"{uid}_PINOWN"
+    store = Store(db_path)
+    settings = collector_settings(nats_server.url, db_path, (stream,), monitor_url=(nats_server.monitor_url,))
+    marker = "MALLORYMARKER000000001"
+
+    async def scenario() -> tuple[str, dict]:
+        nc = await nats.connect(nats_server.url, name="worker-a")
+        mallory = await nats.connect(nats_server.url, name="mallory")
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid.lower()}.pinown.>"])
+        for consumer in ("wa", "wb"):
+            await make_consumer(api, stream, consumer, "pinned_client", timeout_s=30)
+        async with collecting(settings) as collector:
+            worker = PullWorker(nc, stream, "wa", group="jobs", name="worker-a",
+                                announcer=PinAnnouncer(nc, stream, "wa", group="jobs", version="1.2.3")).start()
+            await publish(nc, f"{uid.lower()}.pinown.x", 5)
+            pin = await eventually(lambda: worker.pin_id, message="the worker pinned")
+            mine = "SELECT name, verification FROM pin_holders WHERE pin_id = ? AND stream = ? AND consumer = ?"
+            await eventually(lambda: rows(store, mine, [pin, stream, "wa"]) == [("worker-a", VERIFIED)],
+                             message="worker-a stored, verified")
+            await eventually(lambda: rows(store, "SELECT pinned_id FROM consumer_latest WHERE stream = ? AND "
+                                                 "consumer = 'wa'", [stream]) == [(pin,)], message="the pin sampled")
+            await eventually(lambda: rows(store, "SELECT count(*) FROM verdicts_current WHERE stream = ?",
+                                          [stream])[0][0] == 2, message="both consumers judged")
+
+            for consumer in ("wb", "wa"):  # her own consumer's subject, then the victim's
+                claim = PinAnnouncer(mallory, stream, consumer, group="jobs", version="6.6.6").announcement(pin)
+                await mallory.publish(announce_subject(stream, consumer), claim.encode())
+            await mallory.publish(announce_subject(stream, "wb"),
+                                  PinAnnouncer(mallory, stream, "wb", group="jobs").announcement(marker).encode())
+            # Announcements are handled in order: once the marker is stored, so were her claims.
+            await eventually(lambda: rows(store, mine, [marker, stream, "wb"]) == [("mallory", VERIFIED)],
+                             message="mallory's marker stored, verified (her connection is real)")
+            assert rows(store, "SELECT stream, consumer, name, verification, version FROM pin_holders "
+                               "WHERE pin_id = ?", [pin]) == [(stream, "wa", "worker-a", VERIFIED, "1.2.3")]
+            key = holder_key(collector.pin_holders.account, stream, "wa", pin)
+            held = dict(collector.pin_holders.holders)
+            await worker.stop()
+        await mallory.close()
+        await nc.close()
+        return pin, {"wa": held.get(key), "wb": held.get(holder_key(key[0], stream, "wb", pin))}
+
+    pin, held = run(scenario())
+    assert held == {"wa": ("worker-a", VERIFIED), "wb": None}
+    out = subprocess.run([sys.executable, "-m", "jetwatch.cli", "status", "--json", "--db", db_path],
+                         env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode in (0, 1, 2), out.stderr
+    said = {r["consumer"]: r for r in json.loads(out.stdout) if r["stream"] == stream}
+    assert said["wa"]["pin"]["id"] == pin and said["wa"]["pin"]["holder"] == "worker-a · verified"
+    assert said["wa"]["pin"]["version"] == "1.2.3"
+
+
 def test_a_forged_announcement_alone_shows_unverified_and_the_real_one_then_wins(nats_server, db_path, uid, run):
     """The forgery first: it is stored unverified; the real worker's announcement then replaces it."""
     stream, consumer = f"{uid}_PINFIRST", "work"
@@ -161,7 +221,7 @@ def test_the_metrics_pin_info_carries_the_holder_name_bounded():
         "w" * metrics.HOLDER_LABEL_CHARS + " · unverified (no CONNZ access)"
 
 
-def test_the_capture_keeps_a_verified_holder_in_memory_against_a_forgery(run):
+def test_the_capture_keeps_a_verified_holder_in_memory_against_a_forgery(run, db_path):
     """What /metrics reads: the collector's map never trades a verified holder for an unverified one."""
     class Verdicts:
         def __init__(self) -> None:
@@ -170,9 +230,12 @@ def test_the_capture_keeps_a_verified_holder_in_memory_against_a_forgery(run):
         async def connection(self, server_id: str, cid: int):
             return self.answers.pop(0)
 
+    store = Store(db_path)
+    store.migrate()
+
     async def scenario() -> dict:
         async def write(fn):
-            return None
+            return store.write(fn)
 
         capture = PinHolderCapture(None, Verdicts(), "$G", write)
         ann = Announcement("PIN", "S", "C", None, "worker-a", "host", 1, None, 5, "SERVER")
@@ -180,4 +243,4 @@ def test_the_capture_keeps_a_verified_holder_in_memory_against_a_forgery(run):
         await capture.handle(announce_subject("S", "C"), ann.encode())
         return capture.holders
 
-    assert run(scenario()) == {"PIN": ("worker-a", VERIFIED)}
+    assert run(scenario()) == {("$G", "S", "C", "PIN"): ("worker-a", VERIFIED)}

@@ -83,8 +83,8 @@ def test_pins_ended_since_the_pipeline_ran_are_not_still_pinned_and_the_holder_r
 def _announced(db: str, pin: str, name: str, verification: str) -> None:
     """A pin's holder as the collector stores its worker's announcement."""
     Store(db).write(lambda con: con.execute(
-        "INSERT INTO pin_holders VALUES (?, 'A', 'S', 'c', 'jobs', ?, 'host-1', 42, '1.2.3', 7, 'SRV', ?, NULL, now())",
-        [pin, name, verification]))
+        "INSERT INTO pin_holders VALUES (to_json(['A', 'S', 'c', ?::VARCHAR]), ?, 'A', 'S', 'c', 'jobs', ?, 'host-1', "
+        "42, '1.2.3', 7, 'SRV', ?, NULL, now())", [pin, pin, name, verification]))
 
 
 def test_the_pins_timeline_and_sessions_name_each_pins_holder_as_the_consumer_page_does(tmp_path, app_env):

@@ -15,7 +15,8 @@ SELECT l.account, l.stream, l.consumer, l.ts, l.num_pending, l.num_ack_pending, 
        h.name AS holder_name, h.verification AS holder_verification
 FROM consumer_latest l
 LEFT JOIN verdicts_current v USING (account, stream, consumer)
-LEFT JOIN pin_holders h ON h.pin_id = l.pinned_id
+LEFT JOIN pin_holders h ON h.pin_id = l.pinned_id AND h.account IS NOT DISTINCT FROM l.account AND h.stream = l.stream
+          AND h.consumer = l.consumer
 WHERE $consumer IS NULL OR (($account IS NULL OR l.account = $account) AND l.stream = $stream AND l.consumer = $consumer)
 ORDER BY list_position($severity, coalesce(v.verdict, 'COLLECTING')),
          coalesce(l.oldest_unacked_age_seconds, -1) DESC, l.num_pending DESC NULLS LAST, l.stream, l.consumer;

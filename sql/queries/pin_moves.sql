@@ -101,8 +101,10 @@ decided AS (
            CASE WHEN f.reason = 'admin' THEN 'operator_unpin'
                 WHEN f.source = 'inferred' AND f.election IS NOT NULL THEN 'leader_change' END AS decided
     FROM facts f
-    LEFT JOIN pin_holders hf ON hf.pin_id = f.from_pin
-    LEFT JOIN pin_holders ht ON ht.pin_id = f.to_pin
+    LEFT JOIN pin_holders hf ON hf.pin_id = f.from_pin AND hf.account IS NOT DISTINCT FROM f.account AND hf.stream = f.stream
+          AND hf.consumer = f.consumer
+    LEFT JOIN pin_holders ht ON ht.pin_id = f.to_pin AND ht.account IS NOT DISTINCT FROM f.account AND ht.stream = f.stream
+          AND ht.consumer = f.consumer
     LEFT JOIN pin_holder_exits x ON x.pin_id = f.from_pin
 ),
 bursts AS (  -- consumers whose pins moved (other than by operator or leader change, and not from a holder

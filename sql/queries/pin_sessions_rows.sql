@@ -28,6 +28,7 @@ SELECT s.*, h.name AS holder_name, h.verification AS holder_verification FROM (
            gap_seconds, end_reason = 'still pinned' AS ongoing
     FROM pin_live_shown
 ) s
-LEFT JOIN pin_holders h ON h.pin_id = s.pinned_id
+LEFT JOIN pin_holders h ON h.pin_id = s.pinned_id AND h.account IS NOT DISTINCT FROM s.account AND h.stream = s.stream
+          AND h.consumer = s.consumer
 ORDER BY s.end_ts DESC, s.start_ts DESC NULLS LAST, s.account, s.stream, s.consumer
 LIMIT $limit;

@@ -13,7 +13,8 @@ SELECT v.account, v.stream, v.consumer, v.verdict, v.level, v.reason, v.since, v
        c.num_waiting, c.num_pending, c.num_ack_pending, cfg.max_ack_pending, cfg.priority_policy
 FROM verdicts_current v
 LEFT JOIN consumer_current c USING (account, stream, consumer)
-LEFT JOIN pin_holders h ON h.pin_id = c.pinned_id
+LEFT JOIN pin_holders h ON h.pin_id = c.pinned_id AND h.account IS NOT DISTINCT FROM v.account AND h.stream = v.stream
+          AND h.consumer = v.consumer
 LEFT JOIN (SELECT account, stream, consumer, config_json, max_ack_pending, priority_policy FROM consumer_configs
            QUALIFY row_number() OVER (PARTITION BY account, stream, consumer ORDER BY ts DESC) = 1) cfg
        USING (account, stream, consumer)
