@@ -29,7 +29,7 @@ import nats.errors
 from nats.aio.client import Client
 
 from jetwatch import sql
-from jetwatch.collectors.announcement_inbox import AnnouncementInbox
+from jetwatch.collectors.announcement_inbox import AnnouncementInbox, origin_of
 from jetwatch.collectors.store_write import StoreWrite
 from jetwatch.core import deadline_http
 from jetwatch.core.advisory_row import AdvisoryRow, timed_out
@@ -245,12 +245,15 @@ class PinHolderCapture:
         try:
             ann = parse_announcement(subject, data)
         except BadAnnouncement as exc:
-            log.warning("a message on %.200s is not a pin announcement (%s); ignored", subject, exc)
+            self._inbox.drop(f"not pin announcements ({exc})")
+            return None
+        if not self._inbox.admit(origin_of(ann.server_id, ann.client_id)):
             return None
         other = await self.write(lambda con: pin_elsewhere(con, self.account, ann))
         if other is not None:
-            log.warning("%.100s announced pin %.40s on %.100s/%.100s, but that pin is %.100s/%.100s's: refused",
-                        ann.name, ann.pin_id, ann.stream, ann.consumer, other[1], other[2])
+            self._inbox.drop("refused: they name a pin id another consumer has")
+            log.debug("%.100s announced pin %.40s on %.100s/%.100s, but that pin is %.100s/%.100s's: refused",
+                      ann.name, ann.pin_id, ann.stream, ann.consumer, other[1], other[2])
             return None
         checked = await check(self.connz, ann, self.account)
         row = holder_row(ann, checked, self.account, self.clock())

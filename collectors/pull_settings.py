@@ -25,7 +25,7 @@ import duckdb
 from nats.aio.client import Client
 
 from jetwatch import sql
-from jetwatch.collectors.announcement_inbox import AnnouncementInbox
+from jetwatch.collectors.announcement_inbox import AnnouncementInbox, origin_of
 from jetwatch.collectors.pin_holders import Connz, check
 from jetwatch.collectors.store_write import StoreWrite
 from jetwatch.core.clock import utcnow
@@ -91,7 +91,9 @@ class PullSettingsCapture:
         try:
             ann = parse_pull_announcement(subject, data)
         except BadAnnouncement as exc:
-            log.warning("a message on %.200s is not a pull-settings announcement (%s); ignored", subject, exc)
+            self._inbox.drop(f"not pull-settings announcements ({exc})")
+            return None
+        if not self._inbox.admit(origin_of(ann.server_id, ann.client_id)):
             return None
         known = self.rows.get(worker_key(self.account, ann))
         if known is not None and known["verification"] == VERIFIED:
