@@ -238,7 +238,7 @@ class PullsAnnounced:
     server_version: str | None = None
 
 
-PULL_LIMITS = ("priority_policy", "priority_timeout_ns", "max_ack_pending")
+PULL_LIMITS = ("priority_policy", "priority_timeout_ns", "max_ack_pending", "priority_groups")
 
 
 def _pull_findings(state: LiveState, position: np.ndarray, config: list[Any], pulls: PullsAnnounced) -> None:

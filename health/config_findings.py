@@ -32,7 +32,11 @@ Each kind, with the evidence it needs (all of it over the health window, after i
 Vectorised: a few array comparisons over every consumer, words only for the few with a finding.
 
 From the pull settings the workers announce (core/pull_announce.py; consumer info never shows
-them), per consumer with announcements, `pull_findings`:
+them), per consumer with announcements, `pull_findings`. Anyone who may publish on a consumer's
+announce subject can announce, and CONNZ verifies only that the announcing connection exists under
+the name it gives, not that it pulls from the consumer: so these findings are claims, and their
+words name each announcing connection and whether CONNZ verified it (`announced_by` lists them). An
+announcement naming a priority group the consumer does not have is ignored (no pull in it is served).
 
 - `pull_expires_past_pin_timeout`: a `pinned_client` consumer whose workers pull in its group
   with an expiry at or above `priority_timeout` (or none). The server restarts the pin timer only
@@ -61,6 +65,7 @@ from typing import Any
 
 import numpy as np
 
+from jetwatch.core.pin_announce import verification_words
 from jetwatch.health.columns import floats
 
 KINDS = ("max_ack_pending_reached", "max_waiting_reached", "ack_wait_short", "reset",
@@ -203,9 +208,26 @@ def either_threshold(server_version: str | None) -> bool | None:
 
 
 def _workers(rows: Sequence[Mapping[str, Any]]) -> str:
-    names = sorted({str(r["name"]) + ("" if r.get("verification") == "verified" else " (unverified)") for r in rows})
+    """The announcing connections, each by the name it gave and how CONNZ checked it: the findings
+    read from announcements are their claims, and say whose."""
+    names = sorted({f"{r['name']} ({verification_words(r.get('verification'))})" for r in rows})
     more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
-    return ", ".join(names[:NAMED]) + more
+    return ("connection " if len(names) == 1 else "connections ") + ", ".join(names[:NAMED]) + more
+
+
+def _announced_by(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    return [{"name": n, "verification": v}
+            for n, v in sorted({(str(r["name"]), verification_words(r.get("verification"))) for r in rows})][:NAMED]
+
+
+def _groups(value: object) -> set[str]:
+    """A consumer's priority groups as a set, whatever list-like the live state holds them in."""
+    if value is None or isinstance(value, (str, bytes, float)):
+        return set()
+    try:
+        return {str(g) for g in value}  # type: ignore[attr-defined]
+    except TypeError:
+        return set()
 
 
 def _int(v: Any) -> int | None:
@@ -220,7 +242,10 @@ def pull_findings(limits: Mapping[str, Any], announced: Sequence[Mapping[str, An
                   server_version: str | None = None) -> list[dict[str, Any]]:
     """One consumer's findings from the pull settings its workers announced (`announced`: rows of
     `pull_settings`) and its config (`limits`: `priority_policy`, `priority_timeout_ns`,
-    `max_ack_pending`); `server_version` decides how `min_pending` and `min_ack_pending` combine."""
+    `max_ack_pending`, `priority_groups`); `server_version` decides how `min_pending` and
+    `min_ack_pending` combine. Announcements in a group the consumer does not have are ignored."""
+    groups = _groups(limits.get("priority_groups"))
+    announced = [r for r in announced if not r.get("group_name") or str(r["group_name"]) in groups]
     policy = limits.get("priority_policy") if isinstance(limits.get("priority_policy"), str) else None
     out: list[dict[str, Any]] = []
     timeout_ns = _int(limits.get("priority_timeout_ns")) or 0
@@ -234,7 +259,7 @@ def pull_findings(limits: Mapping[str, Any], announced: Sequence[Mapping[str, An
             expiry = "no expiry" if never else f"expires {_n(max(longest) / 1e9)} s"
             out.append({
                 "kind": "pull_expires_past_pin_timeout",
-                "reason": (f"{_workers(late)} pull with {expiry}, priority_timeout is {_n(timeout_ns / 1e9)} s: the "
+                "reason": (f"{_workers(late)} announced pulling with {expiry}; priority_timeout is {_n(timeout_ns / 1e9)} s: the "
                            "server restarts the pin timer only when a pull carrying the pin id arrives (or when it "
                            "pins one), never on a delivery or an ack. When fewer than a batch of messages come "
                            "within priority_timeout, the pinned worker's pull is still open when the timer fires: "
@@ -244,7 +269,8 @@ def pull_findings(limits: Mapping[str, Any], announced: Sequence[Mapping[str, An
                         "work between pulls), or raise priority_timeout above the expiry and that work"),
                 "numbers": {"priority_timeout_seconds": _n(timeout_ns / 1e9),
                             "expires_seconds": None if never else _n(max(longest) / 1e9),
-                            "workers": len({r["name"] for r in late})}})
+                            "workers": len({r["name"] for r in late})},
+                "announced_by": _announced_by(late)})
     max_ack = _int(limits.get("max_ack_pending")) or 0
     if policy == "overflow" and max_ack > 0:
         dead = [r for r in announced if (_int(r.get("min_ack_pending")) or 0) >= max_ack]
@@ -255,12 +281,13 @@ def pull_findings(limits: Mapping[str, Any], announced: Sequence[Mapping[str, An
         if refused:
             out.append({
                 "kind": "min_pending_without_overflow",
-                "reason": (f"{_workers(refused)} pull with min_pending or min_ack_pending, and the consumer's "
+                "reason": (f"{_workers(refused)} announced pulling with min_pending or min_ack_pending; the consumer's "
                            f"priority_policy is {policy or 'none'}, not overflow: the server refuses each such pull "
                            "(400 Bad Request - Not a Overflow Priority consumer), so these workers get nothing"),
                 "fix": ("pull without min_pending and min_ack_pending, or make the consumer an overflow consumer "
                         "(priority_policy overflow, with a priority group)"),
-                "numbers": {"workers": len({r["name"] for r in refused})}})
+                "numbers": {"workers": len({r["name"] for r in refused})},
+                "announced_by": _announced_by(refused)})
     return out
 
 
@@ -271,7 +298,8 @@ def _unreachable(dead: Sequence[Mapping[str, Any]], max_ack: int, either: bool |
     also = [r for r in dead if (_int(r.get("min_pending")) or 0) > 0]
     alone = [r for r in dead if r not in also]
     version = f"nats-server {server_version}" if server_version else "the server (version unknown)"
-    why = (f"{_workers(dead)} pull with min_ack_pending {need}, max_ack_pending is {max_ack}: the server hands a "
+    why = (f"{_workers(dead)} announced pulling with min_ack_pending {need}; max_ack_pending is {max_ack}: the "
+           "server hands a "
            "new message to a pull only while fewer than max_ack_pending are in flight, so min_ack_pending is never "
            "reached for a new message (only a redelivery can meet it)")
     parts = []
@@ -294,4 +322,5 @@ def _unreachable(dead: Sequence[Mapping[str, Any]], max_ack: int, either: bool |
         "fix": (f"set min_ack_pending below max_ack_pending ({max_ack}), to the in-flight count at which the "
                 "standby should help, or pull with min_pending only; or raise max_ack_pending"),
         "numbers": {"min_ack_pending": need, "max_ack_pending": max_ack, "workers": len({r["name"] for r in dead}),
-                    "either_threshold": either, "server_version": server_version}}
+                    "either_threshold": either, "server_version": server_version},
+        "announced_by": _announced_by(dead)}

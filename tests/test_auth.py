@@ -204,3 +204,121 @@ def test_the_documented_least_privilege_permissions_are_enough_to_collect(tmp_pa
         assert "Permissions Violation" not in err, err[-3000:]
     finally:
         server.stop()
+
+
+def _permissions(doc: str, after: str) -> tuple[list[str], list[str]]:
+    """The publish and subscribe lists of the first code block after `after` in docs/security.md."""
+    block = doc.split(after, 1)[1].split("```", 2)[1]
+    publish, subscribe = block.split("publish:", 1)[1].split("subscribe:", 1)
+    def names(text: str) -> list[str]:
+        return [p.strip() for p in text.split("(")[0].replace("\n", " ").split(",") if p.strip()]
+
+    return names(publish), names(subscribe)
+
+
+def test_the_documented_announce_permissions_let_a_worker_announce_for_its_own_consumer_only(tmp_path):
+    """The collector, a worker of ORDERS/worker and another user, each with the permissions
+    docs/security.md gives them: the worker's pin and pull-settings announcements reach the
+    collector and are stored verified; the server refuses the worker announcing for another
+    consumer and the other user announcing for the worker's, so neither is stored."""
+    import asyncio
+
+    import nats
+
+    from jetwatch.core.embedded_server import free_port
+    from jetwatch.core.jsapi import JetStreamAPI
+    from jetwatch.core.pin_announce import PinAnnouncer
+    from jetwatch.core.pin_announce import announce_subject as pin_subject
+    from jetwatch.core.pull_announce import PullAnnouncer, PullSettings
+    from jetwatch.core.pull_announce import announce_subject as pull_subject
+    from jetwatch.demo.workers import PullWorker
+    from tests.helpers import eventually, make_consumer, make_stream, publish
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "security.md").read_text()
+    collector_pub, collector_sub = _permissions(doc, "Collector (read-only apart from its own durable")
+    worker_pub, worker_sub = _permissions(doc, "Worker of `ORDERS/worker`")
+    others = doc.split("Every other user of the account", 1)[1].split("```", 2)[1].strip()
+    assert others.startswith("permissions:") and "jetwatch.pin.announce.>" in others
+    conf = tmp_path / "announce.conf"
+    conf.write_text("authorization { users: [\n"
+                    "  { user: admin, password: admin-pw }\n"
+                    f"  {{ user: watcher, password: watcher-pw, permissions: {{ publish: {json.dumps(collector_pub)}, "
+                    f"subscribe: {json.dumps(collector_sub)} }} }}\n"
+                    f"  {{ user: orders-worker, password: worker-pw, permissions: {{ publish: {json.dumps(worker_pub)}, "
+                    f"subscribe: {json.dumps(worker_sub)} }} }}\n"
+                    f"  {{ user: other, password: other-pw, {others} }}\n]}}\n")
+    server = NatsServer(store_dir=tmp_path / "js", monitor_port=free_port(), extra_args=["-c", str(conf)]).start()
+    db = str(tmp_path / "a.duckdb")
+    store = Store(db)
+    holders = "SELECT consumer, name, verification FROM pin_holders ORDER BY ALL"
+    pulls = "SELECT consumer, name, verification FROM pull_settings ORDER BY ALL"
+    try:
+        admin_args = ["--server", server.url, "--user", "admin", "--password", "admin-pw"]
+        done = subprocess.run([sys.executable, "-m", "jetwatch.cli", "setup", *admin_args], capture_output=True,
+                              text=True, timeout=60, env=clean_env())
+        assert done.returncode == 0, done.stderr
+        proc = _collect(["--server", server.url, "--user", "watcher", "--monitor-url", str(server.monitor_url)],
+                        clean_env(JETWATCH_PASSWORD="watcher-pw"), db)
+
+        async def scenario() -> tuple[list[str], list[str]]:
+            refused: dict[str, list[str]] = {"worker": [], "other": []}
+
+            def noted(who: str):
+                async def error(exc: Exception) -> None:
+                    refused[who].append(str(exc))
+                return error
+
+            admin = await nats.connect(server.url, user="admin", password="admin-pw")
+            api = JetStreamAPI(admin)
+            await make_stream(api, "ORDERS", ["orders.>"])
+            for consumer in ("worker", "other"):
+                await make_consumer(api, "ORDERS", consumer, "pinned_client", timeout_s=30)
+            nc = await nats.connect(server.url, user="orders-worker", password="worker-pw", name="worker-a",
+                                    error_cb=noted("worker"))
+            mallory = await nats.connect(server.url, user="other", password="other-pw", name="mallory",
+                                         error_cb=noted("other"))
+            worker = PullWorker(nc, "ORDERS", "worker", group="jobs", name="worker-a",
+                                announcer=PinAnnouncer(nc, "ORDERS", "worker", group="jobs"),
+                                pull_announcer=PullAnnouncer(nc, "ORDERS", "worker", policy="pinned_client"))
+            try:
+                # Announcements are read with a plain subscription: the worker starts once it is open.
+                await eventually(lambda: store.exists() and rows(store, "SELECT capture_mode FROM collector_status")
+                                 == [("durable",)], message="the collector's first cycle, capturing durably")
+                worker.start()
+                await publish(admin, "orders.x", 3)
+                await eventually(lambda: worker.pin_id, message="the worker pinned")
+                await eventually(lambda: rows(store, holders) == [("worker", "worker-a", "verified")]
+                                 and rows(store, pulls) == [("worker", "worker-a", "verified")],
+                                 message="the worker's announcements stored, verified")
+                # The worker for another consumer, the other user for the worker's: the server refuses both.
+                theirs = PinAnnouncer(nc, "ORDERS", "other", group="jobs").announcement(worker.pin_id or "")
+                await nc.publish(pin_subject("ORDERS", "other"), theirs.encode())
+                claim = PullAnnouncer(mallory, "ORDERS", "worker").announcement(PullSettings(group="jobs", expires_ns=0))
+                await mallory.publish(pull_subject("ORDERS", "worker"), claim.encode())
+                await mallory.publish(pin_subject("ORDERS", "worker"),
+                                      PinAnnouncer(mallory, "ORDERS", "worker").announcement("MALLORY0000000000001").encode())
+                await eventually(lambda: len(refused["worker"]) >= 1 and len(refused["other"]) >= 2,
+                                 message="the server refused each announcement outside its user's rights")
+                # A marker from the worker: the server handles its messages in order.
+                marker = PinAnnouncer(nc, "ORDERS", "worker", group="jobs").announcement("WORKERMARKER00000001")
+                await nc.publish(pin_subject("ORDERS", "worker"), marker.encode())
+                await eventually(lambda: rows(store, "SELECT count(*) FROM pin_holders WHERE pin_id = ?",
+                                              ["WORKERMARKER00000001"]) == [(1,)], message="the worker's marker stored")
+                return refused["worker"], refused["other"]
+            finally:
+                await worker.stop()
+                for c in (nc, mallory, admin):
+                    await c.close()
+
+        try:
+            by_worker, by_other = asyncio.run(scenario())
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+        assert all("permissions violation for publish" in e.lower() for e in by_worker + by_other), by_worker + by_other
+        assert rows(store, holders) == [("worker", "worker-a", "verified")] * 2
+        assert rows(store, pulls) == [("worker", "worker-a", "verified")]
+        assert proc.returncode == 0, err[-3000:]
+        assert "Permissions Violation" not in err, err[-3000:]
+    finally:
+        server.stop()

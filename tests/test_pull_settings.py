@@ -35,9 +35,11 @@ from tests.test_dashboard import APP
 from tests.test_metrics import scrape
 
 S = 1_000_000_000
-PINNED = {"priority_policy": "pinned_client", "priority_timeout_ns": 120 * S, "max_ack_pending": 1000}
-OVERFLOW = {"priority_policy": "overflow", "priority_timeout_ns": None, "max_ack_pending": 100}
-PLAIN = {"priority_policy": None, "priority_timeout_ns": None, "max_ack_pending": 1000}
+PINNED = {"priority_policy": "pinned_client", "priority_timeout_ns": 120 * S, "max_ack_pending": 1000,
+          "priority_groups": ["jobs"]}
+OVERFLOW = {"priority_policy": "overflow", "priority_timeout_ns": None, "max_ack_pending": 100,
+            "priority_groups": ["jobs"]}
+PLAIN = {"priority_policy": None, "priority_timeout_ns": None, "max_ack_pending": 1000, "priority_groups": None}
 
 
 def worker(name: str = "w1", **pull: Any) -> dict[str, Any]:
@@ -75,6 +77,12 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], str | None, set[str
      {"min_pending_without_overflow"}),
     ("a plain worker with plain settings", PLAIN, [worker(group_name=None)], None, set()),
     ("no announcement", PINNED, [], None, set()),
+    ("pinned, a pull that never expires in a group the consumer lacks (never served)", PINNED,
+     [worker(group_name="other", expires_ns=None)], None, set()),
+    ("min_ack_pending in a group the consumer lacks", PINNED, [worker(group_name="other", min_ack_pending=1)], None,
+     set()),
+    ("overflow, min_ack_pending at max_ack_pending in a group the consumer lacks", OVERFLOW,
+     [worker(group_name="other", min_ack_pending=100)], None, set()),
 ]
 
 
@@ -111,7 +119,8 @@ def test_the_words_follow_the_server_version() -> None:
     assert "never get a new message" in alone["reason"] and "max_ack_pending is 100" in alone["reason"]
     many = [worker(f"w{i}", expires_ns=300 * S) for i in range(6)]
     [pin] = pull_findings(PINNED, [*many, worker("x", expires_ns=300 * S, verification="no_connz")])
-    assert pin["reason"].startswith("w0, w1, w2 and 4 more pull with expires 300 s, priority_timeout is 120 s")
+    assert pin["reason"].startswith("connections w0 (verified), w1 (verified), w2 (verified) and 4 more announced "
+                                    "pulling with expires 300 s; priority_timeout is 120 s")
     assert pin["numbers"] == {"priority_timeout_seconds": 120, "expires_seconds": 300, "workers": 7}
 
 
@@ -282,7 +291,9 @@ def test_self_defeating_pull_settings_on_a_real_server_and_none_for_sane_ones(na
         assert {f["kind"] for f in got[stream]} == ({expect[key]} if key in expect else set()), (key, got[stream])
     [pin] = got[streams["PIN"]]
     assert pin["numbers"] == {"priority_timeout_seconds": 2, "expires_seconds": 5, "workers": 1}
-    assert pin["reason"].startswith("pin-long pull with expires 5 s, priority_timeout is 2 s")
+    assert pin["reason"].startswith("connection pin-long (verified) announced pulling with expires 5 s; "
+                                    "priority_timeout is 2 s")
+    assert pin["announced_by"] == [{"name": "pin-long", "verification": "verified"}]
     [ovf] = got[streams["OVF"]]
     assert "standby-dead" in ovf["reason"] and (ovf["numbers"]["min_ack_pending"], ovf["numbers"]["max_ack_pending"]) \
         == (5, 5) and ovf["numbers"]["server_version"]
@@ -376,3 +387,49 @@ def test_pull_settings_are_stored_once_per_connection_and_pruned_with_the_events
         300 * S, t0, t0 + dt.timedelta(seconds=60))
     store.write(lambda con: prune(con, Cutoffs.at(t0 + dt.timedelta(days=30), 86400.0, 86400.0)))
     assert store.read(lambda con: recent_settings(con, t0)) == []
+
+
+def test_announced_settings_are_claims_of_a_named_connection_and_a_group_the_consumer_lacks_is_ignored(
+        nats_server, db_path, uid, run) -> None:
+    """`mallory`, a real connection that pulls from neither consumer, announces on A/wa's subject
+    that she pulls in its group with no expiry: the finding is raised as her claim, its words naming
+    her connection and that CONNZ verified it (only that it exists under that name). On A/wb she
+    announces a group A/wb does not have, with no expiry and min_pending: ignored, no finding."""
+    stream = f"{uid}_CLAIM"
+    settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.5,
+                                  monitor_url=(nats_server.monitor_url,))
+
+    async def scenario() -> dict[str, list[dict[str, Any]]]:
+        admin = await nats.connect(nats_server.url, name="admin")
+        mallory = await nats.connect(nats_server.url, name="mallory")
+        try:
+            api = JetStreamAPI(admin)
+            await make_stream(api, stream, [f"{stream}.x"])
+            for consumer in ("wa", "wb"):
+                await make_consumer(api, stream, consumer, "pinned_client", timeout_s=30)
+            async with collecting(settings) as collector:
+                for consumer, group in (("wa", "jobs"), ("wb", "other")):
+                    said = PullAnnouncer(mallory, stream, consumer, policy="pinned_client")
+                    await said.pulling({"group": group, "expires": 0, **({"min_pending": 5} if group == "other" else {})})
+                await mallory.flush()
+
+                def found() -> dict[str, list[dict[str, Any]]]:
+                    return {c: json.loads(f or "[]") for c, f in rows(
+                        collector.store, "SELECT consumer, config_findings::VARCHAR FROM verdicts_current "
+                                         "WHERE stream = ?", [stream])}
+
+                await eventually(lambda: len(rows(collector.store, "SELECT * FROM pull_settings WHERE stream = ?",
+                                                  [stream])) == 2, message="both announcements stored")
+                judged = collector.cycles
+                await eventually(lambda: collector.cycles >= judged + 2, message="two cycles judged with both")
+                return found()
+        finally:
+            await mallory.close()
+            await admin.close()
+
+    got = run(scenario())
+    [claim] = got["wa"]
+    assert claim["kind"] == "pull_expires_past_pin_timeout"
+    assert claim["reason"].startswith("connection mallory (verified) announced pulling with no expiry"), claim["reason"]
+    assert claim["announced_by"] == [{"name": "mallory", "verification": "verified"}]
+    assert got["wb"] == [], got["wb"]
