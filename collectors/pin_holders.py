@@ -210,9 +210,10 @@ def store_holder(con: duckdb.DuckDBPyConnection, row: dict[str, Any]) -> tuple[s
 
 def pin_elsewhere(con: duckdb.DuckDBPyConnection, account: str | None, ann: Announcement) -> tuple[Any, ...] | None:
     """Another consumer (account, stream, consumer) that a pinned advisory or the live state shows
-    with the announced pin id, if any."""
-    return con.execute(sql.query("pin_elsewhere"), {"account": account, "stream": ann.stream,
-                                                    "consumer": ann.consumer, "pin_id": ann.pin_id}).fetchone()
+    with the announced pin id, if any. Asked with the names as they would be stored (`storable`)."""
+    names = {"stream": ann.stream, "consumer": ann.consumer, "pin_id": ann.pin_id}
+    return con.execute(sql.query("pin_elsewhere"),
+                       {"account": account, **{k: storable(v) for k, v in names.items()}}).fetchone()
 
 
 def remembered_holders(con: duckdb.DuckDBPyConnection, since: dt.datetime) -> dict[HolderKey, tuple[str, str]]:
@@ -259,7 +260,7 @@ class PinHolderCapture:
         row = holder_row(ann, checked, self.account, self.clock())
         stored = await self.write(lambda con: store_holder(con, row))
         if stored is not None:
-            key = holder_key(self.account, ann.stream, ann.consumer, ann.pin_id)
+            key = holder_key(self.account, row["stream"], row["consumer"], row["pin_id"])
             self.holders.pop(key, None)
             self.holders[key] = stored  # the newest last: the bound drops the oldest
             while len(self.holders) > MAX_REMEMBERED:
