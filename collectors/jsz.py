@@ -430,8 +430,9 @@ class JszCollector:
             else:
                 del self.led[server]
         self.led.update(led)
-        self.gone = {key: ev for key, ev in {**self.gone, **batch.evidence}.items()
-                     if len(key) == 3 and key not in seen and ev.verdict == NO_LEADER}
+        found = dict(self.gone)
+        found.update({(k[0], k[1], k[2]): ev for k, ev in batch.evidence.items() if len(k) == 3})
+        self.gone = {key: ev for key, ev in found.items() if key not in seen and ev.verdict == NO_LEADER}
 
     def _evidence_for(self, batch: SampleBatch, server: str, kept: set[tuple[str, str, str]],
                       view: tuple[set[str], bool], held: float) -> None:

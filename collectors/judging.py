@@ -365,7 +365,7 @@ def _cluster_verdicts(state: LiveState, live: np.ndarray, said: _Said, evidence:
 def _as_of(ts: object) -> str | None:
     """A sample's time as the words of a finding say it (None: not known)."""
     try:
-        t = pd.Timestamp(ts)  # type: ignore[arg-type]
+        t = pd.Timestamp(ts)
     except (ValueError, TypeError):
         return None
     if pd.isna(t):
