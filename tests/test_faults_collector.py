@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nats
@@ -21,6 +22,7 @@ from jetwatch.core.embedded_server import NatsServer
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.store.database import Store
 from tests.helpers import (
+    LoopThread,
     clean_env,
     collecting,
     collector_settings,
@@ -31,6 +33,7 @@ from tests.helpers import (
     publish,
     rows,
     running,
+    wait_until,
 )
 
 ADMIN = {"user": "admin", "password": "admin-pw"}
@@ -652,6 +655,58 @@ def test_advisories_a_stopped_collector_fetched_and_never_stored_come_back_and_a
         await nc.close()
 
     run(scenario())
+
+
+def test_a_collector_sigkilled_again_and_again_under_a_stream_of_advisories_stores_each_once_and_books_no_gap(
+        own_server, db_path, tmp_path):
+    """NAKs published at about 20 a second while the collector is SIGKILLed four times at random
+    points of its work and started again at once: every advisory is stored exactly once, and no
+    gap is booked for any of them (a killed collector's fetched batch comes back late)."""
+    import random
+
+    store, rng, total = Store(db_path), random.Random(7), 400
+    loop = LoopThread()
+
+    async def naks() -> None:
+        nc = await nats.connect(own_server.url)
+        for i in range(total):
+            await nc.publish(NAKED, _advisory("nak", f"flood-{i}", "S", "w", stream_seq=i + 1, consumer_seq=i + 1,
+                                              deliveries=2))
+            await asyncio.sleep(0.05)
+        await nc.flush()
+        await nc.close()
+
+    def collector() -> subprocess.Popen[bytes]:
+        with open(tmp_path / "collector.log", "ab") as log:
+            return subprocess.Popen([sys.executable, "-m", "jetwatch.cli", "collect", "--server", own_server.url,
+                                     "--db", db_path, "--include-streams", "S", "--interval", "0.5s"],
+                                    env=clean_env(), stdout=log, stderr=subprocess.STDOUT)
+
+    proc = collector()
+    try:
+        wait_until(lambda: store.exists() and rows(store, "SELECT count(*) FROM collector_status")[0][0] > 0,
+                   timeout=60, message="the collector's first cycle")
+        publishing = asyncio.run_coroutine_threadsafe(naks(), loop.loop)
+        kills = 0
+        while kills < 4 and not publishing.done():
+            stored = rows(store, "SELECT count(*) FROM advisories")[0][0]
+            wait_until(lambda: rows(store, "SELECT count(*) FROM advisories")[0][0] > stored or publishing.done(),
+                       timeout=60, message="more advisories stored before the next kill")
+            time.sleep(rng.uniform(0.0, 0.5))  # a random point of the collector's work, not a wait for a condition
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            kills += 1
+            proc = collector()
+        assert kills >= 2, "the advisories were all published before the collector could be killed twice"
+        publishing.result(timeout=60)
+        wait_until(lambda: rows(store, "SELECT count(*) FROM advisories")[0][0] >= total, timeout=60,
+                   message="every advisory stored after the last restart")
+        assert rows(store, "SELECT count(*), count(DISTINCT id) FROM advisories") == [(total, total)]
+        assert _gaps(store) == []
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        loop.close()
 
 
 def test_a_capture_stream_deleted_while_the_collector_runs_is_recreated_and_the_gap_said(own_server, db_path, run):
