@@ -136,9 +136,12 @@ class ConsumerListCollector:
             batch.streams += 1
             if consumers and isinstance(consumers[-1], dict):
                 batch.saw_server_time(consumers[-1].get("ts"))  # the page's last reply
-            # A consumer whose replicas are all offline is listed as a placeholder without a name
-            # (and named under `missing`): evidence, never a sample.
-            consumers = [info for info in consumers if not (isinstance(info, dict) and info.get("name") == "")]
+            # A consumer whose replicas are all offline is listed as a placeholder (it is named
+            # under `missing` too): evidence, never a sample.
+            for info in consumers:
+                if (name := placeholder_of(info)) is not None:
+                    batch.evidence[(self.scope.account, stream, name)] = Evidence(NO_LEADER, PLACEHOLDER)
+            consumers = [info for info in consumers if placeholder_of(info) is None]
             if self.name_filter.filters_consumers:
                 consumers = [info for info in consumers
                              if not isinstance(info, dict) or self.name_filter.consumer_ok(str(info.get("name", "")))]
@@ -172,6 +175,19 @@ class ConsumerListCollector:
                 return exc
             finally:
                 self._took[stream] = time.monotonic() - began
+
+
+PLACEHOLDER = "CONSUMER.LIST holds only a placeholder for it, its replicas offline"
+
+
+def placeholder_of(info: object) -> str | None:
+    """The consumer a CONSUMER.LIST entry stands in for when it is the placeholder a server lists
+    for a consumer it cannot load (no name, no stream, the name in its config alone), else None."""
+    if not isinstance(info, dict) or info.get("name") != "" or info.get("stream_name"):
+        return None
+    config = info.get("config")
+    name = config.get("name") if isinstance(config, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 def unavailable(exc: Exception) -> bool:

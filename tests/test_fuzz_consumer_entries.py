@@ -129,12 +129,18 @@ def _entries_of(raw: bytes) -> list[Any] | None:
 
 
 def _accounted(batch: SampleBatch, sent: dict[str, list[Any]]) -> None:
-    """Every entry of a readable page is a sample or a reject; a stream whose page could not be
-    read is said to have failed, in words."""
+    """Every entry of a readable page is a sample, a reject, or the placeholder of a consumer its
+    server cannot load (evidence that no server leads it); a stream whose page could not be read
+    is said to have failed, in words."""
+    from jetwatch.collectors.consumer_list import placeholder_of
+
     failed = {stream for _, stream in batch.failed_streams}
     for stream in failed:
         assert any(repr(stream) in e for e in batch.errors), batch.errors
-    expected = sum(len(entries) for stream, entries in sent.items() if stream not in failed)
+    placeholders = [(s, placeholder_of(e)) for s, entries in sent.items() if s not in failed for e in entries
+                    if placeholder_of(e) is not None]
+    assert all(("$G", s, name) in batch.evidence for s, name in placeholders), batch.evidence
+    expected = sum(len(entries) for stream, entries in sent.items() if stream not in failed) - len(placeholders)
     assert batch.consumers + len(batch.rejects) == expected, (batch.samples["consumer"], batch.rejects)
     assert all(error for _, error, _ in batch.rejects)
 
