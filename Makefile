@@ -53,8 +53,8 @@ lint: $(STAMP)
 # finish it sooner than one per core (`-n auto`), for the same CPU. Then the tests marked
 # `serial`, away from the parallel lane's Spark, Chromium and Streamlit. They wait on the wall clock
 # and use little CPU, so they run beside each other, one worker each: the incident library, the
-# loss projection, and the three-node cluster's tests one after another on a third (xdist_group
-# "three_nodes"). Lint and both lanes always run;
+# loss projection, the three-node cluster's tests one after another (xdist_group "three_nodes"),
+# and the cluster failures, each on a cluster of its own. Lint and both lanes always run;
 # the target fails if any failed (pytest's "no tests ran", exit 5, too). Nothing here writes to
 # the source tree.
 test: $(STAMP) system-deps
@@ -65,7 +65,7 @@ test: $(STAMP) system-deps
 	wait $$linting || lint=$$?; cat $(VENV)/lint.log; \
 	if [ $$lint -ne 0 ]; then echo "make test: lint failed (exit $$lint)"; fi; \
 	if [ $$parallel -ne 0 ]; then echo "make test: the parallel lane failed (exit $$parallel); the serial lane runs all the same"; fi; \
-	$(PY) -m pytest -n 3 --dist loadgroup -m "serial and not heavy" || serial=$$?; \
+	$(PY) -m pytest -n 4 --dist loadgroup -m "serial and not heavy" || serial=$$?; \
 	if [ $$lint -ne 0 ] || [ $$parallel -ne 0 ] || [ $$serial -ne 0 ]; then \
 	  echo "make test: FAILED (lint exit $$lint, parallel lane exit $$parallel, serial lane exit $$serial)"; exit 1; fi
 

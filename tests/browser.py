@@ -61,7 +61,7 @@ def launch_chromium(p: Playwright) -> Browser:
     return browser
 
 
-def lacking(browser: Browser, **context_options: Any) -> list[str]:
+def lacking(browser: Browser, wait_s: float = 15.0, **context_options: Any) -> list[str]:
     """What the dashboard needs of a browser, tried on a loopback page: its scripts run, and it
     opens a WebSocket (every Streamlit session runs on one) carrying the page's cookie (a sign-in
     rides on it) and origin (the dashboard refuses a WebSocket from a foreign one)."""
@@ -74,7 +74,7 @@ def lacking(browser: Browser, **context_options: Any) -> list[str]:
             if page.evaluate("1 + 1") != 2:
                 missing.append("run a page's scripts")
             try:
-                page.wait_for_function(f"document.title === {probe.MESSAGE!r}", timeout=15_000)
+                page.wait_for_function(f"document.title === {probe.MESSAGE!r}", timeout=wait_s * 1000)
             except PlaywrightTimeout:
                 missing.append(f"open a WebSocket to a page on 127.0.0.1 and read its messages (title: {page.title()!r})")
         finally:

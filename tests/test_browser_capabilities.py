@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.browser]
 
 def test_the_installed_browser_has_what_the_tests_need_and_a_browser_without_it_is_named(chromium):
     assert lacking(chromium) == []
-    said = lacking(chromium, java_script_enabled=False)
+    said = lacking(chromium, wait_s=2.0, java_script_enabled=False)  # a page without scripts never opens one
     assert len(said) == 1 and said[0].startswith("open a WebSocket to a page on 127.0.0.1"), said
 
 

@@ -29,7 +29,9 @@ from jetwatch.demo.workers import PullWorker
 from tests.helpers import LoopThread, clean_env, make_consumer, publish, status_json, wait_until
 from tests.incident_library import cluster_ready
 
-pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.xdist_group("cluster_failures")]
+# Serial: wall-clock deadlines from a kill. Each test starts a cluster of its own and needs no
+# other: `make test` may run them beside each other and beside the other serial tests.
+pytestmark = [pytest.mark.cluster, pytest.mark.serial]
 
 T = TypeVar("T")
 NAMED_WITHIN = 30.0  # seconds from the kill
