@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import errno
+import json
 import shutil
 import subprocess
 import sys
@@ -495,6 +496,53 @@ def test_a_full_disk_costs_the_collector_no_cycle_and_is_said(nats_server, small
     stored = {r[0] for r in rows(Store(db), "SELECT DISTINCT ts FROM samples WHERE stream = ?", [stream])}
     missing = [t for t in stamps if t not in stored]
     assert missing == [], f"{len(missing)} of {len(stamps)} cycles never reached the store"
+
+
+def test_advisories_that_arrive_while_the_disk_is_full_are_all_stored_once_with_no_gap(small_disk, tmp_path, run):
+    """NAKs stream in while the disk under the store is full: the collector cannot store them, so it
+    acknowledges none, and the durable hands out the newer ones before it redelivers those. Once
+    space is back every advisory is stored once, and none is booked lost (two gap rows claimed 72
+    dropped before, for advisories the capture stream still held)."""
+    from jetwatch.core.embedded_server import NatsServer
+
+    server = NatsServer(store_dir=tmp_path / "js").start()
+    db = str(small_disk / "jetwatch.duckdb")
+    store, total = Store(db, lock_timeout=30), 200
+
+    async def main() -> None:
+        nc = await nats.connect(server.url)
+        subject = "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.S.w"
+
+        async def nak(i: int) -> None:
+            await nc.publish(subject, json.dumps({
+                "type": "io.nats.jetstream.advisory.v1.nak", "id": f"full-{i}", "timestamp": rfc3339(utcnow()),
+                "account": "$G", "stream": "S", "consumer": "w", "stream_seq": i + 1, "consumer_seq": i + 1,
+                "deliveries": 2}).encode())
+
+        async with collecting(collector_settings(server.url, db, ("S",), interval=0.3, lock_timeout=2.0)) as collector:
+            for i in range(total // 4):
+                await nak(i)
+            await eventually(lambda: rows(store, "SELECT count(*) FROM advisories")[0][0] == total // 4,
+                             timeout=60, message="the first advisories stored")
+            filler = _fill(small_disk)
+            try:
+                for i in range(total // 4, total):
+                    await nak(i)
+                    await asyncio.sleep(0.02)
+                await eventually(lambda: collector.last_error and "is full" in collector.last_error[0], timeout=60,
+                                 message="the full disk said")
+            finally:
+                filler.unlink()
+            await eventually(lambda: rows(store, "SELECT count(*) FROM advisories")[0][0] >= total, timeout=90,
+                             message="every advisory stored once space is back")
+        await nc.close()
+
+    try:
+        run(main())
+    finally:
+        server.stop()
+    assert rows(store, "SELECT count(*), count(DISTINCT id) FROM advisories") == [(total, total)]
+    assert rows(store, "SELECT from_seq, to_seq, reason FROM capture_gaps") == []
 
 
 def _collector_process(server_url: str, db_path: str, stream: str, stderr: int) -> subprocess.Popen[str]:
