@@ -218,12 +218,14 @@ class LagReader:
         self.last = LagStats()
         self._points: dict[str, tuple[list[int], list[float]]] = {}  # this cycle's interpolation lists
         self._facts: asyncio.Task[None] | None = None  # STREAM.LIST, begun beside the cycle's sampling
+        self._listed_last = False  # the last cycle had consumers whose ages needed the stream listing
 
     def begin(self) -> None:
-        """Start the cycle's stream listing beside the sampling: in a cluster that lost a server both
-        wait out the server's gather of the assets it held (seconds each), and one after the other
-        they pushed a cycle past its interval."""
-        if self._facts is None and (self._last_refresh is None or self.clock() - self._last_refresh >= self.every):
+        """Start the cycle's stream listing beside the sampling, where the last cycle needed one: in
+        a cluster that lost a server both wait out the server's gather of the assets it held
+        (seconds each), and one after the other they pushed a cycle past its interval."""
+        due = self._last_refresh is None or self.clock() - self._last_refresh >= self.every
+        if self._facts is None and self._listed_last and due:
             self._facts = asyncio.get_running_loop().create_task(self._stream_facts())
 
     async def _listed(self) -> None:
@@ -431,6 +433,7 @@ class LagReader:
                     wanted[target] = wanted.get(target, False) or due
         if (rows and refresh) or self._facts is not None:  # one begun and not needed after all ends too
             await self._listed()
+        self._listed_last = bool(rows)
         if refresh:
             self._last_refresh = now
             reads = [t for t, due in wanted.items() if due and self._cached(t) is None]
