@@ -18,7 +18,7 @@ import pytest
 from jetwatch.collectors.advisories import ensure_capture_stream
 from jetwatch.collectors.jsz import HttpJsz, ServerReport
 from jetwatch.core.clock import utcnow
-from jetwatch.core.embedded_server import NatsServer
+from jetwatch.core.embedded_server import NatsServer, free_port
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.store.database import Store
 from tests.helpers import (
@@ -204,12 +204,14 @@ def test_a_monitoring_port_that_floods_its_reply_is_read_up_to_the_cap_and_said(
 
 
 def test_a_flooding_monitoring_port_is_said_in_the_collectors_status_and_the_cycles_go_on(
-        nats_server, db_path, uid, run):
+        tmp_path, db_path, uid, run):
     """One of two monitoring URLs floods its reply: each cycle reads it up to the cap, goes on with
-    the other server's report, and the status names the URL and the cap."""
+    the other server's report, and the status names the URL and the cap. The real server is one of
+    the test's own, so that its report stays far below the cap whatever other tests created."""
     from tests.helpers import Flood
 
     stream = f"{uid}_FLOODJSZ"
+    nats_server = NatsServer(store_dir=tmp_path / "js", monitor_port=free_port()).start()
     flood = Flood(FLOOD_BODY)
     store = Store(db_path)
 
@@ -231,6 +233,7 @@ def test_a_flooding_monitoring_port_is_said_in_the_collectors_status_and_the_cyc
         run(scenario())
     finally:
         flood.close()
+        nats_server.stop()
 
 
 def test_credentials_in_a_monitor_url_are_never_shown_in_the_log_or_the_status(nats_server, db_path, run, caplog):
