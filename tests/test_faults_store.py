@@ -843,13 +843,13 @@ def test_a_store_cut_short_past_its_header_is_said_in_one_line_never_a_traceback
 def test_a_files_length_is_what_its_duckdb_header_counts(tmp_path):
     """The header's count read by `file_header`, against the length the file system gives for
     files DuckDB itself wrote and checkpointed, small and large."""
-    for rows in (0, 1_000, 3_000_000):
-        path = tmp_path / f"{rows}.duckdb"
+    for count in (0, 1_000, 3_000_000):
+        path = tmp_path / f"{count}.duckdb"
         with duckdb.connect(str(path)) as con:
-            con.execute("CREATE TABLE t AS SELECT range AS i, range::VARCHAR AS s FROM range(?)", [rows])
+            con.execute("CREATE TABLE t AS SELECT range AS i, range::VARCHAR AS s FROM range(?)", [count])
             con.execute("CHECKPOINT")
         head = path.read_bytes()[:file_header.HEADERS_LENGTH]
-        assert file_header.expected_length(head) == path.stat().st_size, rows
+        assert file_header.expected_length(head) == path.stat().st_size, count
         assert file_header.shortfall(path) is None
     assert file_header.expected_length(b"PK\x03\x04" + bytes(file_header.HEADERS_LENGTH)) is None  # not DuckDB's
     assert file_header.expected_length(head[:4096]) is None  # too short to hold the headers
