@@ -28,7 +28,6 @@ import pandas as pd
 from jetwatch import sql
 from jetwatch.core.clock import utcnow
 from jetwatch.core.errors import JetwatchError
-from jetwatch.store.file_header import shortfall
 
 T = TypeVar("T")
 
@@ -519,7 +518,6 @@ class Store:
             return self._read_once(fn)
 
     def _read_once(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
-        self._refuse_cut_short()
         with self._turn(writing=False):
             con = self._connect(read_only=True)
             timer = threading.Timer(self.query_timeout, con.interrupt)
@@ -555,24 +553,12 @@ class Store:
     def check(self) -> None:
         """At startup: the file can be used (created and brought to this schema if it is new), or a
         StoreError says why not, before anything else is started."""
-        self._refuse_cut_short()
         self.migrate()
 
     def check_readable(self) -> None:
         """For readers, which never create the file: a file that exists can be opened."""
         if self.path.exists():
             self.read(lambda con: None)
-
-    def _refuse_cut_short(self) -> None:
-        """A file shorter than its own header says is said so at once (`file_header`), not when a
-        query first reaches a missing block, which may be hours later or never for a collector."""
-        short = shortfall(self.path)
-        if short is not None:
-            expected, length = short
-            raise StoreCorrupt(
-                f"The store {self.path} is not a readable DuckDB database: it is truncated (its header counts "
-                f"{expected:,} bytes, the file holds {length:,}). Move it aside (keep it for inspection) and "
-                "point --db at a new file, or restore it from a backup.")
 
     def _refuse_newer(self, con: duckdb.DuckDBPyConnection) -> None:
         """A long-running writer migrated the file once, at its first write; a newer jetwatch may
