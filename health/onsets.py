@@ -38,6 +38,6 @@ ONSET_FEATURES = [
     "delivered_last_active", "acked_last_active",
     "age_rise_onset", "age_rise", "age_rise_gap_max",
     "behind_onset", "behind_rise", "behind_gap_max", "behind_backlog_rise",
-    "first_ts", "last_seconds",
+    "first_ts", "last_seconds", "redelivered_onset",
 ]
 RHYTHMS = ("ack_gap_max", "pull_gap_max", "age_rise_gap_max", "behind_gap_max")

@@ -433,8 +433,17 @@ def _dropped(x: Any) -> Any:
     return ew.nan_to_zero(x["max_deliveries_count"]) > 0
 
 
+def _redelivered_throughout(x: Any) -> Any:
+    """Messages delivered more than once awaited acknowledgement at every sample of the window:
+    num_redelivered is a level, not a counter, so a steady redelivery holds it flat above zero
+    (neither rising nor a share the sequences can show on a filtered consumer), and the consumer is
+    redelivering for as long as it stays there."""
+    return ew.nan_to_zero(x["redelivered_min"]) > 0
+
+
 def _redelivering(f: Columns, th: Thresholds) -> np.ndarray:
-    return ((f["deliveries"] > 0) & (_share(f) > _th(f, "redelivery_share"))) | _gauge_rising(f) | _dropped(f)
+    return (((f["deliveries"] > 0) & (_share(f) > _th(f, "redelivery_share"))) | _gauge_rising(f) | _dropped(f)
+            | _redelivered_throughout(f))
 
 
 def _redelivering_says(c: Ctx, th: Thresholds) -> Finding:
@@ -447,9 +456,16 @@ def _redelivering_says(c: Ctx, th: Thresholds) -> Finding:
     if c["deliveries"] > 0 and share > _th(c, "redelivery_share"):
         return Finding("REDELIVERING", f"{share:.0%} of {_n(c['deliveries'])} deliveries were redeliveries",
                        {"redeliveries": _n(_redeliveries(c)), "deliveries": _n(c["deliveries"]), "share": round(share, 3)})
-    return Finding("REDELIVERING", f"messages awaiting redelivery rose from {_n(c['redelivered_first'])} to "
-                   f"{_n(c['redelivered_last'])}",
-                   {"redelivered_first": _n(c["redelivered_first"]), "redelivered_last": _n(c["redelivered_last"])})
+    if bool(_gauge_rising(c)):
+        return Finding("REDELIVERING", f"messages awaiting redelivery rose from {_n(c['redelivered_first'])} to "
+                       f"{_n(c['redelivered_last'])}",
+                       {"redelivered_first": _n(c["redelivered_first"]), "redelivered_last": _n(c["redelivered_last"])})
+    n = _n(c["redelivered_last"])
+    return Finding("REDELIVERING", f"{n} message{'s' if n != 1 else ''} delivered more than once "
+                   f"{'await' if n != 1 else 'awaits'} acknowledgement, and some have at every sample of the last "
+                   f"{_n(c['span_seconds'])} s: their handlers do not acknowledge within ack_wait",
+                   {"redelivered_last": n, "redelivered_min": _n(c["redelivered_min"]),
+                    "seconds": _n(c["span_seconds"])})
 
 
 # Falling behind: the oldest unacknowledged message getting older with wall time. At least this
@@ -608,7 +624,7 @@ RULES: tuple[Rule, ...] = (
     Rule(Verdict("FLAPPING", "orange", "warning", "the pin keeps moving between clients"),
          _flapping, _flapping_says, pull_only=True),
     Rule(Verdict("REDELIVERING", "orange", "warning", "a large share of deliveries are redeliveries"),
-         _redelivering, _redelivering_says),
+         _redelivering, _redelivering_says, since=_onset("redelivered_onset")),
     Rule(Verdict("LAGGING", "yellow", "warning",
                  "the oldest unacknowledged message keeps getting older (or is older than --lagging-age)"),
          _lagging, _lagging_says, suppressed_by_pause=True, since=_lagging_since),
@@ -771,7 +787,7 @@ FLAGS = {"delivered_moved": False, "ack_floor_moved": False, "redelivered_never_
 NUMBERS = ("samples", "span_seconds", "pending_first", "pending_last", "pending_min", "pending_slope",
            "pending_rising_share", "ack_pending_min", "ack_pending_last", "ack_pending_recent_min", "waiting_max",
            "waiting_last", "waiting_recent_min", "deliveries", "stream_delivered", "acked", "redelivered_first",
-           "redelivered_last", "nopin_seconds", "sample_pin_switches")
+           "redelivered_last", "redelivered_min", "nopin_seconds", "sample_pin_switches")
 # Features without onsets (a frame with only window_features.sql's columns): unknown, so no onset rule fires.
 DEFAULTS = {"unacked_age_last": 0.0, "max_ack_pending": np.nan, "max_waiting": np.nan, "ack_wait_ns": np.nan,
             "priority_timeout_ns": np.nan, "time_to_loss_seconds": np.nan, **{c: 0.0 for c in COUNT_COLUMNS},

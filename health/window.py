@@ -425,8 +425,8 @@ FEATURES = [
     "samples", "span_seconds", "last_ts", "pending_first", "pending_last", "pending_min", "pending_slope",
     "pending_rising_share", "ack_pending_min", "ack_pending_last", "ack_pending_recent_min", "waiting_max",
     "waiting_last", "waiting_recent_min", "delivered_moved", "ack_floor_moved", "deliveries", "stream_delivered",
-    "acked", "redelivered_first", "redelivered_last", "redelivered_never_falls", "paused_last", "nopin_seconds",
-    "sample_pin_switches", "unacked_age_last", "backlog_slope", "backlog_slope_se",
+    "acked", "redelivered_first", "redelivered_last", "redelivered_min", "redelivered_never_falls", "paused_last",
+    "nopin_seconds", "sample_pin_switches", "unacked_age_last", "backlog_slope", "backlog_slope_se",
 ]
 # The latest reset's time and which way, for the config findings.
 RESETS = ["recreated_ts", "reset_ts", "reset_floor_before", "reset_floor_after"]

@@ -38,7 +38,7 @@ FLOATS = (
     "stall_onset", "ack_gap_max", "quiet_since", "idle_onset", "pin_idle_onset", "pull_gap_max",
     "delivered_last_active", "acked_last_active", "age_rise_onset", "age_rise", "age_rise_gap_max",
     "behind_onset", "behind_rise", "behind_gap_max", "behind_backlog_rise", "first_ts", "last_seconds",
-    "recreated_ts", "reset_ts", "reset_floor_before", "reset_floor_after",
+    "recreated_ts", "reset_ts", "reset_floor_before", "reset_floor_after", "redelivered_min", "redelivered_onset",
 )
 (SPAN_SECONDS, LAST_TS, PENDING_FIRST, PENDING_LAST, PENDING_MIN, PENDING_SLOPE, PENDING_RISING_SHARE,
  ACK_PENDING_MIN, ACK_PENDING_LAST, ACK_PENDING_RECENT_MIN, WAITING_MAX, WAITING_LAST, WAITING_RECENT_MIN,
@@ -46,7 +46,7 @@ FLOATS = (
  BACKLOG_SLOPE_SE, NOPIN_SECONDS, STALL_ONSET, ACK_GAP_MAX, QUIET_SINCE, IDLE_ONSET, PIN_IDLE_ONSET,
  PULL_GAP_MAX, DELIVERED_LAST_ACTIVE, ACKED_LAST_ACTIVE, AGE_RISE_ONSET, AGE_RISE, AGE_RISE_GAP_MAX,
  BEHIND_ONSET, BEHIND_RISE, BEHIND_GAP_MAX, BEHIND_BACKLOG_RISE, FIRST_TS, LAST_SECONDS, RECREATED_TS, RESET_TS,
- RESET_FLOOR_BEFORE, RESET_FLOOR_AFTER) = range(len(FLOATS))
+ RESET_FLOOR_BEFORE, RESET_FLOOR_AFTER, REDELIVERED_MIN, REDELIVERED_ONSET) = range(len(FLOATS))
 INTEGERS = (
     "in_window", "samples", "sample_pin_switches", "delivered_moved", "ack_floor_moved", "redelivered_never_falls",
     "paused_last", "stall_grew", "stall_redelivered", "pullers_seen",
@@ -194,6 +194,7 @@ def _block(t: np.ndarray, created: np.ndarray, pending: np.ndarray, in_flight: n
     behind = np.zeros(w, np.bool_)
     busy = np.zeros(w, np.bool_)
     work = np.zeros(w, np.bool_)
+    again = np.zeros(w, np.bool_)
     for j in range(cols.shape[0]):
         c = cols[j]
         # Valid samples, each one's previous, the resets, and whether the server sent activity times.
@@ -233,7 +234,7 @@ def _block(t: np.ndarray, created: np.ndarray, pending: np.ndarray, in_flight: n
         # that breaks it), the server's activity times, and the conditions the onsets follow.
         count, first, last = 0, -1, before
         sum_t = sum_p = sum_b = 0.0
-        p_min = a_min = INF
+        p_min = a_min = r_min = INF
         w_max = -INF
         steps = rises = switches = falls = 0
         nopin_from = d_latest = a_latest = NAN
@@ -255,6 +256,7 @@ def _block(t: np.ndarray, created: np.ndarray, pending: np.ndarray, in_flight: n
             else:
                 dat[k], aat[k] = delivered_t[i, c], acked_t[i, c]
             busy[k] = in_flight[i, c] > 0
+            again[k] = redelivered[i, c] > 0
             work[k] = pending[i, c] > 0
             pinned = pins[i, c] != no_pin
             idle[k] = work[k] and not busy[k] and waiting[i, c] == 0
@@ -275,6 +277,7 @@ def _block(t: np.ndarray, created: np.ndarray, pending: np.ndarray, in_flight: n
             sum_b += pending[i, c] + in_flight[i, c]
             p_min = min(p_min, pending[i, c])
             a_min = min(a_min, in_flight[i, c])
+            r_min = min(r_min, redelivered[i, c])
             w_max = max(w_max, waiting[i, c])
             if stepped[k]:
                 steps += 1
@@ -319,6 +322,7 @@ def _block(t: np.ndarray, created: np.ndarray, pending: np.ndarray, in_flight: n
         row[STREAM_DELIVERED] = max(dss[il, c] - dss[i0, c], 0.0)
         row[ACKED] = max(afs[il, c] - afs[i0, c], 0.0)
         row[REDELIVERED_FIRST], row[REDELIVERED_LAST] = redelivered[i0, c], redelivered[il, c]
+        row[REDELIVERED_MIN] = r_min
         row[UNACKED_AGE_LAST] = age[il, c]
         row[BACKLOG_SLOPE] = stb / stt if stt > 0 else NAN
         row[BACKLOG_SLOPE_SE] = (np.sqrt(max(sbb - stb * stb / stt, 0.0) / max(count - 2, 1) / stt)
@@ -392,6 +396,7 @@ def _block(t: np.ndarray, created: np.ndarray, pending: np.ndarray, in_flight: n
         row[BEHIND_ONSET], row[BEHIND_RISE], row[BEHIND_GAP_MAX] = behind_onset, behind_rise, behind_gap
         row[BEHIND_BACKLOG_RISE] = backlog_rise
         row[FIRST_TS], row[LAST_SECONDS] = t_first, t_last
+        row[REDELIVERED_ONSET] = _trailing(tt, s, again, first, last)
         flags[STALL_GREW], flags[STALL_REDELIVERED], flags[PULLERS_SEEN] = grew, redone, seen_pullers
 
 

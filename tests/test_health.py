@@ -85,6 +85,13 @@ INCIDENTS = [
     ("a worker holds 10 messages and pulls no more: STALLED when ack_wait passes",
      after(START, healthy, lambda i: Step(publish=2, deliver=10 if i == START + 1 else 0, ack=0)),
      START + 30, {}, 30.0, "STALLED", 30 + 2 * STEP, 0),
+    # A filtered consumer (the sequences cannot show the redelivered share) whose jobs outlast a 2 s
+    # ack_wait: num_redelivered, a level, holds flat above zero for all ten minutes.
+    ("a steady redelivery on a filtered consumer: jobs longer than ack_wait, every message acknowledged late",
+     after(START, lambda i: Step(publish=1, deliver=1, ack="all", waiting=1),
+           lambda i: Step(publish=1, deliver=3, ack=0 if i <= START + 2 else 1, waiting=1)), START + 120,
+     {"filtered": True}, 2.0,
+     "REDELIVERING", 30, 0),
     ("a worker that fails every message: redelivered, never acknowledged",
      after(START, healthy, lambda i: Step(publish=2, deliver=10, ack=0, waiting=1)), START + 40, {}, 10.0,
      "STALLED", 30, 0),
