@@ -75,9 +75,17 @@ def _stalled(numbers: Mapping[str, Any], c: Context) -> str:
     if holder == "failing":
         return ("the workers take messages and refuse every one (naks, until max_deliver drops them): nothing is "
                 "processed; look at the workers' errors, and pause the consumer to keep the rest from being dropped")
+    if c.grouped and c.pinned and holder == "stopped" and _n(numbers, "waiting") > 0:
+        group = f" group {c.group}" if c.group else " the group"
+        return (f"the pinned client stopped pulling and holds {_msgs(held)}: unpin{group} so the waiting client "
+                "takes the pin and the work now (the held messages go to it once ack_wait passes), then look at "
+                "why the pinned one stopped")
     if c.grouped and c.pinned:
         return (f"the pinned client holds {_msgs(held)} and acks none: unpin to hand the work to a waiting "
                 "client (the messages are redelivered to it), then restart or inspect the stuck one")
+    if holder == "stopped":
+        return (f"a client took {_msgs(held)} and stopped pulling: restart it (the server redelivers them after "
+                "ack_wait); a drain would not finish while nothing is acknowledged")
     if holder == "idle":
         return (f"a client holds {_msgs(held)} and has done nothing with them past ack_wait: restart it (the "
                 "server redelivers them on the next pull); a drain would not finish while nothing is acknowledged")

@@ -214,6 +214,13 @@ def _stalled_failing(x: Any, th: Thresholds) -> Any:
     return (since_ack >= _rhythm(x["ack_gap_max"], after)) & delivering & _refused(x)
 
 
+def _stopped_pulling(x: Any) -> Any:
+    """Nothing delivered through the later half of the stall: the work in flight grew at its start
+    (the holder's last pull) and nothing more was handed out since, so the client holding it
+    stopped, rather than keeps pulling work it never acknowledges."""
+    return (x["last_seconds"] - x["delivered_last_active"]) >= _held(x, "stall_onset") / 2
+
+
 def _stalled(f: Columns, th: Thresholds) -> np.ndarray:
     return _stalled_fast(f, th) | _stalled_timed_out(f) | _stalled_redelivered(f) | _stalled_failing(f, th)
 
@@ -244,10 +251,17 @@ def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
     elif bool(_stalled_at_limit(c)):
         reason += f"; in flight is at max_ack_pending ({_n(c['max_ack_pending'])}) while pulls wait"
         numbers["holder"] = "at_limit"
+    elif bool(_stopped_pulling(c)):
+        quiet = float(c["last_seconds"] - c["delivered_last_active"])
+        reason += f"; nothing delivered either for {_seconds_text(quiet)}: the client holding them stopped pulling"
+        numbers["holder"] = "stopped"
     else:
         reason += (f"; more keeps being handed out (it acknowledged at least every "
                    f"{_seconds_text(float(c['ack_gap_max']))} before)")
         numbers["holder"] = "pulling"
+    if numbers["holder"] in ("stopped", "idle") and c["waiting_last"] > 0:
+        reason += f"; {_count(c['waiting_last'], 'other pull request', 'wait')} for work"
+        numbers["waiting"] = _n(c["waiting_last"])
     if numbers["holder"] != "at_limit" and bool(_stalled_at_limit(c)):
         reason += f"; in flight is at max_ack_pending ({_n(c['max_ack_pending'])})"
     if _age(c) > 0:

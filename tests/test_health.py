@@ -207,6 +207,23 @@ def test_the_next_step_fits_the_cause():
     assert "start the consumer's workers" in next_step("NO_PULLERS", gone_row["findings"][0]["numbers"], Context())
 
 
+def test_a_pin_holder_that_took_work_and_stopped_pulling_is_said_so_and_the_step_is_the_unpin():
+    """The pinned client pulls four messages and then nothing, a standby's pull waiting: nothing is
+    handed out after its last pull, so the words say it stopped (not that more keeps being handed
+    out), name the waiting pull, and the next step is the unpin that lets the standby take over."""
+    stopped = run(after(START, lambda i: Step(publish=2, deliver=10, ack="all", waiting=2, pin="p1"),
+                        lambda i: Step(publish=2, deliver=4 if i == START + 1 else 0, ack=0, waiting=1, pin="p1")),
+                  START + 5)
+    row = evaluate(stopped.tail(60), limits(**PINNED), TH).iloc[0]
+    assert row["verdict"] == "STALLED", row["reason"]
+    assert "more keeps being handed out" not in row["reason"], row["reason"]
+    assert "stopped pulling" in row["reason"] and "1 other pull request waits for work" in row["reason"], row["reason"]
+    step = next_step("STALLED", row["findings"][0]["numbers"],
+                     Context(pinned_id="p1", priority_policy="pinned_client", group="jobs"))
+    assert step.startswith("the pinned client stopped pulling") and "unpin group jobs" in step, step
+    assert "waiting client takes the pin" in step, step
+
+
 def _recreated(before: pd.DataFrame, after_: pd.DataFrame) -> pd.DataFrame:
     """A consumer's samples (`before`), then it is deleted and recreated under its name: `after_`,
     a model started afresh (sequences from zero), placed right behind, with a new `created`."""
