@@ -10,15 +10,19 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jetwatch.actions import operations as ops
-from jetwatch.actions import silences
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.durations import duration
 from jetwatch.core.errors import UsageError
-from jetwatch.core.jsapi import JetStreamAPI
-from jetwatch.store.database import Store
+
+if TYPE_CHECKING:  # the CLI builds its parser from this table: what acting needs is imported when acting
+    from jetwatch.actions import operations as ops
+    from jetwatch.core.jsapi import JetStreamAPI
+    from jetwatch.store.database import Store
+
+# What a drain does once in-flight work has finished.
+THEN_CHOICES: tuple[str, ...] = ("handoff", "resume", "stay-paused")
 
 
 @dataclass(frozen=True)
@@ -105,24 +109,33 @@ def audit_params(name: str, params: Mapping[str, Any], details: Mapping[str, Any
     return kept
 
 
-Runner = Callable[[JetStreamAPI, ops.Target, Mapping[str, Any], "ops.Progress | None"], Awaitable[ops.ActionResult]]
+Runner = Callable[["JetStreamAPI", "ops.Target", Mapping[str, Any], "ops.Progress | None"],
+                  Awaitable["ops.ActionResult"]]
 
 
 async def _unpin(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: ops.Progress | None) -> ops.ActionResult:
-    return await ops.unpin(api, target)
+    from jetwatch.actions import operations
+
+    return await operations.unpin(api, target)
 
 
 async def _pause(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: ops.Progress | None) -> ops.ActionResult:
-    return await ops.pause(api, target, p["until"])
+    from jetwatch.actions import operations
+
+    return await operations.pause(api, target, p["until"])
 
 
 async def _resume(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: ops.Progress | None) -> ops.ActionResult:
-    return await ops.resume(api, target)
+    from jetwatch.actions import operations
+
+    return await operations.resume(api, target)
 
 
 async def _drain(api: JetStreamAPI, target: ops.Target, p: Mapping[str, Any], progress: ops.Progress | None) -> ops.ActionResult:
-    plan = ops.DrainPlan(p["then"], float(p["timeout_s"]), p.get("stay_until"))
-    return await ops.drain(api, target, plan, progress)
+    from jetwatch.actions import operations
+
+    plan = operations.DrainPlan(p["then"], float(p["timeout_s"]), p.get("stay_until"))
+    return await operations.drain(api, target, plan, progress)
 
 
 _RUNNERS: dict[str, Runner] = {"unpin": _unpin, "pause": _pause, "resume": _resume, "drain": _drain}
@@ -136,8 +149,17 @@ async def perform(api: JetStreamAPI, name: str, target: ops.Target, params: Mapp
     return await _RUNNERS[name](api, target, params, progress)
 
 
-StoreRunner = Callable[[Store | None, ops.Target, Mapping[str, Any], str, "str | None"], ops.ActionResult]
-_STORE_RUNNERS: dict[str, StoreRunner] = {"silence": silences.silence}
+StoreRunner = Callable[["Store | None", "ops.Target", Mapping[str, Any], str, "str | None"], "ops.ActionResult"]
+
+
+def _silence(store: Store | None, target: ops.Target, params: Mapping[str, Any], actor: str,
+             action_id: str | None) -> ops.ActionResult:
+    from jetwatch.actions import silences
+
+    return silences.silence(store, target, params, actor, action_id)
+
+
+_STORE_RUNNERS: dict[str, StoreRunner] = {"silence": _silence}
 
 
 def perform_in_store(store: Store | None, name: str, target: ops.Target, params: Mapping[str, Any], actor: str,

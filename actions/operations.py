@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from jetwatch.actions.catalog import THEN_CHOICES
 from jetwatch.core.clock import rfc3339, utcnow
 from jetwatch.core.durations import duration
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply
@@ -26,7 +27,6 @@ from jetwatch.store import audit
 from jetwatch.store.database import Store
 
 Then = Literal["handoff", "resume", "stay-paused"]
-THEN_CHOICES: tuple[str, ...] = ("handoff", "resume", "stay-paused")
 
 
 @dataclass(frozen=True)

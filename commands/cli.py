@@ -6,21 +6,17 @@ error; anything else is a bug and keeps its traceback."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jetwatch import status as status_mod
-from jetwatch import subcommands
 from jetwatch.actions import catalog
-from jetwatch.actions.cli import run_action
-from jetwatch.actions.operations import THEN_CHOICES
+from jetwatch.actions.catalog import THEN_CHOICES
 from jetwatch.core import settings as settings_mod
 from jetwatch.core.errors import JetwatchError
 from jetwatch.core.settings import Settings
-from jetwatch.pipeline.cli import run_pipeline
-from jetwatch.up import run_up
 
 CONNECTION = ("connection",)
 STORE = ("store",)
@@ -93,13 +89,13 @@ def _parser() -> argparse.ArgumentParser:
     stat.add_argument("--stale-after", dest="stale_after", metavar="STALE_AFTER",
                       help="A cluster whose newest verdict is older than this is said to be stale, on stderr (and "
                            "`stale` in its JSON rows) (default: the stale_after setting).")
-    status_mod.add_filters(stat)
+    _filters(stat)
     chk = command("check", "Exit 0 OK, 1 WARNING, 2 CRITICAL (3 UNKNOWN) from the worst verdict, with a "
                   "one-line summary: the monitoring-plugin convention. With --dbs, the worst over every store; a "
                   "store not read is UNKNOWN.", STORE, without=("cluster",))
     chk.add_argument("--stale-after", dest="stale_after", metavar="STALE_AFTER",
                      help="Verdicts older than this are UNKNOWN (default: the stale_after setting).")
-    status_mod.add_filters(chk)
+    _filters(chk)
     aud = sub.add_parser("audit", help="Check the audit log.")
     aud_sub = aud.add_subparsers(dest="audit_command", required=True, metavar="STEP")
     ver = aud_sub.add_parser("verify", help="Walk the audit hash chain; exit 1 and say where it breaks.",
@@ -118,18 +114,38 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _filters(p: argparse.ArgumentParser) -> None:
+    """status's and check's choice of consumers."""
+    p.add_argument("--cluster", dest="clusters", action="append",
+                   help="Only the stores of clusters matching this glob (repeatable).")
+    p.add_argument("--account", action="append", help="Only accounts matching this glob (repeatable).")
+    p.add_argument("--stream", action="append", help="Only streams matching this glob (repeatable).")
+    p.add_argument("--consumer", action="append", help="Only consumers matching this glob (repeatable).")
+    p.add_argument("--verdict", action="append", help="Only these verdicts (repeatable).")
+
+
 def _configure_logging(level: str) -> None:
     logging.basicConfig(level=getattr(logging, level), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+# Each command's handler, as module:function, imported only when that command runs: `--help` and
+# a parse error load no DuckDB, pandas or NATS client.
+_HANDLERS = {
+    "collect": "jetwatch.subcommands:collect", "setup": "jetwatch.subcommands:setup",
+    "dashboard": "jetwatch.subcommands:dashboard", "up": "jetwatch.up:run_up",
+    "pipeline": "jetwatch.pipeline.cli:run_pipeline", "audit": "jetwatch.subcommands:audit_verify",
+    "settings": "jetwatch.subcommands:print_settings", "metrics": "jetwatch.subcommands:print_metrics",
+    "operator": "jetwatch.subcommands:operator_add", "status": "jetwatch.status:status",
+    "check": "jetwatch.status:check",
+    **{a.name: "jetwatch.actions.cli:run_action" for a in catalog.ACTIONS},
+}
+
+
 def _handler(args: argparse.Namespace) -> Callable[[argparse.Namespace, Settings], int]:
-    if args.command in catalog.BY_NAME:
-        return run_action
-    return {"collect": subcommands.collect, "setup": subcommands.setup, "dashboard": subcommands.dashboard,
-            "up": run_up, "pipeline": run_pipeline, "audit": subcommands.audit_verify, "settings": subcommands.print_settings,
-            "metrics": subcommands.print_metrics, "operator": subcommands.operator_add, "status": status_mod.status,
-            "check": status_mod.check}[args.command]
+    module, name = _HANDLERS[args.command].split(":")
+    handler: Callable[[argparse.Namespace, Settings], int] = getattr(importlib.import_module(module), name)
+    return handler
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -40,15 +40,6 @@ WORST = ("OK", "UNKNOWN", "WARNING", "CRITICAL")
 NO_VERDICTS = "no verdicts in the store yet (is `jetwatch collect` running?)"
 
 
-def add_filters(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cluster", dest="clusters", action="append",
-                   help="Only the stores of clusters matching this glob (repeatable).")
-    p.add_argument("--account", action="append", help="Only accounts matching this glob (repeatable).")
-    p.add_argument("--stream", action="append", help="Only streams matching this glob (repeatable).")
-    p.add_argument("--consumer", action="append", help="Only consumers matching this glob (repeatable).")
-    p.add_argument("--verdict", action="append", help="Only these verdicts (repeatable).")
-
-
 def _glob(value: Any, patterns: list[str] | None) -> bool:
     return not patterns or any(fnmatch.fnmatchcase(str(value), p) for p in patterns)
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-_NANOS = pa.timestamp("ns", tz="UTC")
-_MICROS = pa.timestamp("us", tz="UTC")
+if TYPE_CHECKING:  # Arrow only where a column is parsed: the CLI's quick commands never load it
+    import pyarrow as pa
 
 
 def utcnow() -> dt.datetime:
@@ -51,11 +49,14 @@ def parse_rfc3339_column(text: pa.Array) -> pa.TimestampArray | None:
     the store's cast cut them; None when Arrow cannot take the whole column: a time it cannot read,
     or one outside its nanosecond range (before 1970 a cut fraction would round the other way;
     after 2262 the range ends). Callers parse such a column their slower way."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     try:
-        nanos = pc.cast(text, _NANOS)
+        nanos = pc.cast(text, pa.timestamp("ns", tz="UTC"))
     except pa.ArrowInvalid:
         return None
     earliest = pc.min(nanos.cast(pa.int64())).as_py()
     if earliest is not None and earliest < 0:
         return None
-    return nanos.cast(_MICROS, safe=False)
+    return nanos.cast(pa.timestamp("us", tz="UTC"), safe=False)
