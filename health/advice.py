@@ -83,6 +83,12 @@ def _stalled(numbers: Mapping[str, Any], c: Context) -> str:
     if c.grouped and c.pinned:
         return (f"the pinned client holds {_msgs(held)} and acks none: unpin to hand the work to a waiting "
                 "client (the messages are redelivered to it), then restart or inspect the stuck one")
+    if holder == "silent":
+        by = numbers.get("redelivered_by")
+        when = (f" at {dt.datetime.fromtimestamp(float(by), dt.UTC):%H:%M:%S} UTC, when ack_wait passes"
+                if by is not None else " once ack_wait passes")
+        return (f"the clients holding {_msgs(held)} stopped: nothing is acknowledged, delivered or pulled; start or "
+                f"restart the workers (the server redelivers the held messages to them{when})")
     if holder == "stopped":
         return (f"a client took {_msgs(held)} and stopped pulling: restart it (the server redelivers them after "
                 "ack_wait); a drain would not finish while nothing is acknowledged")

@@ -199,6 +199,19 @@ def _stalled_redelivered(x: Any) -> Any:
     return (_held(x, "stall_onset") >= _rhythm(x["ack_gap_max"], _ack_wait(x))) & x["stall_redelivered"]
 
 
+def _stalled_silent(x: Any, th: Thresholds) -> Any:
+    """Work in flight, and its holders went silent: nothing acknowledged, nothing delivered and no
+    pull waiting, for longer than the consumer ever went between acknowledgements (doubled, and at
+    least --stalled-after). Workers that exit or are killed holding messages leave exactly this,
+    long before ack_wait passes; a worker busy with one long job is told apart by its own rhythm
+    (an ack gap that long seen before), and one reporting progress (+WPI) is not quiet."""
+    known = ~ew.isnan(x["ack_gap_max"])
+    rhythm = _rhythm(x["ack_gap_max"], _after(x, th, "stalled_after"))
+    quiet_since = ew.where(ew.isnan(x["quiet_since"]), x["stall_onset"], x["quiet_since"])
+    quiet = x["last_seconds"] - quiet_since
+    return known & (_held(x, "stall_onset") >= rhythm) & (quiet >= rhythm) & (x["waiting_last"] == 0)
+
+
 def _refused(x: Any) -> Any:
     """Messages refused in the window: naked, or dropped at max_deliver (from the advisories)."""
     return (ew.nan_to_zero(x["nak_count"]) + ew.nan_to_zero(x["max_deliveries_count"])) > 0
@@ -222,7 +235,8 @@ def _stopped_pulling(x: Any) -> Any:
 
 
 def _stalled(f: Columns, th: Thresholds) -> np.ndarray:
-    return _stalled_fast(f, th) | _stalled_timed_out(f) | _stalled_redelivered(f) | _stalled_failing(f, th)
+    return (_stalled_fast(f, th) | _stalled_timed_out(f) | _stalled_redelivered(f) | _stalled_silent(f, th)
+            | _stalled_failing(f, th))
 
 
 def _age(c: Ctx) -> float:
@@ -236,7 +250,8 @@ def _waited(seconds: float) -> str:
 
 
 def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
-    if ew.isnan(c["stall_onset"]) or not bool(_stalled_fast(c, th) | _stalled_timed_out(c) | _stalled_redelivered(c)):
+    if ew.isnan(c["stall_onset"]) or not bool(_stalled_fast(c, th) | _stalled_timed_out(c) | _stalled_redelivered(c)
+                                              | _stalled_silent(c, th)):
         return _failing_says(c, th)
     held = float(_held(c, "stall_onset"))
     numbers: dict[str, Any] = {"ack_pending": _n(c["ack_pending_last"]), "seconds": round(held),
@@ -248,6 +263,12 @@ def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
     elif bool(_stalled_redelivered(c)):
         reason += "; the server redelivers them and they are not acknowledged either"
         numbers["holder"] = "redelivered"
+    elif bool(_stalled_silent(c, th)) and not bool(_stalled_at_limit(c)):
+        quiet_since = c["quiet_since"] if not ew.isnan(c["quiet_since"]) else c["stall_onset"]
+        reason += (f"; nothing delivered either and no pull waits: the clients holding them went silent (stopped or "
+                   f"gone; they acknowledged at least every {_seconds_text(float(c['ack_gap_max']))} before)")
+        numbers["holder"] = "silent"
+        numbers["redelivered_by"] = float(quiet_since + _ack_wait(c))
     elif bool(_stalled_at_limit(c)):
         reason += f"; in flight is at max_ack_pending ({_n(c['max_ack_pending'])}) while pulls wait"
         numbers["holder"] = "at_limit"
@@ -528,10 +549,12 @@ def _too_old(f: Columns, th: Thresholds) -> np.ndarray:
 
 
 def _lagging(f: Columns, th: Thresholds) -> np.ndarray:
-    """Falling behind while clients pull: work waiting for nobody is NO_PULLERS or PIN_IDLE (the
-    cause), not a consumer too slow for its arrivals."""
+    """Falling behind while clients pull and acknowledge: work waiting for nobody is NO_PULLERS or
+    PIN_IDLE (the cause), and work held with nothing acknowledged is STALLED (the oldest message
+    ages because nothing is done, not because arrivals outrun the workers), not a consumer too
+    slow for its arrivals."""
     pulled = np.isnan(f["idle_onset"]) & np.isnan(f["pin_idle_onset"])
-    return pulled & (f["age_rising"] | f["never_caught_up"] | f["growing"] | _too_old(f, th))
+    return pulled & ~_stalled(f, th) & (f["age_rising"] | f["never_caught_up"] | f["growing"] | _too_old(f, th))
 
 
 def _lagging_says(c: Ctx, th: Thresholds) -> Finding:

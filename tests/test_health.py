@@ -92,6 +92,13 @@ INCIDENTS = [
            lambda i: Step(publish=1, deliver=3, ack=0 if i <= START + 2 else 1, waiting=1)), START + 120,
      {"filtered": True}, 2.0,
      "REDELIVERING", 30, 0),
+    # The most common way a fleet dies: workers that kept 28 in flight, acknowledging 10 every 5 s,
+    # killed holding them. No pull waits, nothing is acknowledged or delivered, the producer stopped
+    # too: named by the consumer's own ack rhythm, long before the minute of ack_wait passes.
+    ("workers killed holding 28 messages: nothing acknowledged, delivered or pulled after",
+     lambda i: (Step(publish=28, deliver=28, waiting=1) if i == 1 else
+                Step(publish=10, deliver=10, ack=10, waiting=1) if i <= START else Step()), START + 20, {}, 60.0,
+     "STALLED", 30, 0),
     ("a worker that fails every message: redelivered, never acknowledged",
      after(START, healthy, lambda i: Step(publish=2, deliver=10, ack=0, waiting=1)), START + 40, {}, 10.0,
      "STALLED", 30, 0),
@@ -205,6 +212,29 @@ def test_the_next_step_fits_the_cause():
     gone_row = evaluate(gone.tail(60), limits(), TH).iloc[0]
     assert gone_row["verdict"] == "NO_PULLERS"
     assert "start the consumer's workers" in next_step("NO_PULLERS", gone_row["findings"][0]["numbers"], Context())
+
+
+def test_workers_killed_holding_work_are_said_to_have_stopped_and_the_step_is_to_start_them():
+    """Not "more keeps being handed out", not "arrive faster": the holders went silent, and the
+    next step is to start the workers, with when the server hands the held messages out again."""
+    crashed = run(lambda i: (Step(publish=28, deliver=28, waiting=1) if i == 1 else
+                             Step(publish=10, deliver=10, ack=10, waiting=1) if i <= START else Step()),
+                  START + 6, ack_wait=60.0)
+    row = evaluate(crashed.tail(60), limits(ack_wait_ns=int(60e9)), TH).iloc[0]
+    assert row["verdict"] == "STALLED" and [f["verdict"] for f in row["findings"]] == ["STALLED"], row["findings"]
+    # The producer goes on: the backlog grows behind the held work, which is still the stall, never
+    # LAGGING's "messages arrive faster than they are acknowledged" beside it.
+    later = evaluate(run(lambda i: (Step(publish=28, deliver=28, waiting=1) if i == 1 else
+                                    Step(publish=10, deliver=10, ack=10, waiting=1) if i <= START else
+                                    Step(publish=2)), START + 40, ack_wait=60.0).tail(60),
+                     limits(ack_wait_ns=int(60e9)), TH).iloc[0]
+    assert [f["verdict"] for f in later["findings"]] == ["STALLED"], later["findings"]
+    assert "went silent" in row["reason"] and "handed out (" not in row["reason"], row["reason"]
+    numbers = row["findings"][0]["numbers"]
+    step = next_step("STALLED", numbers, Context())
+    last_ack = T0 + dt.timedelta(seconds=START * STEP - STEP / 2)
+    assert step.startswith("the clients holding 28 messages stopped"), step
+    assert f"at {last_ack + dt.timedelta(seconds=60):%H:%M:%S} UTC" in step, step
 
 
 def test_a_pin_holder_that_took_work_and_stopped_pulling_is_said_so_and_the_step_is_the_unpin():
