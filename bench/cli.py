@@ -22,7 +22,6 @@ from jetwatch.collectors.judging import judge_stored_cycle, load_window
 from jetwatch.health.rules import Thresholds
 from jetwatch.store.database import Store
 
-
 # Started from a small interpreter of its own: a child forked from this process would count this
 # process's memory in its peak until its exec.
 _SPAWN = """
