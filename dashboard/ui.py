@@ -27,7 +27,7 @@ from jetwatch.dashboard.text import (  # noqa: F401 (the pages import words from
     visible_frame,
     visible_value,
 )
-from jetwatch.health import advice, rules, silences
+from jetwatch.health import advice, cluster, rules, silences
 from jetwatch.health.rules import Thresholds
 from jetwatch.store.database import Store, StoreError
 
@@ -91,6 +91,23 @@ def fleet_collectors(s: Settings) -> data.Fleet:
 @st.cache_data(ttl=2.0, show_spinner=False)
 def _collectors(db: str, lock_timeout: float) -> data.Fleet:
     return data.collectors(Store(db, lock_timeout=lock_timeout))
+
+
+def cluster_outages(frame: pd.DataFrame, now: dt.datetime) -> None:
+    """Each failure of the cluster once, above the table, with every consumer it stops, since
+    when, the servers not answering and the next step: one cause, not as many unrelated rows."""
+    bad = frame[frame["verdict"].isin([v.name for v in rules.CLUSTER_VERDICTS])]
+    if bad.empty:
+        return
+    several = frame["cluster"].nunique() > 1 if "cluster" in frame else False
+    rows = [{"cluster": r.get("cluster") if several else None, "account": r.get("account"), "stream": r.get("stream"),
+             "consumer": r.get("consumer"), "verdict": r.get("verdict"), "findings": r.get("findings"),
+             "since": None if r.get("since") is None or pd.isna(r.get("since")) else pd.Timestamp(r["since"]).timestamp()}
+            for r in bad.to_dict("records")]
+    for outage in cluster.outages(rows):
+        when = since(pd.Timestamp(outage.since, unit="s", tz="UTC"), now) if outage.since is not None else "a time not known"
+        step = advice.next_step(outage.verdict, {"servers": ", ".join(outage.servers)}, advice.Context())
+        st.error(f"{md(cluster.outage_line(outage, when))}  \n**Next step:** {md(step)}")
 
 
 def stale_banner(s: Settings, now: dt.datetime, view: data.Fleet | None = None) -> None:

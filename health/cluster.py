@@ -95,3 +95,63 @@ def finding(ev: Evidence, leader: object, as_of: object) -> dict[str, Any]:
                   f"({shown}); {led}; a consumer whose server still runs may still deliver{down}")
     numbers = {"leader": leader if isinstance(leader, str) else "", "servers": ", ".join(ev.servers)}
     return {"verdict": ev.verdict, "reason": reason, "numbers": numbers}
+
+
+@dataclass(frozen=True)
+class Outage:
+    """One failure of the cluster as on-call reads it: every consumer it stops, at once, instead of
+    as many unrelated rows. A consumer without a leader is grouped with its stream's others; the
+    API not answering with its account's, since that is what it is about."""
+
+    cluster: str | None
+    verdict: str
+    account: str | None
+    stream: str | None  # None: every stream of the account (API_UNAVAILABLE)
+    consumers: tuple[str, ...]
+    since: float | None  # epoch seconds: the earliest of its consumers' since
+    servers: tuple[str, ...]
+
+
+def outages(rows: Sequence[Mapping[str, Any]]) -> list[Outage]:
+    """The cluster failures among verdict rows (cluster, account, stream, consumer, verdict,
+    since in epoch seconds, findings), worst and largest first."""
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        verdict = row.get("verdict")
+        if verdict not in (NO_LEADER, API_UNAVAILABLE):
+            continue
+        servers = _servers(row.get("findings"), verdict)
+        stream = row.get("stream") if verdict == NO_LEADER else None
+        groups.setdefault((row.get("cluster"), verdict, row.get("account"), stream, servers), []).append(row)
+    found = []
+    for (cluster, verdict, account, stream, servers), members in groups.items():
+        sinces = [float(s) for m in members if isinstance(s := m.get("since"), (int, float)) and s == s]
+        found.append(Outage(cluster, verdict, account, stream,
+                            tuple(sorted(str(m.get("consumer")) for m in members)), min(sinces) if sinces else None,
+                            servers))
+    return sorted(found, key=lambda o: (o.verdict != API_UNAVAILABLE, -len(o.consumers), str(o.stream)))
+
+
+def _servers(findings: object, verdict: str) -> tuple[str, ...]:
+    for f in findings if isinstance(findings, list) else ():
+        if isinstance(f, dict) and f.get("verdict") == verdict:
+            named = (f.get("numbers") or {}).get("servers")
+            if isinstance(named, str) and named:
+                return tuple(s.strip() for s in named.split(","))
+    return ()
+
+
+def outage_line(o: Outage, since: str, shown: int = 5) -> str:
+    """One line for an outage: how many consumers, which, since when, which servers, and what it
+    means; `since` already in words."""
+    names = ", ".join(o.consumers[:shown]) + (f" and {len(o.consumers) - shown} more" if len(o.consumers) > shown else "")
+    n = len(o.consumers)
+    them = f"{n} consumer{'s' if n != 1 else ''}"
+    down = f"; servers not answering: {', '.join(o.servers)}" if o.servers else ""
+    where = f" in cluster {o.cluster}" if o.cluster else ""
+    if o.verdict == NO_LEADER:
+        return (f"{them} of stream {o.stream}{where} ({names}): no server leads {'them' if n != 1 else 'it'} since "
+                f"{since}{down}. Nothing is delivered or acknowledged until a leader is elected.")
+    account = f" of account {o.account}" if o.account else ""
+    return (f"{them}{account}{where} ({names}): the cluster's JetStream API does not answer since {since}{down}. "
+            "Their state is shown as last known, not judged.")

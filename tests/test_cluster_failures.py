@@ -22,13 +22,15 @@ from typing import TypeVar
 
 import nats
 import pytest
+import streamlit as st
 
 from jetwatch import cli
 from jetwatch.core.embedded_server import NatsServer, ServerStartError, cluster, free_port
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.workers import PullWorker
-from tests.helpers import LoopThread, clean_env, make_consumer, publish, status_json, wait_until
+from tests.helpers import LoopThread, clean_env, make_consumer, pages_on, publish, status_json, wait_until
 from tests.incident_library import cluster_ready
+from tests.test_dashboard import run_app
 
 # Serial: wall-clock deadlines from a kill. Each test starts a cluster of its own and needs no
 # other: `make test` may run them beside each other and beside the other serial tests.
@@ -124,9 +126,17 @@ def _stays_named(db: str, names: set[str], seconds: float) -> None:
     assert len(judged) >= 2, "the collector judged no new cycle while the cluster was down"
 
 
+def _fleet_outages(monkeypatch: pytest.MonkeyPatch, db: str, server: str) -> list[str]:
+    """The Fleet page's cluster-failure blocks, as the real page draws them on this store."""
+    pages_on(monkeypatch, db, server)
+    st.cache_data.clear()
+    at = run_app()
+    return [e.value for e in at.error if "Next step" in e.value]
+
+
 @pytest.mark.parametrize("mode", ["list", "jsz"])
 def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_nothing_vanishes(nodes, tmp_path,
-                                                                                             mode):
+                                                                                             mode, monkeypatch):
     urls = [n.url for n in nodes]
     db = str(tmp_path / "jetwatch.duckdb")
     loop = LoopThread()
@@ -158,6 +168,11 @@ def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_noth
         _until(lambda: all(v[0] in CLUSTER_RED for v in _verdicts(db).values()), timeout=NAMED_WITHIN + 15,
                    message="every consumer named for the cluster")
         _named_in_time(killed, tmp_path / "collector.log")
+        # The Fleet says each failure once, above its rows: every consumer in exactly one block.
+        blocks = _fleet_outages(monkeypatch, db, urls[-1])
+        assert sorted(c for b in blocks for c in ("busy", "idle", "solo") if f" {c}" in b or f"({c}" in b) == \
+            ["busy", "idle", "solo"], blocks
+        assert all(" since " in b and ("no server leads" in b or "does not answer" in b) for b in blocks), blocks
         _stays_named(db, {"busy", "idle", "solo"}, 30.0)
         code, text = _check(db)
         assert code == 2 and "collector stopped" not in text, text

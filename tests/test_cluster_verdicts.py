@@ -11,6 +11,7 @@ import pytest
 
 from jetwatch.collectors.judging import judge
 from jetwatch.collectors.live_state import LiveState
+from jetwatch.health import cluster
 from jetwatch.health.cluster import API_UNAVAILABLE, NO_LEADER, Evidence
 from jetwatch.health.rules import Thresholds
 from tests.test_live_state import CONFIGS, T0, _sample
@@ -92,3 +93,35 @@ def test_a_leader_that_reaches_too_few_of_its_replicas_has_no_quorum_since_it_la
     said = without_quorum(replicas)
     assert (said and said[1]) == since if since else said is None, said
     assert said is None or ("no quorum" in said[0] and "n2" in said[0])
+
+
+def _row(consumer: str, verdict: str, stream: str = "CQ", since: float | None = 100.0, servers: str = "n1, n2",
+         account: str = "APP", cluster: str | None = None) -> dict[str, object]:
+    return {"cluster": cluster, "account": account, "stream": stream, "consumer": consumer, "verdict": verdict,
+            "since": since, "findings": [{"verdict": verdict, "reason": "...", "numbers": {"servers": servers}}]}
+
+
+@pytest.mark.parametrize("rows, expected", [
+    # Three consumers of one stream without a leader: one outage, the earliest since, its servers.
+    ([_row("b", "NO_LEADER", since=120.0), _row("a", "NO_LEADER"), _row("c", "NO_LEADER", since=110.0)],
+     [("NO_LEADER", "CQ", ("a", "b", "c"), 100.0, ("n1", "n2"))]),
+    # Two streams: two outages; worker verdicts are not outages at all.
+    ([_row("a", "NO_LEADER"), _row("x", "NO_LEADER", stream="ONE", servers="n1"), _row("w", "STALLED"),
+      _row("o", "OK")],
+     [("NO_LEADER", "CQ", ("a",), 100.0, ("n1", "n2")), ("NO_LEADER", "ONE", ("x",), 100.0, ("n1",))]),
+    # The API not answering is about the account: every stream's consumers in one, first.
+    ([_row("a", "API_UNAVAILABLE"), _row("x", "API_UNAVAILABLE", stream="ONE"), _row("y", "NO_LEADER", stream="ONE")],
+     [("API_UNAVAILABLE", None, ("a", "x"), 100.0, ("n1", "n2")), ("NO_LEADER", "ONE", ("y",), 100.0, ("n1", "n2"))]),
+    # No since known: none invented.
+    ([_row("a", "NO_LEADER", since=None)], [("NO_LEADER", "CQ", ("a",), None, ("n1", "n2"))]),
+])
+def test_cluster_failures_are_grouped_into_one_outage_per_cause(rows, expected):
+    got = cluster.outages(rows)
+    assert [(o.verdict, o.stream, o.consumers, o.since, o.servers) for o in got] == expected
+
+
+def test_an_outage_is_one_line_naming_its_consumers_since_and_servers():
+    (outage,) = cluster.outages([_row(c, "NO_LEADER") for c in ("a", "b", "c", "d", "e", "f", "g")])
+    line = cluster.outage_line(outage, "03:12:04 (2 min ago)")
+    assert line.startswith("7 consumers of stream CQ (a, b, c, d, e and 2 more): no server leads them since "
+                           "03:12:04 (2 min ago); servers not answering: n1, n2."), line

@@ -41,6 +41,8 @@ def live() -> None:
     st.caption(f"Data as of {as_of} · refreshes every {ui.duration(s.refresh)} · health window {ui.duration(s.health_window)}")
     ui.stale_banner(s, now, view)
     frame = view.consumers
+    if not frame.empty:
+        ui.cluster_outages(frame, now)
     if frame.empty:
         st.info("No consumers yet. Once the collector has sampled the server, every consumer shows here.")
         return
