@@ -27,7 +27,7 @@ from jetwatch.core.clock import utcnow
 from jetwatch.core.durations import duration
 from jetwatch.core.pin_words import pin_holder
 from jetwatch.core.settings import Settings
-from jetwatch.health import advice, failover, freshness, pin_causes, silences, thresholds
+from jetwatch.health import advice, drops, failover, freshness, pin_causes, silences, thresholds
 from jetwatch.health.rules import SEVERITY
 from jetwatch.store import clusters
 from jetwatch.store.database import Store, StoreError
@@ -150,11 +150,12 @@ def _dropped_message(d: Any) -> dict[str, Any]:
     """One dropped message as `status --json` says it: which advisory dropped it, and what a read of
     the message found (`read`: found, gone, refused, or unread while the collector has not read it)."""
     seq = int(d.stream_seq)
-    return {"stream_seq": seq, "dropped_by": d.dropped_by, "at": _iso(d.ts),
-            "deliveries": None if pd.isna(d.deliveries) else int(d.deliveries), "reason": _text(d.reason),
+    reason, state = _text(d.reason), _text(d.read_state)
+    return {"stream_seq": seq, "dropped_by": d.dropped_by, "cause": drops.cause(d.dropped_by, reason),
+            "at": _iso(d.ts), "deliveries": None if pd.isna(d.deliveries) else int(d.deliveries), "reason": reason,
             "subject": _text(d.message_subject), "stored_at": _iso(d.message_time),
-            "read": _text(d.read_state) or "unread", "read_note": _text(d.read_note),
-            "get": f"nats stream get {d.stream} {seq}"}
+            "read": state or "unread", "read_note": _text(d.read_note),
+            "get": f"nats stream get {d.stream} {seq}" if drops.readable(d.dropped_by, reason, state) else None}
 
 
 def dropped_by_consumer(dropped: pd.DataFrame | None) -> dict[tuple[str, str, str], dict[str, Any]]:

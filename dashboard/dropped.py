@@ -12,6 +12,7 @@ import shlex
 
 import pandas as pd
 
+from jetwatch.health import drops
 from jetwatch.store.database import Store
 
 READS = {"found": "read", "gone": "gone: the stream no longer has it", "refused": "not read: refused"}
@@ -52,10 +53,27 @@ def table(frame: pd.DataFrame, stream: str) -> pd.DataFrame:
         "Stored (UTC)": [_when(t) for t in frame["message_time"]],
         "Dropped (UTC)": [_when(t) for t in frame["ts"]],
         "Deliveries": [("" if pd.isna(n) else str(int(n))) for n in frame["deliveries"]],
-        "Reason": [("max_deliver reached" if by == "max_deliver" else f"terminated: {why}" if isinstance(why, str) and why
-                    else "terminated") for by, why in zip(frame["dropped_by"], frame["reason"])],
-        "Read it with": [get_line(stream, seq) for seq in frame["stream_seq"]],
+        "Reason": [drops.said(by, why) for by, why in zip(frame["dropped_by"], frame["reason"])],
+        "Read it with": [get_line(stream, seq) if drops.readable(by, why, state) else "(the stream no longer has it)"
+                         for seq, by, why, state in zip(frame["stream_seq"], frame["dropped_by"], frame["reason"],
+                                                        frame["read_state"])],
     })
+
+
+def readable_lines(frame: pd.DataFrame, stream: str, shown: int = LINES_SHOWN) -> list[str]:
+    """The read lines of the newest dropped messages a read can still reach."""
+    keep = [drops.readable(by, why, state) for by, why, state in
+            zip(frame["dropped_by"], frame["reason"], frame["read_state"])]
+    return [get_line(stream, seq) for seq in frame["stream_seq"][keep].head(shown)]
+
+
+def causes(frame: pd.DataFrame) -> dict[str, int]:
+    """How many dropped messages each cause (health/drops.py) accounts for."""
+    found: dict[str, int] = {}
+    for by, why in zip(frame["dropped_by"], frame["reason"]):
+        c = drops.cause(by, why)
+        found[c] = found.get(c, 0) + 1
+    return found
 
 
 def naks_table(frame: pd.DataFrame) -> pd.DataFrame:

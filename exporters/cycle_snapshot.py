@@ -20,6 +20,7 @@ import pandas as pd
 from jetwatch.core.advisory_row import AdvisoryRow
 from jetwatch.core.pin_announce import HolderKey
 from jetwatch.core.settings import DEFAULT_CLUSTER
+from jetwatch.health import drops
 from jetwatch.health.pin_causes import CAUSES as MOVE_CAUSES
 
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -66,9 +67,10 @@ class PinCounts:
         return PinCounts(self.switches.copy(), self.unpins.copy(), self.fleet_switches, self.fleet_unpins.copy())
 
 
-# The reason label of a dropped message: which advisory dropped it (the kinds are the server's; a
-# termination's own reason is free text and stays out of the labels).
-DROP_REASONS = {"max_deliver": "max_deliver", "terminated": "terminated"}
+# The advisory kinds that drop a message. The reason label is its cause (health/drops.py):
+# max_deliver, terminated by a client, or removed from the stream while owed; a termination's own
+# reason is free text and stays out of the labels.
+DROP_KINDS = ("max_deliver", "terminated")
 
 
 @dataclass
@@ -81,8 +83,8 @@ class DropCounts:
 
     def add(self, rows: Sequence[AdvisoryRow]) -> None:
         for r in rows:
-            reason = DROP_REASONS.get(r["kind"])
-            if reason is not None and r["stream"] and r["consumer"]:
+            if r["kind"] in DROP_KINDS and r["stream"] and r["consumer"]:
+                reason = drops.cause(r["kind"], r.get("reason"))
                 self.by_consumer[(r["account"] or "", r["stream"], r["consumer"], reason)] += 1
                 self.fleet[reason] += 1
 

@@ -145,7 +145,7 @@ def test_a_terminated_message_shows_its_reason_and_a_naked_one_its_deliveries_le
     app_env(db_path)
     at = run_app("views/consumer.py", stream=stream, consumer=consumer)
     row = frame(at, "Stream seq").iloc[0]
-    assert row["Reason"] == "terminated: schema v1 is not supported"
+    assert row["Reason"] == "terminated by a client: schema v1 is not supported"
     naks = frame(at, "Left before dropped")
     assert naks.iloc[0][["Stream seq", "Deliveries", "Left before dropped"]].tolist() == [2, "2", "3"]
 
@@ -185,3 +185,50 @@ def test_a_message_gone_before_it_is_read_says_so(nats_server, db_path, uid, run
     app_env(db_path)
     at = run_app("views/consumer.py", stream=stream, consumer=consumer)
     assert frame(at, "Stream seq").iloc[0]["Subject"] == "(gone before it was read)"
+
+
+def test_a_message_the_streams_limits_removed_while_owed_is_lost_not_poison(nats_server, db_path, uid, run, app_env):
+    """A worker holds message 1; the stream keeps 3 messages and 3 more arrive: the server removes
+    the held one and says so (MSG_TERMINATED, "Unacknowledged message was deleted"). It is listed
+    as removed by the stream, never as given up on by a handler, and no line offers to read what
+    the stream no longer has; a message a client terminated beside it keeps its own words and line."""
+    stream, consumer = f"{uid}_LIMITS", "audit"
+    store = Store(db_path)
+    settings = collector_settings(nats_server.url, db_path, (stream,))
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid.lower()}.limits.>"], max_msgs=3, discard="old", allow_direct=True)
+        await make_consumer(api, stream, consumer)
+        async with collecting(settings):
+            await nc.request(f"{uid.lower()}.limits.first", b"job", timeout=5)
+            sub = await nc.jetstream().pull_subscribe_bind(consumer, stream)
+            [held] = await sub.fetch(1, timeout=5)  # held, never acknowledged
+            for i in range(3):  # the stream keeps 3: message 1 goes while owed
+                await nc.request(f"{uid.lower()}.limits.more{i}", b"job", timeout=5)
+            [refused] = await sub.fetch(1, timeout=5)
+            await nc.publish(refused.reply, b"+TERM not mine")
+            await nc.flush()
+            got = await eventually(lambda: _read(store, stream, consumer, 2), message="both drops stored and read")
+            await sub.unsubscribe()
+        by_seq = {seq: (by, reason, state) for by, seq, _, reason, state, *_ in got}
+        assert by_seq[1] == ("terminated", "Unacknowledged message was deleted", "gone"), got
+        assert by_seq[2][:2] == ("terminated", "not mine"), got
+        await nc.close()
+
+    run(scenario())
+
+    latest = {d["stream_seq"]: d for d in _status(db_path, stream)["dropped"]["latest"]}
+    assert (latest[1]["cause"], latest[1]["get"]) == ("removed", None)
+    assert latest[2]["cause"] == "terminated" and latest[2]["get"] == f"nats stream get {stream} 2"
+    app_env(db_path)
+    at = run_app("views/consumer.py", stream=stream, consumer=consumer)
+    table = frame(at, "Stream seq").set_index("Stream seq")
+    assert table.loc[1, "Reason"].startswith("removed from the stream before it was acknowledged"), table
+    assert table.loc[1, "Read it with"] == "(the stream no longer has it)", table
+    assert table.loc[2, "Reason"] == "terminated by a client: not mine", table
+    lines = [c.value for c in at.code]
+    assert any(f"nats stream get {stream} 2" in v for v in lines) and not any(f" {stream} 1" in v for v in lines), lines
+    captions = " ".join(c.value for c in at.caption)
+    assert "1 removed from the stream before it was acknowledged" in captions and "lost, not poison" in captions

@@ -13,7 +13,7 @@ import streamlit as st
 from jetwatch.actions.operations import THEN_CHOICES, Target
 from jetwatch.core.pin_announce import verification_words
 from jetwatch.dashboard import charts, data, dropped, operator, stores, tables, ui, url_state
-from jetwatch.health import advice, failover, silences, thresholds
+from jetwatch.health import advice, drops, failover, silences, thresholds
 from jetwatch.store.database import StoreError, StoreMissing
 
 s = ui.settings()
@@ -198,12 +198,20 @@ def poison(gone: pd.DataFrame, naks: pd.DataFrame) -> None:
     if gone.empty:
         st.caption("none retained: no message of this consumer reached max_deliver or was terminated")
     else:
-        st.caption(f"{len(gone)} message{'s' if len(gone) != 1 else ''} this consumer gave up on (max_deliver "
-                   "reached, or terminated by a client), newest first. Read one with its line below the table, then "
-                   "fix the handler or move it to a dead-letter stream.")
+        by_cause = dropped.causes(gone)
+        parts = [f"{n} {drops.WORDS[c]}" for c, n in by_cause.items()]
+        st.caption(f"{len(gone)} message{'s' if len(gone) != 1 else ''} this consumer dropped unprocessed, newest "
+                   f"first: {'; '.join(parts)}.")
+        if by_cause.get(drops.MAX_DELIVER) or by_cause.get(drops.TERMINATED):
+            st.caption("Given up on by the workers: read one with its line below the table, then fix the handler or "
+                       "move it to a dead-letter stream.")
+        if by_cause.get(drops.REMOVED):
+            st.caption("Removed from the stream while owed: lost, not poison; the workers did not keep up with the "
+                       "stream's limits (add workers, or raise max_age, max_msgs or max_bytes).")
         st.dataframe(ui.visible_frame(dropped.table(gone, stream)), key="consumer_dropped", hide_index=True)
-        st.code("\n".join(dropped.get_line(stream, seq) for seq in gone["stream_seq"].head(dropped.LINES_SHOWN)),
-                language="bash")
+        lines = dropped.readable_lines(gone, stream)
+        if lines:
+            st.code("\n".join(lines), language="bash")
     if not naks.empty:
         st.markdown("##### Naked, still owed")
         st.caption("messages the workers refused in this range: how many deliveries each has left before "
