@@ -28,6 +28,7 @@ SMALL = {
     "fleet_page": ["--rows", "20000", "--consumers", "500", "--runs", "3"],
     "fleet_clusters": ["--rows", "20000", "--consumers", "200", "--runs", "3"],
     "pages": ["--consumers", "500", "--cycles", "20", "--runs", "3"],
+    "cli": ["--consumers", "200", "--runs", "2"],
 }
 
 
