@@ -320,8 +320,17 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
         table["CLUSTER"] = frame["cluster"]
     table = table.assign(ACCOUNT=frame["account"], STREAM=frame["stream"], CONSUMER=frame["consumer"],
                          REASON=frame["reason"])
-    print(table.to_string(index=False))
+    print(aligned(table))
     return code
+
+
+def aligned(table: pd.DataFrame) -> str:
+    """The table as text, every column left-aligned and the last (the reason, of any length) not
+    padded: a reason is read from its start, and a short one must not push itself far right."""
+    cells = [[str(c) for c in table.columns]] + [["" if pd.isna(v) else str(v) for v in row]
+                                                 for row in table.itertuples(index=False)]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(table.columns) - 1)]
+    return "\n".join("  ".join([*(r[i].ljust(w) for i, w in enumerate(widths)), r[-1]]).rstrip() for r in cells)
 
 
 def _age(ts: Any, now: dt.datetime) -> str:

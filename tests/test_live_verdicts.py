@@ -144,6 +144,10 @@ def test_status_prints_the_fleets_verdicts_and_json_for_scripts(db_path, capsys)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:5] == ["VERDICT", "SINCE", "ACCOUNT", "STREAM", "CONSUMER"]
     assert lines[1].split()[0] == "NO_PULLERS" and lines[2].split()[0] == "OK"
+    # Read from its start: every reason begins where the header's REASON does, none padded out.
+    at = lines[0].index("REASON")
+    assert lines[0].endswith("REASON") and lines[2][at:] == "healthy", lines
+    assert lines[1][at:].startswith("5 messages") and lines[1][at - 2:at] == "  ", lines
     assert main(["status", "--db", db_path, "--json", "--consumer", "C*"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert [(r["consumer"], r["verdict"], r["level"]) for r in got] == [("C", "NO_PULLERS", "critical")]
