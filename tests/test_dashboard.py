@@ -142,6 +142,17 @@ def test_consumer_deep_link_opens_its_page_with_pin_history(filled_db, app_env):
     assert config["Priority policy"].iloc[0] == "pinned_client" and config["Priority groups"].iloc[0] == "jobs"
 
 
+def test_a_consumer_without_a_pin_group_shows_its_policy_not_a_pin_holder_of_nobody(filled_db, app_env):
+    """A pin holder of "nobody" reads as a group that lost its holder: only a pinned_client group
+    has the tile; any other consumer says its priority policy there."""
+    app_env(filled_db)
+    labels = lambda at: {m.label: m.value for m in at.metric}  # noqa: E731
+    plain = labels(run_app("views/consumer.py", stream=IDLE_STREAM, consumer="idle"))
+    assert "Pin holder" not in plain and plain["Priority policy"] == "none", plain
+    pinned = labels(run_app("views/consumer.py", stream=STREAM, consumer=CONSUMER))
+    assert "Pin holder" in pinned and "Priority policy" not in pinned, pinned
+
+
 def test_pins_page_shows_each_switch_with_its_reason(filled_db, app_env):
     app_env(filled_db)
     at = run_app("views/pins.py")

@@ -266,8 +266,13 @@ def live() -> None:
         pinned = row["pinned_id"] if isinstance(row["pinned_id"], str) and row["pinned_id"] else None
         name = row.get("holder_name") if pinned else None
         announced = isinstance(name, str) and bool(name)
-        tiles[0].metric("Pin holder", "nobody" if not pinned else ui.short(ui.visible(name)) if announced
-                        else ui.pin_tail(pinned), help=holder_help(row, pinned, now) if pinned else None)
+        policy = row.get("priority_policy") if isinstance(row.get("priority_policy"), str) else None
+        if pinned or policy == "pinned_client":
+            tiles[0].metric("Pin holder", "nobody" if not pinned else ui.short(ui.visible(name)) if announced
+                            else ui.pin_tail(pinned), help=holder_help(row, pinned, now) if pinned else None)
+        else:  # no pin can be held: a "nobody" here would read as a group that lost its holder
+            tiles[0].metric("Priority policy", policy or "none",
+                            help="ADR-42 priority groups: only a pinned_client group has a pin holder")
         if pinned:  # a tile holds a short value: whether the holder is verified goes under it
             tiles[0].caption(verification_words(row.get("holder_verification")) if announced else "unannounced")
         for col, (label, age, kind) in zip(tiles[1:], (
