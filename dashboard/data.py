@@ -425,6 +425,30 @@ def rates(samples: pd.DataFrame, filtered: bool = False) -> pd.DataFrame:
 sessions_from_events = pin_sessions
 
 
+@dataclass(frozen=True)
+class Leadership:
+    """Which server led a consumer over its raw samples: now, since when, and each change."""
+
+    leader: str | None  # the latest sample's (None: no server led it then)
+    since: pd.Timestamp  # the first sample of the trailing run with that leader
+    from_start: bool  # that run reaches back to the first sample read: it began earlier, or is not known
+    changes: list[tuple[pd.Timestamp, str | None, str | None]]  # (at, from, to), oldest first
+
+
+def leadership(samples: pd.DataFrame) -> Leadership | None:
+    """The consumer's leaders as its raw samples say (None: no sample names a leader, as on a
+    server without clustering sampled by CONSUMER.LIST, or rollups read instead)."""
+    if samples.empty or "leader" not in samples:
+        return None
+    names = [v if isinstance(v, str) and v else None for v in samples["leader"]]
+    if not any(names):
+        return None
+    stamps = list(pd.to_datetime(samples["ts"], utc=True))
+    changes = [(stamps[i], names[i - 1], names[i]) for i in range(1, len(names)) if names[i] != names[i - 1]]
+    since = changes[-1][0] if changes else stamps[0]
+    return Leadership(names[-1], since, not changes, changes)
+
+
 def pin_switches(events: pd.DataFrame) -> pd.DataFrame:
     """The pins and unpins among pin history rows (deletions only end sessions)."""
     return events[events["event"] != "deleted"] if not events.empty else events

@@ -16,6 +16,7 @@ from jetwatch.health import pin_causes
 from jetwatch.store.database import Store
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, publish, rows
 from tests.incident_library import cluster_ready, judged, leader_changes, run_library
+from tests.test_dashboard import run_app
 
 # Serial: three routed servers keep their leaders by Raft timeouts, and on a machine starved by
 # other tests a node misses heartbeats and the group elects again, adding events to the exact
@@ -44,10 +45,11 @@ async def _leader(api: JetStreamAPI) -> str:
         return ""  # no leader during an election
 
 
-def test_leader_stepdown_yields_one_inferred_unpin_and_the_next_pin_once(three_nodes, tmp_path, run):
+def test_leader_stepdown_yields_one_inferred_unpin_and_the_next_pin_once(three_nodes, tmp_path, run, app_env):
     db = str(tmp_path / "jw.duckdb")
     store = Store(db)
     urls = ",".join(n.url for n in three_nodes)
+    leaders: dict[str, str] = {}
 
     async def scenario() -> None:
         nc = await nats.connect(urls.split(","))
@@ -76,6 +78,7 @@ def test_leader_stepdown_yields_one_inferred_unpin_and_the_next_pin_once(three_n
             await eventually(lambda: collector.cycles >= target, timeout=30, message="cycles past grace")
             history = rows(store, PIN_ROWS)
             new_leader = await _leader(api)
+            leaders.update(old=old_leader, new=new_leader)
         await worker.stop()
         await nc.close()
         assert history == [
@@ -92,6 +95,13 @@ def test_leader_stepdown_yields_one_inferred_unpin_and_the_next_pin_once(three_n
         assert pin_causes.why(move).startswith("consumer leader elected at ") and new_leader in pin_causes.why(move)
 
     run(scenario())
+    # The Consumer page's cluster section: the leader now, and the change from the old one.
+    app_env(db)
+    at = run_app("views/consumer.py", stream="JOBS", consumer="work")
+    said = [m.value for m in at.markdown if m.value.startswith("Led by")]
+    assert said and said[0].startswith(f"Led by **{leaders['new']}** since "), said
+    changes = [c.value for c in at.caption if "leader change" in c.value]
+    assert changes and f"{leaders['old']} → {leaders['new']} at " in changes[0], changes
 
 
 async def _try_stream(api: JetStreamAPI) -> bool:

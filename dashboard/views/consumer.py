@@ -192,6 +192,24 @@ def standby(col: Any, row: pd.Series) -> None:
     col.caption(found["finding"])
 
 
+def cluster_section(led: data.Leadership | None, now: dt.datetime) -> None:
+    """Which server leads the consumer, since when, and each leader change in the range: what
+    `nats consumer info` shows of its cluster, with its history."""
+    if led is None:
+        return
+    st.markdown("#### Cluster")
+    since = ui.md(ui.since(led.since, now))
+    if led.leader is None:
+        st.markdown(f"**No server leads it** since {since}: nothing is delivered or acknowledged until one is elected")
+    else:
+        st.markdown(f"Led by **{ui.md(led.leader)}** since {'at least ' if led.from_start else ''}{since}")
+    if led.changes:
+        n = len(led.changes)
+        moves = "; ".join(f"{ui.md(a or 'no leader')} → {ui.md(b or 'no leader')} at {ui.md(ui.since(at, now))}"
+                          for at, a, b in led.changes[-5:])
+        st.caption(f"{n} leader change{'s' if n != 1 else ''} in this range{' (the last 5)' if n > 5 else ''}: {moves}")
+
+
 def poison(gone: pd.DataFrame, naks: pd.DataFrame) -> None:
     """Messages the consumer dropped, and naked ones about to be, each with the line that reads it."""
     st.markdown("#### Dropped messages")
@@ -327,6 +345,7 @@ def live() -> None:
     st.plotly_chart(charts.pin_timeline(sessions, data.pin_switches(detail.pins), "Pin timeline", actions=done),
                     key="consumer_pins")
 
+    cluster_section(data.leadership(detail.samples), now)
     poison(detail.dropped, detail.naks)
 
     silences_section(hushes, now)

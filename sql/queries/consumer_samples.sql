@@ -4,7 +4,7 @@
 -- comparison of names on every row the skipped-to row groups hold.
 SELECT ts, num_pending, num_ack_pending, num_waiting, num_redelivered, delivered_consumer_seq,
        delivered_stream_seq, ack_floor_consumer_seq, ack_floor_stream_seq, paused, pinned_id,
-       pinned_ts, created, oldest_unacked_age_seconds, oldest_unacked_age_kind,
+       pinned_ts, created, leader, oldest_unacked_age_seconds, oldest_unacked_age_kind,
        oldest_undelivered_age_seconds, oldest_undelivered_age_kind
 FROM (
     SELECT * EXCLUDE (sampled_at, cycle) FROM samples_recent
