@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
@@ -36,6 +36,13 @@ class ConsumerListCollector:
         self.leaderless: dict[EvidenceKey, Evidence] = {}
         self._took: dict[str, float] = {}  # how long each stream's listing took this cycle
         self._limit = asyncio.Semaphore(concurrency)
+
+    def remember(self, keys: Sequence[tuple[str, str, str]], leaders: Sequence[object]) -> None:
+        """The streams of the consumers the store knew, as if listed last: a collector that starts
+        while the cluster's API cannot answer keeps them, and says why, instead of knowing no
+        stream and naming nothing. (Their leaders matter to JSZ sampling only.)"""
+        account = self.scope.account
+        self.known_streams = sorted({s for a, s, _ in keys if a == account and self.name_filter.stream_ok(s)})
 
     async def collect(self) -> SampleBatch:
         began = time.monotonic()

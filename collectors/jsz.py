@@ -13,7 +13,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -292,6 +292,14 @@ class JszCollector:
         # Consumers found without a leader: said so while nothing fresh is heard of them, even once
         # the cluster can no longer tell (its meta group lost its leader too).
         self.gone: dict[tuple[str, str, str], Evidence] = {}
+
+    def remember(self, keys: Sequence[tuple[str, str, str]], leaders: Sequence[object]) -> None:
+        """The consumers the store knew, each under the server that led it when last sampled, as if
+        that server had answered last: a collector that starts while a server is dead keeps what
+        the server led, and names it, instead of never having known it."""
+        for key, leader in zip(keys, leaders):
+            if isinstance(leader, str) and leader:
+                self.led.setdefault(leader, set()).add(key)
 
     async def collect(self) -> SampleBatch:
         reports = await self.source.reports()

@@ -36,7 +36,7 @@ from jetwatch.collectors.advisories import (
 )
 from jetwatch.collectors.backlog import PendingCycle, WriteBacklog
 from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE, Cursor, GapTracker, awaiting_json, awaiting_of
-from jetwatch.collectors.consumer_list import ConsumerListCollector
+from jetwatch.collectors.consumer_list import ConsumerListCollector, unavailable
 from jetwatch.collectors.consumer_state import SampleBatch, Scope
 from jetwatch.collectors.dropped import DroppedReader, drops_in
 from jetwatch.collectors.error_state import ErrorState
@@ -141,6 +141,7 @@ class Collector:
         self.pull_settings: PullSettingsCapture | None = None  # what the workers pull with, as announced
         self.dropped: DroppedReader | None = None  # reads the messages consumers dropped
         self.unpin_requests: UnpinRequestCapture | None = None  # who asked for unpins (API audit advisory)
+        self._capture_retry_at: float | None = None  # when to try the capture stream again (None: no need)
 
     async def write(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         """fn in one transaction on the writer thread."""
@@ -182,6 +183,8 @@ class Collector:
                                         self.name_filter, stamp)
         else:
             self.sampler = ConsumerListCollector(self.api, self.scope, self.name_filter, stamp)
+        stored = [i for i in range(len(self.window.keys)) if self.window.live[i]]
+        self.sampler.remember([self.window.keys[i] for i in stored], [self.window.state["leader"][i] for i in stored])
         self.sampler.known_hashes = known
         s = self.settings
         self.lag = LagReader(self.nc, self.scope.account, concurrency=s.lag_concurrency, rotation=s.lag_rotation,
@@ -226,7 +229,12 @@ class Collector:
 
     async def _open_capture(self) -> Capture:
         s = self.settings
-        state = await open_capture_stream(self.api, s.capture_stream, s.capture_max_age, s.capture_max_bytes)
+        try:
+            state = await open_capture_stream(self.api, s.capture_stream, s.capture_max_age, s.capture_max_bytes)
+        except (JetStreamAPIError, NoReply) as exc:
+            if not unavailable(exc):
+                raise
+            return await self._live_meanwhile(exc)
         self.capture_warning = state.warning if state else None
         if state is not None:
             durable = DurableCapture(self.nc, self.api, s.capture_stream, f"jetwatch-{self.store_id[:16]}",
@@ -239,11 +247,26 @@ class Collector:
                 log.info("capturing advisories durably through stream %s", s.capture_stream)
                 return durable
             except (JetStreamAPIError, NoReply) as exc:
+                if unavailable(exc):
+                    return await self._live_meanwhile(exc)
                 log.warning("cannot read capture stream %s: %s", s.capture_stream, exc)
         log.warning(
             "advisories are captured with a plain subscription: pin events that happen while the "
             "collector is down will be missed. Run `jetwatch setup` with JetStream admin rights "
             "to create the capture stream %s.", s.capture_stream)
+        core = CoreCapture(self.nc)
+        await core.open()
+        self.caught_up = True
+        return core
+
+    async def _live_meanwhile(self, exc: Exception) -> Capture:
+        """The cluster's API does not answer (no meta leader, or the capture stream's servers gone):
+        the collector runs all the same, to say so, listening to the advisories live, and tries the
+        capture stream again every interval (`_capture_again`)."""
+        self._capture_retry_at = time.monotonic() + self.settings.interval
+        self.errors.report(f"the capture stream {self.settings.capture_stream} cannot be opened: the cluster's "
+                           f"JetStream API does not answer ({exc}); advisories are captured with a plain "
+                           "subscription until it does, and durably again from then on")
         core = CoreCapture(self.nc)
         await core.open()
         self.caught_up = True
@@ -783,9 +806,27 @@ class Collector:
             log.warning("reading dropped messages failed: %s: %s", type(exc).__name__, exc)
             self.dropped.more = False
 
+    async def _capture_again(self) -> None:
+        """A capture that fell back to a plain subscription because the API did not answer at
+        start: the capture stream is tried again every interval, and read durably once it answers
+        (from where the store's cursor stands; what both captured is stored once, by its id)."""
+        if self._capture_retry_at is None or time.monotonic() < self._capture_retry_at:
+            return
+        self._capture_retry_at = None
+        fallback = self.capture
+        self.capture = await self._open_capture()
+        if isinstance(self.capture, DurableCapture) and fallback is not None:
+            await fallback.close()
+            log.info("the cluster's JetStream API answers again: advisories are captured durably through %s",
+                     self.settings.capture_stream)
+        elif fallback is not None and self.capture is not fallback:
+            await self.capture.close()
+            self.capture = fallback
+
     async def _event_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
+                await self._capture_again()
                 await self.events_once()
                 await self.read_dropped()
             except StoreError as exc:

@@ -177,6 +177,21 @@ def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_noth
         code, text = _check(db)
         assert code == 2 and "collector stopped" not in text, text
         assert any(v in text for v in CLUSTER_RED), text
+
+        # A collector restarted in the middle of the outage knows the consumers from its store and
+        # names them from its first cycles on, never nothing at all.
+        collector.send_signal(signal.SIGTERM)
+        collector.wait(30)
+        assert collector.returncode == 0, (tmp_path / "collector.log").read_text()[-3000:]
+        restarted = dt.datetime.now(dt.UTC)
+        with open(tmp_path / "collector-again.log", "wb") as log:
+            collector = subprocess.Popen(args, env=clean_env(), stdout=log, stderr=subprocess.STDOUT)
+        again = time.monotonic()
+        _until(lambda: {r["consumer"]: r["verdict"] for r in status_json(db)
+                        if dt.datetime.fromisoformat(r["judged_at"]) > restarted}.keys() == {"busy", "idle", "solo"}
+               and all(v[0] in CLUSTER_RED for v in _verdicts(db).values()), timeout=NAMED_WITHIN + 15,
+               message="every consumer named by the restarted collector")
+        _named_in_time(again, tmp_path / "collector-again.log")
     finally:
         collector.send_signal(signal.SIGTERM)
         collector.wait(30)
