@@ -69,20 +69,6 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {TEST_JVM_OPTIONS}".strip()
 
 
-# The groups that take longest on one worker (Spark runs, mostly), started first: pytest-xdist hands
-# groups out in the order they were collected, and a long group handed out late is the lane's tail
-# while the other workers have finished (longest processing time first).
-LONG_GROUPS = ("pipeline_e2e", "fleet", "spark_session")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        group = next((m.args[0] for m in item.iter_markers("xdist_group") if m.args), None)
-        return LONG_GROUPS.index(group) if group in LONG_GROUPS else len(LONG_GROUPS)
-
-    items.sort(key=rank)  # stable: every other test keeps its place
-
-
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """The browser the browser tests drive, said at the start of every run: a browser test that
     fails on one machine and passes on another is first a question of versions."""
