@@ -41,11 +41,10 @@ def live() -> None:
     st.caption(f"Data as of {as_of} · refreshes every {ui.duration(s.refresh)} · health window {ui.duration(s.health_window)}")
     ui.stale_banner(s, now, view)
     frame = view.consumers
-    if not frame.empty:
-        ui.cluster_outages(frame, now)
     if frame.empty:
         st.info("No consumers yet. Once the collector has sampled the server, every consumer shows here.")
         return
+    ui.cluster_outages(frame, now)
 
     clusters = sorted(frame["cluster"].unique())
     # Each filter is kept in the URL: a link shares the filtered Fleet, a reload keeps it.
