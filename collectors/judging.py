@@ -40,7 +40,7 @@ from jetwatch.collectors.live_state import (
 from jetwatch.health import cluster, easing, pull_rhythm
 from jetwatch.health.cluster import Evidence, EvidenceKey
 from jetwatch.health.config_findings import NONE, config_findings, held_resets, pull_findings
-from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns
+from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns, lately
 from jetwatch.health.rules import (
     BY_NAME,
     COUNT_COLUMNS,
@@ -48,7 +48,6 @@ from jetwatch.health.rules import (
     THRESHOLD_COLUMNS,
     THRESHOLD_INPUT,
     Thresholds,
-    acks_in_window,
     rhythm_after,
     verdict_columns,
 )
@@ -210,23 +209,23 @@ def _say_recreated(verdict: np.ndarray, reason: np.ndarray, findings: list[Any],
 
 
 def _eta(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], at_row: np.ndarray, pos: np.ndarray,
-         verdict: np.ndarray) -> dict[str, np.ndarray]:
+         verdict: np.ndarray, thresholds: Thresholds) -> dict[str, np.ndarray]:
     """The drain ETA (health/eta.py) of every live consumer: the backlog now, its trend over the
-    window; none where nothing was acknowledged or nobody pulls."""
+    window; none where nothing was acknowledged lately (a stall, a crashed fleet) or nobody pulls
+    (as the rules judged it, over the consumer's own pull rhythm)."""
     m = len(live)
     slope, slope_se = np.full(m, np.nan), np.full(m, np.nan)
+    acked, pulling = np.ones(m, dtype=bool), np.ones(m, dtype=bool)
     if len(at_row):
         slope[pos], slope_se[pos] = columns["backlog_slope"], columns["backlog_slope_se"]
+        acked[pos], pulling[pos] = lately(columns, thresholds.stalled_after, thresholds.no_pullers_after)
     pending = np.nan_to_num(state.numbers("num_pending")[live])
     in_flight = np.nan_to_num(state.numbers("num_ack_pending")[live])
-    idle, acked = np.zeros(m, dtype=bool), np.ones(m, dtype=bool)
-    if len(at_row):
-        idle[pos] = ~np.isnan(columns["idle_onset"]) | ~np.isnan(columns["pin_idle_onset"])
-        acked[pos] = acks_in_window(columns)
     return drain_eta_columns({
         "backlog": pending + in_flight, "backlog_slope": slope, "backlog_slope_se": slope_se,
-        "paused": state.state["paused"][live], "no_pullers": idle | np.isin(verdict, ("NO_PULLERS", "PIN_IDLE")),
-        "acked": acked, "is_pull": state.state["is_pull"][live]})
+        "paused": state.state["paused"][live], "no_pullers": (verdict == "NO_PULLERS") & ~pulling,
+        "pin_idle": verdict == "PIN_IDLE", "acked": acked & (verdict != "STALLED"),
+        "is_pull": state.state["is_pull"][live]})
 
 
 @dataclass(frozen=True)
@@ -336,7 +335,7 @@ def _said(state: LiveState, live: np.ndarray, now: dt.datetime, thresholds: Thre
     with np.errstate(invalid="ignore"):
         recreated = recreated_at > state.kept_judged_at[live]
     verdict, reason, findings, samples, onset, rates = _rules(state, live, columns, at_row, pos, counts, thresholds)
-    eta = _eta(state, live, columns, at_row, pos, verdict)
+    eta = _eta(state, live, columns, at_row, pos, verdict, thresholds)
     config = _config(state, live, position, columns, pos, pulls, now_s, thresholds, recreated)
     _say_recreated(verdict, reason, findings, recreated_at)
     return _Said(verdict, reason, findings, samples, onset, rates, eta, config, _findings_json(config), activity,

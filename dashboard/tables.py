@@ -226,7 +226,7 @@ FLEET: list[Column] = [
                 "table lists the oldest work first within each verdict"),
     Column("Drain ETA", lambda f, now: _eta_words(f), width=140,
            help="time until the backlog is gone at the health window's net drain rate, with its range; "
-                "otherwise why it will not drain (not draining, paused, no pullers); empty: nothing owed"),
+                "otherwise why it will not drain (not draining, paused, no pullers, pin holder idle); empty: nothing owed"),
     Column("Why", reasons, width="medium", help="the verdict's reason, with its numbers"),
     Column("Next step", next_steps, width="medium", help="what to do about it"),
     Column("Since (UTC)", lambda f, now: [since_cell(t, now) for t in f["since"]], width=150,

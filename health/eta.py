@@ -7,10 +7,14 @@ minus the least-squares trend of the backlog over the window (window_features.sq
 `backlog_slope`), and its standard error (`backlog_slope_se`) gives the range: the ETA at the
 rate plus and minus `SPREAD` standard errors (no upper end when the slower rate does not drain).
 
-Shown only where it means something: a pull consumer with a backlog that acknowledged something in
-the window (a trend without acknowledgements is arrivals and limits, not work done). Otherwise the
-state says why there is no time: 'paused', 'no pullers' (nobody pulls: it will not drain), 'not
-draining' (the backlog holds or grows, or nothing was acknowledged).
+Shown only where it means something: a pull consumer with a backlog whose workers acknowledge now
+(lately, at their own rhythm: a trend left over from before a crash is not work being done). Whether
+anyone pulls is read from what the consumer did lately, as its verdict judged it over its own pull
+rhythm, never from one snapshot of waiting pulls (a worker that fetches, works and fetches again
+has none waiting most of the time). Otherwise the state says why there is no time: 'paused',
+'no pullers' (nobody pulls, nothing delivered or acknowledged lately: it will not drain), 'pin
+holder idle' (the pinned client does not pull, and the others' pulls wait behind it), 'not
+draining' (the backlog holds or grows, or nothing was acknowledged lately).
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from jetwatch.core.durations import duration
 from jetwatch.health.columns import floats
 
 DRAINING, NOT_DRAINING, PAUSED, NO_PULLERS = "draining", "not draining", "paused", "no pullers"
-STATES = (DRAINING, NOT_DRAINING, PAUSED, NO_PULLERS)
+PIN_HOLDER_IDLE = "pin holder idle"
+STATES = (DRAINING, NOT_DRAINING, PAUSED, NO_PULLERS, PIN_HOLDER_IDLE)
 SPREAD = 2.0  # standard errors either side of the trend: the range's rates
 ETA_COLUMNS = ["eta_state", "eta_seconds", "eta_low_seconds", "eta_high_seconds"]
 
@@ -48,15 +53,17 @@ def _flags(column: object, default: bool) -> np.ndarray:
 
 def drain_eta_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """ETA columns as arrays for every row of `columns`: backlog, backlog_slope (per second),
-    backlog_slope_se, paused, no_pullers, is_pull and (optional) acked. Vectorised: the collector runs it over the
-    whole fleet each cycle, on its arrays."""
+    backlog_slope_se, paused, no_pullers (nobody pulls lately), is_pull and (optional) pin_idle
+    (the pin holder does not pull) and acked (acknowledged lately). Vectorised: the collector runs
+    it over the whole fleet each cycle, on its arrays."""
     backlog, slope, se = (floats(columns[c]) for c in ("backlog", "backlog_slope", "backlog_slope_se"))
     backlog, se = np.where(np.isnan(backlog), 0.0, backlog), np.where(np.isnan(se), 0.0, se)
     paused = _flags(columns["paused"], default=False)
     no_pullers = _flags(columns["no_pullers"], default=False)
     is_pull = _flags(columns["is_pull"], default=True)
-    acked = _flags(columns["acked"], default=True) if "acked" in columns else np.ones(len(backlog), dtype=bool)
     n = len(backlog)
+    acked = _flags(columns["acked"], default=True) if "acked" in columns else np.ones(n, dtype=bool)
+    pin_idle = _flags(columns["pin_idle"], default=False) if "pin_idle" in columns else np.zeros(n, dtype=bool)
 
     rate = -slope  # net drain: acks minus arrivals
     fast, slow = rate + SPREAD * se, rate - SPREAD * se
@@ -67,6 +74,7 @@ def drain_eta_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     draining = applies & acked & ~np.isnan(rate) & (rate > 0)
     state[draining] = DRAINING
     state[applies & no_pullers] = NO_PULLERS
+    state[applies & pin_idle] = PIN_HOLDER_IDLE
     state[applies & paused] = PAUSED
     timed = state == DRAINING
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -76,17 +84,36 @@ def drain_eta_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     return {"eta_state": state, "eta_seconds": seconds, "eta_low_seconds": low, "eta_high_seconds": high}
 
 
+def lately(features: Mapping[str, Any], stalled_after: float, no_pullers_after: float
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each consumer acknowledged lately, and whether anyone pulled lately, from the window's
+    features: "lately" is the consumer's own rhythm doubled (the longest gap between its
+    acknowledgements, or between its deliveries), and at least the settings that judge a stall
+    and an absence of pullers. A pull waiting now, a delivery or an acknowledgement lately is a
+    puller; a bulk acker or a worker between fetches is one all along."""
+    now = floats(features["last_seconds"])
+    acked_at, delivered_at = floats(features["acked_last_active"]), floats(features["delivered_last_active"])
+    ack_gap, pull_gap = floats(features["ack_gap_max"]), floats(features["pull_gap_max"])
+    ack_within = np.fmax(2.0 * np.nan_to_num(ack_gap), stalled_after)
+    pull_within = np.fmax(2.0 * np.nan_to_num(pull_gap), no_pullers_after)
+    with np.errstate(invalid="ignore"):
+        acked = np.where(np.isnan(acked_at), _flags(features["ack_floor_moved"], False), now - acked_at <= ack_within)
+        delivered = now - delivered_at <= pull_within
+        waiting = floats(features["waiting_last"]) > 0
+    return acked, acked | delivered | waiting
+
+
 def drain_eta(frame: pd.DataFrame) -> pd.DataFrame:
     """drain_eta_columns as a frame with `frame`'s index."""
     return pd.DataFrame(drain_eta_columns(frame), index=frame.index)
 
 
 def eta(backlog: float, slope: float | None, slope_se: float | None = None, *, paused: bool = False,
-        no_pullers: bool = False, is_pull: bool = True) -> Eta:
+        no_pullers: bool = False, is_pull: bool = True, pin_idle: bool = False, acked: bool = True) -> Eta:
     """One consumer's ETA (drain_eta on one row)."""
     row = drain_eta(pd.DataFrame([{"backlog": backlog, "backlog_slope": np.nan if slope is None else slope,
                                    "backlog_slope_se": slope_se, "paused": paused, "no_pullers": no_pullers,
-                                   "is_pull": is_pull}])).iloc[0]
+                                   "is_pull": is_pull, "pin_idle": pin_idle, "acked": acked}])).iloc[0]
 
     def num(x: float) -> float | None:
         return None if pd.isna(x) else float(x)

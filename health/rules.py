@@ -531,13 +531,6 @@ def _acks_came(x: Any) -> Any:
     return ew.where(known, x["acked_last_active"] >= x["first_ts"], x["ack_floor_moved"])
 
 
-def acks_in_window(features: Mapping[str, Any]) -> np.ndarray:
-    """Whether each consumer acknowledged anything within its window (feature columns): where
-    none did, no drain rate is real."""
-    la, first = floats(features["acked_last_active"]), floats(features["first_ts"])
-    return np.where(np.isnan(la), _flags(features["ack_floor_moved"], False), la >= first)
-
-
 def _growing(x: Any) -> Any:
     """Without ages (time lag not collected): the backlog grows through the window while acks come."""
     return ((x["unacked_age_last"] <= 0) & (x["pending_slope"] > 0) & (x["pending_last"] > x["pending_first"])

@@ -247,3 +247,32 @@ def test_a_backlog_that_falls_with_nothing_acknowledged_has_no_eta(db_path):
         _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=pending, waiting=2)
     row = data.fleet(store).consumers.iloc[0]
     assert row["eta_state"] == "not draining" and pd.isna(row["eta_seconds"])
+
+
+def test_a_worker_that_fetches_and_acknowledges_is_draining_though_no_pull_waits_at_any_sample(db_path):
+    """A worker that fetches, works and fetches again has no pull waiting at the moment of most
+    samples: the ETA reads its deliveries and acknowledgements (3 a second here), not one snapshot
+    of `num_waiting`, and never says "no pullers" of it."""
+    store = Store(db_path)
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    for i in range(6):
+        at = t0 + dt.timedelta(seconds=10 * i)
+        _cycle(store, at, pending=600 - 30 * i, waiting=0, acked=1000 + 30 * i, acked_at=at)
+    row = data.fleet(store).consumers.iloc[0]
+    assert row["eta_state"] == "draining", row[["verdict", "reason", "eta_state"]].to_dict()
+    assert row["eta_seconds"] == pytest.approx(450 / 3.0)
+
+
+def test_a_fleet_that_stopped_acknowledging_is_not_draining_while_its_backlog_falls_by_limits(db_path):
+    """Workers acknowledged until they crashed; then the stream's limits shrink the backlog as a
+    drain would. Acknowledgements inside the window but not lately (beyond the consumer's own ack
+    rhythm doubled, and --stalled-after) are no drain: no time is offered."""
+    store = Store(db_path)
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    last_ack = t0 + dt.timedelta(seconds=10)
+    for i in range(7):
+        at = t0 + dt.timedelta(seconds=10 * i)
+        _cycle(store, at, pending=600 - 40 * i, waiting=2, acked=1000 + 10 * min(i, 1),
+               acked_at=min(at, last_ack))
+    row = data.fleet(store).consumers.iloc[0]
+    assert row["eta_state"] == "not draining" and pd.isna(row["eta_seconds"]), row[["verdict", "eta_state"]].to_dict()
