@@ -39,6 +39,7 @@ from jetwatch.collectors.live_state import (
 )
 from jetwatch.health import cluster, easing, pull_rhythm
 from jetwatch.health.cluster import Evidence, EvidenceKey
+from jetwatch.health.columns import floats
 from jetwatch.health.config_findings import NONE, config_findings, held_resets, pull_findings
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns, lately
 from jetwatch.health.rules import (
@@ -48,6 +49,7 @@ from jetwatch.health.rules import (
     THRESHOLD_COLUMNS,
     THRESHOLD_INPUT,
     Thresholds,
+    loss_within,
     rhythm_after,
     verdict_columns,
 )
@@ -139,17 +141,34 @@ def _stamp_array(seconds: np.ndarray) -> pa.Array:
     return pa.array(micros(seconds), pa.timestamp("us", tz="UTC"), from_pandas=True)
 
 
+def _loss_seen(state: LiveState, columns: dict[str, np.ndarray], at_row: np.ndarray, thresholds: Thresholds) -> None:
+    """Since when each consumer's loss has been projected without a break (LOSING needs it to hold
+    for --losing-after), into `columns["loss_seen_since"]`: the first sample of the trailing run of
+    the window's samples that projected one within --loss-within (NaN where the latest does not).
+    Read from the window's own samples, it is the same after a restart as before."""
+    within = loss_within(columns, thresholds)
+    since = np.full(len(at_row), np.nan)
+    with np.errstate(invalid="ignore"):
+        pick = np.flatnonzero(floats(columns["time_to_loss_seconds"]) <= within)
+    if len(pick):
+        w, rows = state.window, at_row[pick]
+        t = w.t[:w.used, rows]
+        with np.errstate(invalid="ignore"):
+            broken = ~np.isnan(t) & ~(w.values["time_to_loss_seconds"][:w.used, rows] <= within[pick])
+        order = np.arange(w.used)[:, None]
+        last_break = np.where(broken, order, -1).max(axis=0)
+        since[pick] = np.where(~np.isnan(t) & (order > last_break), t, np.inf).min(axis=0)
+    columns["loss_seen_since"] = since
+
+
 def _rules(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], at_row: np.ndarray,
            pos: np.ndarray, counts: pd.DataFrame, thresholds: Thresholds
            ) -> tuple[np.ndarray, np.ndarray, list[Any], np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """health.rules over the window's features of the consumers with samples (`at_row`, at
-    positions `pos` among the `live` ones), their limits and event counts beside: verdict, reason,
-    findings, samples, onset and rates per live consumer (COLLECTING for one without samples)."""
+    positions `pos` among the `live` ones), their limits (set by _said) and event counts beside: verdict, reason,
+    findings, samples, onset and rates per live consumer (COLLECTING for one without samples).
+    `columns["loss_seen_since"]` is read (set by _loss_seen)."""
     n, m = len(state.keys), len(live)
-    for c in LIMITS:
-        columns[c] = (state.numbers(c) if c in NUMERIC_STATE else state.state[c])[at_row]
-    for c in THRESHOLD_COLUMNS:  # each consumer's own, from its metadata (NaN: the setting)
-        columns[c] = state.numbers(c)[at_row]
     event = {c: np.zeros(n) for c in COUNT_COLUMNS}
     if not counts.empty:
         rows = np.fromiter((state.window.rows.get(k, -1) for k in zip(counts["account"], counts["stream"],
@@ -334,6 +353,11 @@ def _said(state: LiveState, live: np.ndarray, now: dt.datetime, thresholds: Thre
     # its own samples only (the kept verdict is the old one's: neither held nor eased into).
     with np.errstate(invalid="ignore"):
         recreated = recreated_at > state.kept_judged_at[live]
+    for c in LIMITS:
+        columns[c] = (state.numbers(c) if c in NUMERIC_STATE else state.state[c])[at_row]
+    for c in THRESHOLD_COLUMNS:  # each consumer's own, from its metadata (NaN: the setting)
+        columns[c] = state.numbers(c)[at_row]
+    _loss_seen(state, columns, at_row, thresholds)
     verdict, reason, findings, samples, onset, rates = _rules(state, live, columns, at_row, pos, counts, thresholds)
     eta = _eta(state, live, columns, at_row, pos, verdict, thresholds)
     config = _config(state, live, position, columns, pos, pulls, now_s, thresholds, recreated)
@@ -387,8 +411,8 @@ def _settle(state: LiveState, live: np.ndarray, said: _Said, now_s: float, thres
         said.findings[i] = state.kept_text["findings"][live[i]]
         said.onset[i] = np.nan
     said.findings_json = _findings_json(said.findings)
-    same = kept == said.verdict
-    said.since = easing.since(said.onset, same & ~said.recreated, state.kept_since[live], now_s)
+    goes_on = easing.continuing(kept, said.verdict)
+    said.since = easing.since(said.onset, goes_on & ~said.recreated, state.kept_since[live], now_s)
 
 
 def _changed(state: LiveState, live: np.ndarray, said: _Said) -> tuple[np.ndarray, np.ndarray]:

@@ -259,6 +259,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pin_idle_after", 20.0, "How long a pinned client may go without pulling while work waits and another client's pull waits, before PIN_IDLE (its own pull rhythm, doubled, if longer).", parse_duration, "health", minimum=0.0, maximum=30 * 86400.0),
     Setting("lagging_after", 30.0, "How long the oldest unacknowledged message may keep getting older before LAGGING (the consumer's own catch-up rhythm, doubled, if longer).", parse_duration, "health", minimum=0.0, maximum=30 * 86400.0),
     Setting("loss_within", 3600.0, "LOSING when the stream's limits (max_age, max_msgs, max_bytes with discard old) will remove messages a consumer has not processed within this time, at the current arrival and acknowledgement rates.", parse_duration, "health", minimum=0.0, maximum=365 * 86400.0),
+    Setting("losing_after", 60.0, "How long a loss within --loss-within must stay projected, every cycle, before LOSING (messages already removed unprocessed are LOSING at once): a pause of the workers projects one for as long as it lasts, and a projection is a verdict only once it holds.", parse_duration, "health", minimum=0.0, maximum=30 * 86400.0),
     Setting("reset_shown_for", 86400.0, "How long after a consumer reset it stays a config finding once the health window no longer holds it (0: only while the window does).", parse_duration, "health", minimum=0.0, maximum=30 * 86400.0),
     Setting("no_leader_after", 15.0, "How long the cluster must keep showing that it cannot serve a consumer (no server leads it, or its JetStream API does not answer) before NO_LEADER or API_UNAVAILABLE: a leader election takes seconds and is no incident.", parse_duration, "health", minimum=0.0, maximum=3600.0),
     Setting("clear_after", 10.0, "How long a verdict's cause must be gone before the verdict eases (alerts do not flap).", parse_duration, "health", minimum=0.0, maximum=86400.0),
@@ -353,6 +354,7 @@ class _Typed:
     pin_idle_after: float
     lagging_after: float
     loss_within: float
+    losing_after: float
     reset_shown_for: float
     no_leader_after: float
     clear_after: float

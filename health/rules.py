@@ -61,6 +61,7 @@ class Thresholds:
     pin_idle_after: float = _default("pin_idle_after")
     lagging_after: float = _default("lagging_after")
     loss_within: float = _default("loss_within")
+    losing_after: float = _default("losing_after")
     reset_shown_for: float = _default("reset_shown_for")
     no_leader_after: float = _default("no_leader_after")
     clear_after: float = _default("clear_after")
@@ -588,10 +589,32 @@ def _unpinned_since(f: Columns, th: Thresholds) -> np.ndarray:
     return f["last_seconds"] - f["nopin_seconds"]
 
 
+def _loss_projected(time_to_loss: np.ndarray, within: Any) -> np.ndarray:
+    """The stream's limits will remove messages the consumer has not processed within `within`
+    seconds at the current rates (health/loss.py; NaN: no loss in sight), or have already."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray(time_to_loss <= within, dtype=bool)
+
+
+def loss_within(feats: Mapping[str, Any], th: Thresholds) -> np.ndarray:
+    """Each consumer's --loss-within over the collector's columns: its own where its metadata sets
+    one, else the setting (what `_inputs` gives the rules as `_th(f, "loss_within")`)."""
+    own = feats.get(THRESHOLD_INPUT + "loss_within")
+    n = len(feats["time_to_loss_seconds"])
+    return np.full(n, th.loss_within) if own is None else np.where(np.isnan(floats(own)), th.loss_within, floats(own))
+
+
 def _losing(f: Columns, th: Thresholds) -> np.ndarray:
-    """The stream's limits will remove messages the consumer has not processed within
-    --loss-within, at the current rates (health/loss.py; NaN: no loss in sight)."""
-    return f["time_to_loss_seconds"] <= _th(f, "loss_within")
+    """A loss already happened, or one projected has held for --losing-after: since
+    `loss_seen_since`, the first cycle of the projection's unbroken run as the collector saw it
+    (NaN, a window judged on its own: held for as long as the window shows)."""
+    seen = f["loss_seen_since"]
+    held = np.isnan(seen) | (f["last_seconds"] - seen >= th.losing_after)
+    return _loss_projected(f["time_to_loss_seconds"], _th(f, "loss_within")) & ((f["time_to_loss_seconds"] <= 0) | held)
+
+
+def _losing_since(f: Columns, th: Thresholds) -> np.ndarray:
+    return f["loss_seen_since"]
 
 
 def _losing_says(c: Ctx, th: Thresholds) -> Finding:
@@ -648,7 +671,7 @@ RULES: tuple[Rule, ...] = (
          _saturated, _saturated_says),
     Rule(Verdict("LOSING", "red", "critical",
                  "the stream's limits will remove messages the consumer has not processed within --loss-within"),
-         _losing, _losing_says),
+         _losing, _losing_says, since=_losing_since),
     Rule(Verdict("UNPINNED", "orange", "warning", "a pinned_client group has work and nobody pinned"),
          _unpinned, _unpinned_says, pull_only=True, since=_unpinned_since),
     Rule(Verdict("FLAPPING", "orange", "warning", "the pin keeps moving between clients"),
@@ -820,7 +843,8 @@ NUMBERS = ("samples", "span_seconds", "pending_first", "pending_last", "pending_
            "redelivered_last", "redelivered_min", "nopin_seconds", "sample_pin_switches")
 # Features without onsets (a frame with only window_features.sql's columns): unknown, so no onset rule fires.
 DEFAULTS = {"unacked_age_last": 0.0, "max_ack_pending": np.nan, "max_waiting": np.nan, "ack_wait_ns": np.nan,
-            "priority_timeout_ns": np.nan, "time_to_loss_seconds": np.nan, **{c: 0.0 for c in COUNT_COLUMNS},
+            "priority_timeout_ns": np.nan, "time_to_loss_seconds": np.nan, "loss_seen_since": np.nan,
+            **{c: 0.0 for c in COUNT_COLUMNS},
             **{c: np.nan for c in ONSET_FEATURES if c not in FLAGS},
             # a batch consumer's rhythm beyond the window (health/pull_rhythm.py): none known
             "pull_rhythm": np.nan, "pull_waited": np.nan}

@@ -31,7 +31,10 @@ from jetwatch.health.onsets import ONSET_FEATURES
 
 KEY = ("account", "stream", "consumer")
 NUMBERS = ("num_pending", "num_ack_pending", "num_waiting", "num_redelivered",
-           "delivered_consumer_seq", "delivered_stream_seq", "ack_floor_stream_seq", "oldest_unacked_age_seconds")
+           "delivered_consumer_seq", "delivered_stream_seq", "ack_floor_stream_seq", "oldest_unacked_age_seconds",
+           "time_to_loss_seconds")
+# Numbers whose absence means something other than zero: no loss in sight is not a loss now.
+UNKNOWN_AS_NAN = ("time_to_loss_seconds",)
 # The server's own activity times (epoch seconds, NaN where it sent none): the last delivery (or
 # progress report, `+WPI`, or delayed nak) and the last acknowledgement. Read from these, activity
 # does not depend on the ack floor, which max_deliver and limits move without any client acking.
@@ -79,16 +82,16 @@ def _pin_codes(values: Sequence[Any]) -> np.ndarray:
     return np.fromiter((hash(v) if v else NO_PIN for v in values), dtype=np.int64, count=len(values))
 
 
-def _numbers(values: Sequence[Any]) -> np.ndarray:
-    """Numbers, missing ones as zero (numpy reads ints and None directly; anything else, such as
-    a string that is not a number, goes through pandas' coercion to NaN, then zero)."""
+def _numbers(values: Sequence[Any], missing: float = 0.0) -> np.ndarray:
+    """Numbers, missing ones as `missing` (numpy reads ints and None directly; anything else, such
+    as a string that is not a number, goes through pandas' coercion to NaN, then `missing`)."""
     try:
         out = np.array(values, dtype=np.float64)
     except (TypeError, ValueError):
         out = None
     if out is None or out.ndim != 1:
-        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").fillna(0).to_numpy(np.float64)
-    out[np.isnan(out)] = 0.0
+        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").fillna(missing).to_numpy(np.float64)
+    out[np.isnan(out)] = missing
     return out
 
 
@@ -208,7 +211,9 @@ class WindowState:
         self.t[cols, rows] = ts
         self.created[cols, rows] = _seconds(samples["created"])[order]
         for name in NUMBERS:  # a batch made without time lag has no age: none
-            self.values[name][cols, rows] = _numbers(samples[name] if name in samples else [None] * len(keys))[order]
+            missing = np.nan if name in UNKNOWN_AS_NAN else 0.0
+            self.values[name][cols, rows] = _numbers(samples[name] if name in samples else [None] * len(keys),
+                                                     missing)[order]
         for name in TIMES:  # a batch from before these were read has none
             self.times[name][cols, rows] = _activity(samples[name] if name in samples else [None] * len(keys))[order]
         self.paused[cols, rows] = np.asarray([bool(v) for v in samples["paused"]], dtype=bool)[order]

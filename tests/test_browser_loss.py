@@ -130,7 +130,7 @@ def test_what_will_be_lost_is_shown_in_words_at_1280(nats_server, chromium, uid,
 
     try:
         with own_site(nats_server.url, tmp_path, f"{uid}_*", "--interval", "0.5s", "--health-window", "8s",
-                      "--health-min-span", "1s",
+                      "--health-min-span", "1s", "--losing-after", "2s",
                       before_dashboard=judged) as (base, _):
             page = chromium.new_page(viewport=LAPTOP)
 

@@ -60,8 +60,12 @@ def test_collector_keeps_each_consumers_verdict_with_findings_and_since_and_reco
     run(scenario())
 
 
+SHORT = Thresholds(health_window=60, health_min_span=10)
+
+
 def _cycle(store: Store, at: dt.datetime, pending: int, waiting: int, acked: int = 0,
-           acked_at: dt.datetime | None = None) -> None:
+           acked_at: dt.datetime | None = None, time_to_loss: float | None = None,
+           thresholds: Thresholds = SHORT) -> None:
     samples = {
         "ts": [at.isoformat()], "server": ["s"], "cluster": [None], "domain": [None], "account": ["$G"],
         "stream": ["S"], "consumer": ["C"], "created": [None], "num_pending": [pending], "num_ack_pending": [0],
@@ -70,11 +74,12 @@ def _cycle(store: Store, at: dt.datetime, pending: int, waiting: int, acked: int
         "ack_floor_consumer_seq": [acked], "ack_floor_stream_seq": [acked],
         "ack_floor_last_active": [acked_at and acked_at.isoformat()], "paused": [False], "pause_until": [None],
         "pin_group": [None], "pinned_id": [None], "pinned_ts": [None], "leader": [None],
+        "time_to_loss_seconds": [time_to_loss],
     }
 
     def tx(con) -> None:
         writes.write_samples(con, ["$G"], samples)
-        judge_cycle(con, at, Thresholds(health_window=60, health_min_span=10))
+        judge_cycle(con, at, thresholds)
 
     store.write(tx)
 
@@ -276,3 +281,43 @@ def test_a_fleet_that_stopped_acknowledging_is_not_draining_while_its_backlog_fa
                acked_at=min(at, last_ack))
     row = data.fleet(store).consumers.iloc[0]
     assert row["eta_state"] == "not draining" and pd.isna(row["eta_seconds"]), row[["verdict", "eta_state"]].to_dict()
+
+
+LOSS = Thresholds(health_window=120, health_min_span=10)  # --losing-after 60 s, --loss-within 1 h
+
+
+def _judged_with_losses(store: Store, losses: list[float | None]) -> list[tuple[str, dt.datetime]]:
+    """A worker that keeps up (pulls waiting, acknowledgements every cycle) on a stream whose
+    limits project the loss `losses[i]` (seconds; None: none in sight) at cycle i, 10 s apart:
+    (verdict, since) after each cycle."""
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    said = []
+    for i, loss in enumerate(losses):
+        at = t0 + dt.timedelta(seconds=10 * i)
+        _cycle(store, at, pending=50, waiting=2, acked=1000 + 10 * i, acked_at=at, time_to_loss=loss,
+               thresholds=LOSS)
+        row = data.fleet(store).consumers.iloc[0]
+        said.append((row["verdict"], row["since"]))
+    return said
+
+
+def test_a_projected_loss_that_comes_and_goes_with_the_workers_pauses_is_not_losing(db_path):
+    """Each pause of the workers projects a loss for as long as it lasts (within --loss-within):
+    under --losing-after at a stretch, it is no verdict."""
+    flicker = [None, None, 1800.0, 1800.0, None, 1700.0, 1700.0, 1700.0, None, 1800.0, None, None]
+    said = _judged_with_losses(Store(db_path), flicker)
+    assert "LOSING" not in [v for v, _ in said], said
+
+
+def test_a_projected_loss_that_holds_is_losing_since_it_was_first_projected(db_path):
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    said = _judged_with_losses(Store(db_path), [None, None] + [1800.0] * 9)
+    verdicts = [v for v, _ in said]
+    assert verdicts[:8] == ["OK"] * 8 or "LOSING" not in verdicts[:8], said  # held 50 s at cycle 7
+    assert verdicts[8:] == ["LOSING"] * 3, said  # held 60 s at cycle 8
+    assert said[-1][1] == t0 + dt.timedelta(seconds=20), "since: the first cycle that projected it"
+
+
+def test_messages_already_removed_unprocessed_are_losing_at_once(db_path):
+    said = _judged_with_losses(Store(db_path), [None, None, None, 0.0])
+    assert said[-1][0] == "LOSING", said
