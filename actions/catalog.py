@@ -41,7 +41,8 @@ class Action:
 ACTIONS: tuple[Action, ...] = (
     Action("unpin", ("$JS.API.CONSUMER.UNPIN",),
            "Unpin the pinned client of a consumer's priority group.",
-           "Unpin the pinned client of {target}", ("group", "expect_pin"), True, ("unpinned_id",), per_group=True),
+           "Unpin the pinned client of {target}", ("group", "expect_pin", "any_holder"), True, ("unpinned_id",),
+           per_group=True),
     Action("pause", ("$JS.API.CONSUMER.PAUSE",),
            "Pause a consumer until a time.",
            "Pause {target} until {until}", ("until",), True),

@@ -255,7 +255,10 @@ def _describe(pending: dict[str, Any], holders: dict[str, tuple[str, str]] | Non
     if pending["action"] == "unpin":
         pin = pending["params"].get("expect_pin")
         holder = pin_holder(pin, *(holders or {}).get(pin, (None, None))) if pin else ""
-        text += f": drops pin {pin}, held by {holder}" if pin else ": nothing was pinned when you looked"
+        if pending["params"].get("any_holder"):
+            text += ": drops whichever pin the group has when it is sent" + (f" (pin {pin} when you looked)" if pin else "")
+        else:
+            text += f": drops pin {pin}, held by {holder}" if pin else ": nothing was pinned when you looked"
     return text
 
 
@@ -270,7 +273,11 @@ def _holders(store: Store, pending: dict[str, Any]) -> dict[str, tuple[str, str]
 
 async def _pin_moved(api: JetStreamAPI, pending: dict[str, Any]) -> ops.ActionResult | None:
     """Unpin drops whatever is pinned *now*; the operator confirmed one pin id. Compare against
-    fresh consumer info just before sending, and refuse (to ask again) when the pin moved."""
+    fresh consumer info just before sending, and refuse (to ask again) when the pin moved; unless
+    the operator confirmed dropping whoever holds it when sent (a pin that moves every few
+    seconds is never the one last looked at)."""
+    if pending["params"].get("any_holder"):
+        return None
     target = pending["target"]
     try:
         info = ConsumerInfo.of(await api.consumer_info(target.stream, target.consumer))
@@ -318,7 +325,9 @@ def execute(s: Settings, store: Store, pending: dict[str, Any]) -> ops.ActionRes
             s, pending["action"], target, pending["params"], client_name="jetwatch-dashboard-action",
             precheck=(lambda api: _pin_moved(api, pending)) if pending["action"] == "unpin" else None))
         dropped = result.details.get("unpinned_id")
-        if result.ok and pending["action"] == "unpin" and dropped != pending["params"].get("expect_pin"):
+        if result.ok and pending["action"] == "unpin" and pending["params"].get("any_holder"):
+            result.message += " (as you confirmed: whoever held it when sent)"
+        elif result.ok and pending["action"] == "unpin" and dropped != pending["params"].get("expect_pin"):
             result.message += f" (the pin moved in the instant before sending: {dropped} was dropped)"
     except ConnectError as exc:
         result = ops.ActionResult(pending["action"], target, False, str(exc), None)
@@ -363,7 +372,14 @@ def dialog(s: Settings, store: Store) -> None:
                  else "on " + md(where + shown_servers(s.server)))
         st.caption(f"{place}, as {md(operator(s) or 'nobody')}")
         c1, c2 = st.columns(2)
-        if c1.button("Confirm", key="action_confirm", type="primary"):
+        confirmed = c1.button("Confirm", key="action_confirm", type="primary")
+        if note and pending["action"] == "unpin" and not pending["params"].get("any_holder") and c1.button(
+                "Unpin whoever holds it", key="action_confirm_any",
+                help="sends the unpin without comparing pins: drops whichever client is pinned when it is sent "
+                     "(the audit keeps the pin it dropped)"):
+            pending["params"]["any_holder"] = True
+            confirmed = True
+        if confirmed:
             result = execute(s, store, pending)
             if result.details.get("pin_moved"):  # ask again, about the pin there is now
                 pending["params"]["expect_pin"] = result.details.get("pin_now")

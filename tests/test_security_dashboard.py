@@ -194,6 +194,49 @@ def test_unpin_sends_only_if_the_confirmed_pin_is_still_the_pin(two_streams):
     assert audit == [("ana", "unpin", orders, "refused"), ("ana", "unpin", orders, "ok")]
 
 
+def test_a_pin_that_keeps_moving_is_unpinned_whoever_holds_it_once_confirmed_as_such(two_streams):
+    """A pin that moves between every look and every Confirm: after the refusal, the operator may
+    drop whoever holds it when the unpin is sent, said so in the question, and audited with that
+    choice and the pin the server actually dropped."""
+    loop, api, orders = two_streams["loop"], two_streams["api"], two_streams["orders"]
+
+    def pin_now() -> str | None:
+        info = loop.call(api.consumer_info(orders, "fulfilment"))
+        groups = info.get("priority_groups") or []
+        return (groups[0].get("pinned_client_id") or None) if groups else None
+
+    def move_pin(away_from: str | None) -> str:
+        loop.call(api.unpin(orders, "fulfilment", "jobs"))
+        loop.call(publish(two_streams["nc"], f"{two_streams['uid']}.orders", 2))
+        wait_until(lambda: pin_now() not in (None, away_from), timeout=30, message="a new pin")
+        return str(pin_now())
+
+    at = login(AppTest.from_file(APP, default_timeout=60).run())
+    at.text_input(key="fleet_search").input("orders").run()
+    click_row(at, "fulfilment")
+    first = pin_now()
+    wait_until(lambda: rows(two_streams["store"], "SELECT pinned_id FROM consumer_latest WHERE stream = ?",
+                            [orders])[0][0] == first, message="the sampled pin is the server's")
+    st.cache_data.clear()
+    at.run()
+    at.button(key="fleet_unpin").click().run()
+    assert not [b for b in at.button if b.key == "action_confirm_any"], "offered only once a pin moved under a Confirm"
+    second = move_pin(first)
+    at.button(key="action_confirm").click().run()
+    assert pin_now() == second and "pin moved" in " ".join(w.value for w in at.warning)
+
+    third = move_pin(second)  # and again, before the operator answers
+    at.button(key="action_confirm_any").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert pin_now() != third, "the pin held when the unpin was sent was dropped"
+    assert any(f"unpinned {third}" in s.value.replace("\\", "") and "as you confirmed: whoever held it when sent"
+               in s.value.replace("\\", "") for s in at.success), [s.value for s in at.success]
+    outcome = rows(two_streams["store"], "SELECT outcome, parameters FROM audit WHERE phase = 'outcome' ORDER BY seq")
+    assert [o for o, _ in outcome] == ["refused", "ok"]
+    kept = json.loads(outcome[-1][1])
+    assert kept["any_holder"] is True and kept["unpinned_id"] == third, kept
+
+
 HTML = "<img src=x onerror=alert(1)>"
 LINK = "[click](javascript:alert(1))"
 RLO = "\u202eorders"
