@@ -358,7 +358,7 @@ def _params_words(f: pd.DataFrame, now: dt.datetime) -> list[str]:
     names = {"expect_pin": "pin confirmed", "unpinned_id": "pin dropped", "pinned_before": "pin before",
              "any_holder": "whoever held it when sent",
              "still_in_flight": "still in flight", "timeout_s": "timeout", "stay_until": "stay paused until"}
-    return ["; ".join(names.get(k, k) if v is True else f"{names.get(k, k)} {_param_word(k, v)}" for k, v in p.items())
+    return ["; ".join(str(names.get(k, k)) if v is True else f"{names.get(k, k)} {_param_word(k, v)}" for k, v in p.items())
             if isinstance(p, dict) else "" for p in f["parameters"]]
 
 
