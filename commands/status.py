@@ -257,11 +257,10 @@ def _reason(r: Any) -> str:
 def _next_step(r: Any) -> str | None:
     """What to do about the verdict (health/advice.py), with what status knows of the consumer."""
     moves = getattr(r, "pin_moves", None)
-    if not isinstance(moves, dict):
-        return None
     findings = json.loads(r.findings) if isinstance(r.findings, str) else []
     context = advice.Context(pinned_id=_text(getattr(r, "pinned_id", None)),
-                             priority_policy=_text(getattr(r, "priority_policy", None)), moves=moves["by_cause"])
+                             priority_policy=_text(getattr(r, "priority_policy", None)),
+                             moves=moves["by_cause"] if isinstance(moves, dict) else {})
     return advice.next_step(r.verdict, findings[0].get("numbers") if findings else {}, context)
 
 
@@ -318,8 +317,9 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
     table = pd.DataFrame({"VERDICT": frame["verdict"], "SINCE": [_age(s, now) for s in frame["since"]]})
     if len(reads) > 1:  # one store reads as before clusters
         table["CLUSTER"] = frame["cluster"]
+    steps = [_next_step(r) if r.verdict != "OK" else None for r in frame.itertuples()]  # OK: nothing to do
     table = table.assign(ACCOUNT=frame["account"], STREAM=frame["stream"], CONSUMER=frame["consumer"],
-                         REASON=frame["reason"])
+                         REASON=[f"{reason} → {step}" if step else reason for reason, step in zip(frame["reason"], steps)])
     print(aligned(table))
     return code
 
