@@ -251,6 +251,28 @@ def _actions(fig: go.Figure, actions: pd.DataFrame | None, shown: list[str], spa
         hovertemplate="%{customdata[0]} by %{customdata[1]}: %{customdata[2]}<br>%{x|%H:%M:%S}<extra>%{y}</extra>"))
 
 
+IDLE_NAME = "pin holder idle (PIN_IDLE)"
+
+
+def _idle(fig: go.Figure, idle: pd.DataFrame | None, bars: pd.DataFrame) -> None:
+    """The PIN_IDLE stretches, hatched over the lanes of their consumer that are drawn: the pin
+    was held and nothing pulled while work and another client waited."""
+    if idle is None or idle.empty:
+        return
+    lanes = bars[["stream", "consumer", "lane"]].drop_duplicates()
+    marks = idle.merge(lanes, on=["stream", "consumer"])
+    if marks.empty:
+        return
+    start, end = pd.to_datetime(marks["start_ts"], utc=True), pd.to_datetime(marks["end_ts"], utc=True)
+    fig.add_trace(go.Bar(
+        base=start, x=(end - start).dt.total_seconds() * 1000, y=marks["lane"], orientation="h", name=IDLE_NAME,
+        marker={"color": "rgba(0,0,0,0)", "line": {"color": "#d62728", "width": 1},
+                "pattern": {"shape": "x", "fgcolor": "#d62728", "size": 6}},
+        customdata=[["until now" if ongoing else f"until {e:%H:%M:%S}"] for ongoing, e in zip(marks["ongoing"], end)],
+        hovertemplate="PIN_IDLE: the pinned client pulled nothing while work and another client's pull "
+                      "waited<br>named %{base|%H:%M:%S}, %{customdata[0]}<extra>%{y}</extra>"))
+
+
 def _buckets(sessions: pd.DataFrame, events: pd.DataFrame, shown: list[str]) -> tuple[pd.DataFrame, str]:
     """Pin switches per lane and time bucket, for ranges with too many pins to draw one by one."""
     pins = events[events["event"] == "pinned"].copy() if not events.empty else pd.DataFrame()
@@ -275,11 +297,13 @@ def _time_span(sessions: pd.DataFrame, events: pd.DataFrame, actions: pd.DataFra
 
 
 def pin_timeline(sessions: pd.DataFrame, events: pd.DataFrame, title: str = "Pins",
-                 actions: pd.DataFrame | None = None) -> go.Figure:
+                 actions: pd.DataFrame | None = None, idle: pd.DataFrame | None = None) -> go.Figure:
     """One lane per consumer and group (the busiest TOP_LANES), a bar per pin labelled with its
-    holder's announced name, else its id's tail (the holder in words and the id whole on hover) and coloured so neighbours differ, unpins marked by reason, operator
-    actions from the audit log marked with their actor. More than MAX_BARS pins: switch counts
-    per time bucket instead of a barcode."""
+    holder's announced name, else its id's tail (the holder in words and the id whole on hover) and
+    coloured so neighbours differ, unpins marked by reason, the stretches its consumer was PIN_IDLE
+    hatched over the bar (a holder that kept its pin without pulling is not a pin that worked),
+    operator actions from the audit log marked with their actor. More than MAX_BARS pins: switch
+    counts per time bucket instead of a barcode."""
     if sessions.empty and events.empty:
         return _empty(title, "No pin events in this range")
     shown, hidden = top_lanes(sessions, events)
@@ -314,6 +338,7 @@ def pin_timeline(sessions: pd.DataFrame, events: pd.DataFrame, title: str = "Pin
                         for p, d, r, h in zip(s["pinned_id"], s["duration_seconds"], s["end_reason"], holders)],
             hovertemplate="held by %{customdata[3]}<br>pin id %{customdata[0]}<br>from %{base|%H:%M:%S} for %{customdata[1]}"
                           "<br>ended: %{customdata[2]}<extra>%{y}</extra>"))
+        _idle(fig, idle, s)
         if not events.empty:
             un = events[events["event"] == "unpinned"].copy()
             un["lane"] = _lanes(un) if not un.empty else []

@@ -493,6 +493,9 @@ def pin_summary(pins: pd.DataFrame, nopin: pd.DataFrame, since: dt.datetime, unt
     return out[cols].reset_index(drop=True)
 
 
+IDLE_COLUMNS: list[str] = [*KEY, "start_ts", "end_ts", "ongoing"]  # sql/queries/pin_idle_range.sql
+
+
 @dataclass
 class PinHistory:
     events: pd.DataFrame  # pins, unpins and deletions in the range, newest last (at most ROWS_SHOWN)
@@ -502,6 +505,7 @@ class PinHistory:
     counts: dict[str, int] = field(default_factory=dict)  # "sessions": how many in the range in all
     gaps: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GAP_COLUMNS))  # capture gaps touching the range
     actions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ACTION_COLUMNS))  # operator actions in it
+    idle: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=IDLE_COLUMNS))  # PIN_IDLE stretches in it
 
 
 EVERY_CONSUMER = {"account": None, "stream": None, "consumer": None}  # the pin queries over the fleet
@@ -544,22 +548,22 @@ def pin_history(store: Store, since: dt.datetime, until: dt.datetime, thresholds
     live pin events since its last run, as one set of sessions up to now; per consumer its summary.
     The newest `limit` sessions and events of the consumers whose name holds `search` and that were
     unpinned for one of `reasons` (any, when empty); the summary of every consumer. With them, what
-    the Pins page draws beside them: the capture gaps and the operator actions of the range, read on
-    the same connection (opening the store costs about what one of those queries does)."""
+    the Pins page draws beside them: the capture gaps, the operator actions and the PIN_IDLE
+    stretches of the range, read on the same connection (opening the store costs about what one of those queries does)."""
     rng = {"since": since, "until": until}
     chosen = {"search": search or None, "reasons": list(reasons), "limit": limit}
     try:
-        sessions, events, pins, nopin, run, gaps, actions = store.queries([
+        sessions, events, pins, nopin, run, gaps, actions, idle = store.queries([
             ("pin_sessions_rows", {"limit": limit}), ("pin_events_newest", {**rng, **chosen}),
             ("pin_summary_range", {}), ("nopin_pending", {"since": max(since, until - NOPIN_RANGE_LIMIT), "until": until}),
-            ("pin_range_run", {}), ("capture_gaps_range", rng), ("audit_actions_range", rng)],
+            ("pin_range_run", {}), ("capture_gaps_range", rng), ("audit_actions_range", rng), ("pin_idle_range", rng)],
             stage=pin_range(since, until, thresholds, search=search, reasons=reasons))
     except StoreMissing:
         return PinHistory(pd.DataFrame(), pd.DataFrame(columns=SESSION_COLUMNS), pd.DataFrame(), "no store yet")
     summary = pin_summary(pins, nopin, since, until)
     return PinHistory(pin_switches(events).iloc[::-1].reset_index(drop=True), _sessions_read(sessions).reset_index(drop=True),
                       summary, _source(run.iloc[0]["run_until"]),
-                      {"sessions": int(pins["sessions"].sum()) if not pins.empty else 0}, gaps, actions)
+                      {"sessions": int(pins["sessions"].sum()) if not pins.empty else 0}, gaps, actions, idle)
 
 
 def operator_actions(store: Store, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:

@@ -209,7 +209,8 @@ def pin_history(stores: Sequence[ClusterStore], read: Callable[[ClusterStore], d
     counts = {k: sum(v.counts.get(k, 0) for _, v in views) for k in ("sessions",)}
     return data.PinHistory(union([(c, v.events) for c, v in views]), union([(c, v.sessions) for c, v in views]),
                            union([(c, v.summary) for c, v in views]), "; ".join(sources), counts,
-                           union([(c, v.gaps) for c, v in views]), union([(c, v.actions) for c, v in views]))
+                           union([(c, v.gaps) for c, v in views]), union([(c, v.actions) for c, v in views]),
+                           union([(c, v.idle) for c, v in views]))
 
 
 def audit_actions(stores: Sequence[ClusterStore], limit: int = 500) -> tuple[pd.DataFrame, pd.DataFrame]:

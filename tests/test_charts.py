@@ -219,6 +219,22 @@ def test_pin_timeline_marks_unpins_by_reason_and_operator_actions_with_their_act
     assert list(overlay.text) == ["unpin by ana"]
 
 
+def test_pin_timeline_hatches_the_stretch_a_holder_kept_its_pin_without_pulling_over_its_bar():
+    """Pin a held 0-100 s; its consumer was PIN_IDLE from 40 s on (named there, still so): the
+    bar is not drawn unbroken as a pin that worked, the stretch is marked over it on its lane."""
+    events = pd.DataFrame([ev(0, "pinned", "a")])
+    idle = pd.DataFrame([{"account": "$G", "stream": "S", "consumer": "C", "start_ts": T0 + pd.Timedelta(seconds=40),
+                          "end_ts": T0 + pd.Timedelta(seconds=100), "ongoing": True},
+                         {"account": "$G", "stream": "OTHER", "consumer": "C", "start_ts": T0,
+                          "end_ts": T0 + pd.Timedelta(seconds=10), "ongoing": False}])
+    fig = charts.pin_timeline(sessions_from_events(events, UNTIL), events, idle=idle)
+    [pin] = [t for t in fig.data if t.type == "bar" and t.name != charts.IDLE_NAME]
+    [mark] = [t for t in fig.data if t.name == charts.IDLE_NAME]
+    assert list(mark.y) == list(pin.y), "on the holder's lane only: the other stream's has no bar drawn"
+    assert pd.Timestamp(mark.base[0]).tz_localize("UTC") == T0 + pd.Timedelta(seconds=40) and list(mark.x) == [60_000]
+    assert mark.marker.pattern.shape == "x" and mark.customdata[0][0] == "until now"
+
+
 def test_operator_action_labels_on_a_busy_lane_never_overlap():
     """Ten unpins by two operators within twenty seconds on one lane, in an hour of pins: only
     labels far enough apart to be read are written (the first of a cluster says how many more are

@@ -276,10 +276,21 @@ def test_the_pin_history_brings_the_ranges_capture_gaps_and_operator_actions_and
         audit.write(store, audit.AuditRow(at, "ops", "dashboard", "unpin", "A", "S", "c0", "jobs", "{}", "ok", None,
                                           f"act-{i}", "outcome"))
 
+    changes = [(since - dt.timedelta(hours=3), "OK", "PIN_IDLE"), (since - dt.timedelta(hours=2), "PIN_IDLE", "OK"),
+               (since + dt.timedelta(minutes=5), "OK", "PIN_IDLE"), (since + dt.timedelta(minutes=9), "PIN_IDLE", "STALLED"),
+               (since + dt.timedelta(minutes=50), "STALLED", "PIN_IDLE")]
+    store.write(lambda con: con.executemany(
+        "INSERT INTO verdict_changes VALUES (?, 'A', 'S', 'idle', ?, ?, 'words')", [list(c) for c in changes]))
+
     history = data.pin_history(store, since, until, Thresholds())
     assert list(history.gaps["reason"]) == ["in range"]
     assert list(history.actions["action_id"]) == ["act-0"] and list(history.actions["actor"]) == ["ops"]
+    # PIN_IDLE from each change naming it to the change ending it, or to the range's end while it lasts.
+    assert [(r.start_ts, r.end_ts, r.ongoing) for r in history.idle.itertuples() if r.consumer == "idle"] == [
+        (since + dt.timedelta(minutes=5), since + dt.timedelta(minutes=9), False),
+        (since + dt.timedelta(minutes=50), until, True)], history.idle
 
     missing = data.pin_history(Store(str(tmp_path / "none.duckdb")), since, until, Thresholds())
     assert missing.gaps.empty and list(missing.gaps.columns) == data.GAP_COLUMNS
     assert missing.actions.empty and list(missing.actions.columns) == data.ACTION_COLUMNS
+    assert missing.idle.empty and list(missing.idle.columns) == data.IDLE_COLUMNS

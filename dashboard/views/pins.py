@@ -53,9 +53,9 @@ if len(ui.fleet_stores(s)) > 1:  # one lane per consumer of each cluster: its la
     def in_cluster(f: pd.DataFrame) -> pd.DataFrame:
         return f.assign(stream=f["cluster"].astype(str) + ": " + f["stream"].astype(str)) if not f.empty else f
     timeline = charts.pin_timeline(in_cluster(sessions), in_cluster(events), "Pin timeline",
-                                   actions=in_cluster(actions))
+                                   actions=in_cluster(actions), idle=in_cluster(history.idle))
 else:
-    timeline = charts.pin_timeline(sessions, events, "Pin timeline", actions=actions)
+    timeline = charts.pin_timeline(sessions, events, "Pin timeline", actions=actions, idle=history.idle)
 st.plotly_chart(timeline, key="pins_timeline")
 
 now = until
