@@ -169,6 +169,14 @@ def _seconds_text(seconds: float) -> str:
     return durations.duration(seconds)
 
 
+def _for(c: Ctx, held: float) -> str:
+    """How long a condition has held, in words: "at least" that long where it held through the
+    whole health window (its onset is the window's first sample, so it began before; the
+    verdict's since, kept from earlier cycles, says when)."""
+    whole = float(c["last_seconds"] - c["first_ts"])
+    return f"at least {_seconds_text(held)}" if abs(held - whole) < 0.5 and whole > 0 else _seconds_text(held)
+
+
 def _stalled_at_limit(x: Any) -> Any:
     """In flight at max_ack_pending while pulls keep coming: nothing more can be delivered."""
     return _limited(x["max_ack_pending"]) & (x["ack_pending_last"] >= x["max_ack_pending"]) & (x["waiting_last"] > 0)
@@ -257,7 +265,7 @@ def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
     held = float(_held(c, "stall_onset"))
     numbers: dict[str, Any] = {"ack_pending": _n(c["ack_pending_last"]), "seconds": round(held),
                                "ack_wait_seconds": round(float(_ack_wait(c)))}
-    reason = f"{_messages(c['ack_pending_last'])} handed out and none acknowledged for {_seconds_text(held)}"
+    reason = f"{_messages(c['ack_pending_last'])} handed out and none acknowledged for {_for(c, held)}"
     if bool(_stalled_timed_out(c)):
         reason += f"; nothing delivered or reported in progress since, and ack_wait ({_seconds_text(float(_ack_wait(c)))}) has passed"
         numbers["holder"] = "idle"
@@ -295,7 +303,7 @@ def _stalled_says(c: Ctx, th: Thresholds) -> Finding:
 def _failing_says(c: Ctx, th: Thresholds) -> Finding:
     held = float(c["last_seconds"] - ew.fmax(c["acked_last_active"], c["first_ts"]))
     naks, dropped = _n(ew.nan_to_zero(c["nak_count"])), _n(ew.nan_to_zero(c["max_deliveries_count"]))
-    reason = (f"messages keep being delivered and none acknowledged for {_seconds_text(held)}: "
+    reason = (f"messages keep being delivered and none acknowledged for {_for(c, held)}: "
               f"{naks} naked, {dropped} dropped at max_deliver in the window")
     return Finding("STALLED", reason, {"ack_pending": _n(c["ack_pending_last"]), "seconds": round(held),
                                        "naks": naks, "max_deliveries": dropped, "holder": "failing"})
@@ -340,7 +348,7 @@ def _no_pullers(f: Columns, th: Thresholds) -> np.ndarray:
 def _no_pullers_says(c: Ctx, th: Thresholds) -> Finding:
     held = _pull_waited(c, "idle_onset")
     return Finding("NO_PULLERS", f"{_messages(c['pending_last'])} pending, nothing in flight and no client has "
-                   f"pulled for {_seconds_text(held)}{_rhythm_says(c)}",
+                   f"pulled for {_for(c, held)}{_rhythm_says(c)}",
                    {"pending": _n(c["pending_last"]), "waiting": 0, "seconds": round(held)})
 
 
@@ -362,7 +370,7 @@ def _pin_idle_says(c: Ctx, th: Thresholds) -> Finding:
     held = _pull_waited(c, "pin_idle_onset")
     numbers: dict[str, Any] = {"pending": _n(c["pending_last"]), "waiting": _n(c["waiting_last"]),
                                "seconds": round(held)}
-    reason = (f"the pinned client has pulled nothing for {_seconds_text(held)}{_rhythm_says(c)} while "
+    reason = (f"the pinned client has pulled nothing for {_for(c, held)}{_rhythm_says(c)} while "
               f"{_messages(c['pending_last'], 'wait')} and {_count(c['waiting_last'], 'other pull request', 'wait')} for the pin")
     moves = pin_moves_by(c)
     if moves is not None:

@@ -323,3 +323,16 @@ def test_a_projected_loss_that_holds_is_losing_since_it_was_first_projected(db_p
 def test_messages_already_removed_unprocessed_are_losing_at_once(db_path):
     said = _judged_with_losses(Store(db_path), [None, None, None, 0.0])
     assert said[-1][0] == "LOSING", said
+
+
+def test_a_cause_older_than_the_window_is_said_as_at_least_the_window_beside_its_older_since(db_path):
+    """Nobody pulled for two minutes under a one-minute window: the reason cannot see past the
+    window and says "at least" that long, beside the since kept from the first cycle that saw it
+    (not "for 1 min" beside a since two minutes old)."""
+    store = Store(db_path)
+    t0 = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    for i in range(13):
+        _cycle(store, t0 + dt.timedelta(seconds=10 * i), pending=5, waiting=0)
+    row = data.fleet(store).consumers.iloc[0]
+    assert row["verdict"] == "NO_PULLERS" and row["since"] == t0, row[["verdict", "since"]].to_dict()
+    assert "no client has pulled for at least 1 min" in row["reason"], row["reason"]
