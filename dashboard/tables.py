@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -226,7 +226,7 @@ FLEET: list[Column] = [
                 "table lists the oldest work first within each verdict"),
     Column("Drain ETA", lambda f, now: _eta_words(f), width=140,
            help="time until the backlog is gone at the health window's net drain rate, with its range; "
-                "otherwise why it will not drain (not draining, paused, no pullers, pin holder idle); empty: nothing owed"),
+                "otherwise why it will not drain (not draining, paused, no pullers, holder idle); empty: nothing owed"),
     Column("Why", reasons, width="medium", help="the verdict's reason, with its numbers"),
     Column("Next step", next_steps, width="medium", help="what to do about it"),
     Column("Since (UTC)", lambda f, now: [since_cell(t, now) for t in f["since"]], width=150,
@@ -235,10 +235,11 @@ FLEET: list[Column] = [
            help="exact: the message's own timestamp; estimate: interpolated from the stream's history"),
     Column("Pulls waiting / max", lambda f, now: limit(f["num_waiting"], f["max_waiting"]), width="small",
            help="pull requests waiting at the server, of max_waiting"),
-    Column("Acks/s", lambda f, now: f["acked_per_second"], kind="number", number_format="%.2f", width="small",
-           help="acknowledgements per second over the health window"),
+    Column("Acks/s", lambda f, now: f["acked_per_second"], kind="number", number_format="%.2f", width=120,
+           help="acknowledgements per second, averaged over the health window (the verdict's reason says what "
+                "happened lately)"),
     Column("Redeliveries/s", lambda f, now: f["redelivered_per_second"], kind="number", number_format="%.2f",
-           width="small", help="redeliveries per second over the health window"),
+           width=150, help="redeliveries per second, averaged over the health window"),
     Column("Pin holder", lambda f, now: _holders(f), width="small",
            help="the pinned worker as it announced itself (verified: CONNZ shows that connection under that name), "
                 "else \"unannounced\" and the end of the pin id; whole on the consumer's page"),
@@ -458,6 +459,17 @@ def column_config(columns: list[Column], table: pd.DataFrame) -> dict[str, Any]:
         else:
             config[c.header] = st.column_config.TextColumn(c.header, **common)
     return config
+
+
+# The Fleet's figures averaged over the health window: their headers name it (beside a verdict about
+# the last 40 s, "Acks/s 3.20" must say it is the window's average, not the rate now).
+WINDOWED = ("Acks/s", "Redeliveries/s")
+
+
+def fleet_columns(health_window: float) -> list[Column]:
+    """FLEET with each windowed figure's header naming the window: "Acks/s (last 5 min)"."""
+    return [replace(c, header=f"{c.header} (last {duration(health_window)})") if c.header in WINDOWED else c
+            for c in FLEET]
 
 
 def fleet_table(frame: pd.DataFrame, now: dt.datetime, columns: list[Column] | None = None) -> pd.DataFrame:

@@ -245,8 +245,8 @@ def _when(ts: object, now: dt.datetime) -> str:
 
 
 # The duration a rule's reason says its cause has held ("for 1 min 5 s"): the pages say since when instead.
-# " for <a duration>" as core/durations.py words it ('42 s', '5 min', '4 min 12 s', '3 h 5 min', '2 d 4 h').
-_HELD_FOR = re.compile(r" for (\d+ d(?: \d+ h)?|\d+ h(?: \d+ min)?|\d+ min(?: \d+ s)?|\d+(?:\.\d)? s)\b")
+# " for <a duration>" (or " for at least <a duration>") as core/durations.py words it ('42 s', '5 min', '4 min 12 s', '3 h 5 min', '2 d 4 h').
+_HELD_FOR = re.compile(r" for (?:at least )?(\d+ d(?: \d+ h)?|\d+ h(?: \d+ min)?|\d+ min(?: \d+ s)?|\d+(?:\.\d)? s)\b")
 ONSET_VERDICTS = ("STALLED", "NO_PULLERS", "PIN_IDLE")
 
 

@@ -12,8 +12,8 @@ Shown only where it means something: a pull consumer with a backlog whose worker
 anyone pulls is read from what the consumer did lately, as its verdict judged it over its own pull
 rhythm, never from one snapshot of waiting pulls (a worker that fetches, works and fetches again
 has none waiting most of the time). Otherwise the state says why there is no time: 'paused',
-'no pullers' (nobody pulls, nothing delivered or acknowledged lately: it will not drain), 'pin
-holder idle' (the pinned client does not pull, and the others' pulls wait behind it), 'not
+'no pullers' (nobody pulls, nothing delivered or acknowledged lately: it will not drain),
+'holder idle' (the pinned client does not pull, and the others' pulls wait behind it), 'not
 draining' (the backlog holds or grows, or nothing was acknowledged lately).
 """
 
@@ -30,7 +30,7 @@ from jetwatch.core.durations import duration
 from jetwatch.health.columns import floats
 
 DRAINING, NOT_DRAINING, PAUSED, NO_PULLERS = "draining", "not draining", "paused", "no pullers"
-PIN_HOLDER_IDLE = "pin holder idle"
+PIN_HOLDER_IDLE = "holder idle"
 STATES = (DRAINING, NOT_DRAINING, PAUSED, NO_PULLERS, PIN_HOLDER_IDLE)
 SPREAD = 2.0  # standard errors either side of the trend: the range's rates
 ETA_COLUMNS = ["eta_state", "eta_seconds", "eta_low_seconds", "eta_high_seconds"]

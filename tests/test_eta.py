@@ -23,7 +23,7 @@ INF = None  # no upper end: the slowest rate the trend allows does not drain
     ("paused and nobody pulls: paused explains it", 500, 0.0, 0.0, {"paused": True, "no_pullers": True},
      Eta("paused")),
     ("the pinned client does not pull: the others wait behind it, not nobody", 500, 0.0, 0.0,
-     {"pin_idle": True}, Eta("pin holder idle")),
+     {"pin_idle": True}, Eta("holder idle")),
     ("a falling trend without acknowledgements lately is no drain", 500, -10.0, 0.0, {"acked": False},
      Eta("not draining")),
     ("no backlog: nothing to drain", 0, -10.0, 0.0, {}, Eta(None)),

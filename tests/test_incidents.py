@@ -24,7 +24,7 @@ def test_each_incident_is_named_in_time_beside_its_look_alikes(nats_server, db_p
     assert all(j.final == j.expected for j in table if j.expected != "-"), report
     etas = {key: outcome.etas.get(stream) for key, stream in outcome.streams.items()}
     assert etas["gone"] == "no pullers", "no drain time where nobody pulls"
-    assert etas["holder"] == "pin holder idle", "a standby waits: somebody pulls, behind the idle pin holder"
+    assert etas["holder"] == "holder idle", "a standby waits: somebody pulls, behind the idle pin holder"
     assert etas["stuck"] == "not draining", "nothing acknowledged: no drain time"
     look_alikes = {key: eta for key, eta in etas.items() if outcome.scenarios[key].verdict is None}
     assert "no pullers" not in look_alikes.values(), f"workers pull on every look-alike: {look_alikes}"

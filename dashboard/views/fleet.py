@@ -77,7 +77,8 @@ def live() -> None:
     widget = selection.widget_key(keys)
     selection.follow(st.session_state, widget, keys)  # before drawing: the marker and the panel follow a click
     chosen = st.session_state.get(selection.SELECTED)
-    table = tables.fleet_table(page, now)
+    columns = tables.fleet_columns(s.health_window)
+    table = tables.fleet_table(page, now, columns)
     table.insert(0, " ", ["▶" if k == chosen else "" for k in keys])
     whole = f"{len(shown):,} of {len(frame):,} consumers shown" if pages == 1 else (
         f"{len(page):,} of {len(shown):,} matching consumers shown (page {number:,} of {pages:,}; "
@@ -88,7 +89,7 @@ def live() -> None:
         width="stretch", on_select="rerun", selection_mode="single-row",
         selection_default=selection.default(keys, chosen),
         column_config={" ": st.column_config.TextColumn(" ", width=28, help="the selected consumer", pinned=True),
-                       **tables.column_config(tables.FLEET, table)})
+                       **tables.column_config(columns, table)})
     if pages > 1:
         p1, p2, _ = st.columns([2, 2, 5])
         p1.number_input(f"Page (of {pages:,})", min_value=1, max_value=pages, step=1, key="fleet_page")
