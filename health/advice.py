@@ -147,17 +147,19 @@ FLAPPING_STEP = {
 
 
 def flapping_cause(moves: Mapping[str, int]) -> str | None:
-    """'mostly priority_timeout (4 of 6 moves: 4 priority_timeout, 2 operator unpin)', or 'no single cause
-    (...)' on a tie (whose step is then the first tied cause's in pin_causes.CAUSES order, the more specific
-    fact); None with no moves."""
+    """'6 pins ended: mostly priority_timeout (4 priority_timeout, 2 operator unpin)', or '... no single
+    cause (...)' on a tie (whose step is then the first tied cause's in pin_causes.CAUSES order, the more
+    specific fact); None with no moves. It counts the pins that ended, FLAPPING's reason the pins that
+    began: each is named for what it counts (the pin held now has not ended; the first one's start
+    may be older than the window)."""
     top = pin_causes.dominant(moves)
     if top is None:
         return None
     total = sum(moves.values())
+    ended = f"{total} pin{'s' if total != 1 else ''} ended"
     if sum(1 for n in moves.values() if n == moves[top]) > 1:  # a tie: no cause dominates
-        return f"no single cause ({total} moves: {pin_causes.counts_words(moves)})"
-    return (f"mostly {pin_causes.CAUSE_WORDS[top]} ({moves[top]} of {total} moves"
-            + (f": {pin_causes.counts_words(moves)})" if len([n for n in moves.values() if n]) > 1 else ")"))
+        return f"{ended}: no single cause ({pin_causes.counts_words(moves)})"
+    return f"{ended}: mostly {pin_causes.CAUSE_WORDS[top]} ({pin_causes.counts_words(moves)})"
 
 
 def _flapping(numbers: Mapping[str, Any], c: Context) -> str:

@@ -452,7 +452,7 @@ def _flapping(f: Columns, th: Thresholds) -> np.ndarray:
 def _flapping_says(c: Ctx, th: Thresholds) -> Finding:
     n = _switches(c)
     limit = _n(_th(c, "flapping_switches"))  # the consumer's own, where its metadata sets one
-    return Finding("FLAPPING", f"{n} pin switches in {flapping_span(th)} (more than {limit} is flapping)",
+    return Finding("FLAPPING", f"{n} new pins in {flapping_span(th)} (more than {limit} is flapping)",
                    {"switches": n, "limit": limit})
 
 

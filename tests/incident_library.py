@@ -283,7 +283,7 @@ def library() -> dict[str, Scenario]:
                             consumer={"max_waiting": 3}, clients=[{"expires_s": 10.0, "batch": 1}],
                             incident=_more_pullers, says="max_waiting"),
         "flaps": Scenario("the pin moves every 4 s (an operator unpins again and again)", "FLAPPING", **pinned,
-                          clients=[{}, {}], incident=_unpin_again_and_again, says="pin switches"),
+                          clients=[{}, {}], incident=_unpin_again_and_again, says="new pins"),
         "paused": Scenario("paused by an operator while work arrives", "PAUSED", clients=[{}], incident=_pause,
                            says="paused"),
         # Deleted and recreated (same name, a new `created`): a new consumer, judged on its own

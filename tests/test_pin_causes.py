@@ -260,8 +260,10 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     # Five pins in the window, more than --flapping-switches 3: FLAPPING, said with its dominant cause.
     mine = wait_until(lambda: (s := status())["verdict"] == "FLAPPING" and s, timeout=30,
                       message="the consumer judged FLAPPING")
-    assert "mostly operator unpin (2 of 4 moves: 2 operator unpin, 1 holder disconnected, 1 priority_timeout)" \
-        in mine["reason"], mine["reason"]
+    # The pins that began (the rule's count) and the pins that ended (the causes' count), each named
+    # for what it counts: five new pins, four of them ended, the fifth held now.
+    assert "5 new pins in the last" in mine["reason"] and "; 4 pins ended: mostly operator unpin (2 operator unpin, " \
+        "1 holder disconnected, 1 priority_timeout)" in mine["reason"], mine["reason"]
     assert mine["next_step"].endswith(advice.FLAPPING_STEP["operator_unpin"]), mine["next_step"]
     # The command as users run it says the same.
     out = subprocess.run([sys.executable, "-m", "jetwatch.cli", "status", "--json", "--db", site["db"]],
@@ -300,7 +302,7 @@ def test_each_pin_move_has_its_cause_in_status_metrics_and_the_store(site, monke
     # The Fleet: FLAPPING's reason and next step name the dominant cause.
     fleet = frame(run_app(), "Verdict")
     assert fleet.iloc[0]["Verdict"] == "FLAPPING"
-    assert "mostly operator unpin (2 of 4 moves" in fleet.iloc[0]["Why"], fleet.iloc[0]["Why"]
+    assert "4 pins ended: mostly operator unpin (2 operator unpin" in fleet.iloc[0]["Why"], fleet.iloc[0]["Why"]
     assert fleet.iloc[0]["Next step"].endswith(advice.FLAPPING_STEP["operator_unpin"])
     at = consumer_page({"stream": stream, "consumer": "work"})
     [tile] = [m for m in at.metric if m.label == "Standby"]
@@ -406,14 +408,16 @@ def test_a_deploy_is_told_from_one_workers_restart(nats_server, db_path, uid, ru
 # FLAPPING's next step, judged like a detector's words: each dominant cause gets its own step, and
 # look-alikes (a tie, a cause among others, no causes at all) get the step that fits them.
 FLAPPING_CASES = [
-    ({"priority_timeout": 5, "operator_unpin": 1}, "priority_timeout", "mostly priority_timeout (5 of 6 moves"),
-    ({"operator_unpin": 4}, "operator_unpin", "mostly operator unpin (4 of 4 moves)"),
-    ({"leader_change": 3, "unknown": 1}, "leader_change", "mostly leader change (3 of 4 moves"),
-    ({"deploy": 6}, "deploy", "mostly deploy (6 of 6 moves)"),
-    ({"holder_disconnected": 3, "priority_timeout": 2}, "holder_disconnected", "mostly holder disconnected (3 of 5"),
+    ({"priority_timeout": 5, "operator_unpin": 1}, "priority_timeout",
+     "6 pins ended: mostly priority_timeout (5 priority_timeout, 1 operator unpin)"),
+    ({"operator_unpin": 4}, "operator_unpin", "4 pins ended: mostly operator unpin (4 operator unpin)"),
+    ({"leader_change": 3, "unknown": 1}, "leader_change", "4 pins ended: mostly leader change (3 leader change"),
+    ({"deploy": 6}, "deploy", "6 pins ended: mostly deploy (6 deploy)"),
+    ({"holder_disconnected": 3, "priority_timeout": 2}, "holder_disconnected",
+     "5 pins ended: mostly holder disconnected (3 holder disconnected"),
     # A tie is said as one; its step is the cause the query tries first (the more specific fact).
-    ({"deploy": 2, "priority_timeout": 2}, "deploy", "no single cause (4 moves: 2 deploy, 2 priority_timeout)"),
-    ({"unknown": 5}, "unknown", "mostly unknown (5 of 5 moves)"),
+    ({"deploy": 2, "priority_timeout": 2}, "deploy", "4 pins ended: no single cause (2 deploy, 2 priority_timeout)"),
+    ({"unknown": 5}, "unknown", "5 pins ended: mostly unknown (5 unknown)"),
 ]
 
 
