@@ -289,8 +289,9 @@ class ConsumerDetail:
     sessions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SESSION_COLUMNS))  # drawn, oldest first
     changes: pd.DataFrame = field(default_factory=pd.DataFrame)  # verdict changes of the range, and the one before
     actions: pd.DataFrame = field(default_factory=pd.DataFrame)  # operator actions on it in the range
-    dropped: pd.DataFrame = field(default_factory=pd.DataFrame)  # messages it dropped, newest first
+    dropped: pd.DataFrame = field(default_factory=pd.DataFrame)  # messages it dropped, newest first (DROPPED_SHOWN)
     naks: pd.DataFrame = field(default_factory=pd.DataFrame)  # naked messages of the range still owed
+    dropped_counts: pd.DataFrame = field(default_factory=pd.DataFrame)  # all it dropped, by kind and reason
 
     def band(self, since: dt.datetime, until: dt.datetime) -> pd.DataFrame:
         """Its verdicts from `since` (at or after the range's start) as spans (verdict_band)."""
@@ -321,11 +322,12 @@ def consumer_detail(store: Store, account: str, stream: str, consumer: str,
     # Its pin sessions as the Pins page reads them: the pipeline's, then the live tail's, up to now;
     # its verdicts, the operators' actions, its dropped and naked messages: the page's reads in one.
     extra = [("pin_sessions_rows", {"limit": ROWS_SHOWN}), ("verdict_changes_consumer", rng),
-             ("audit_actions_range", {"since": since, "until": until}), ("consumer_dropped", ident),
-             ("consumer_nak_remaining", {**ident, "since": since})]
+             ("audit_actions_range", {"since": since, "until": until}),
+             ("consumer_dropped", {**ident, "limit": DROPPED_SHOWN}), ("consumer_nak_remaining", {**ident, "since": since}),
+             ("consumer_dropped_counts", ident)]
     frames = store.queries(calls + extra, stage=pin_range(since, until, Thresholds(), ident))
     configs, advisories, pins, latest = frames[:4]
-    rows, changes, actions, dropped, naks = frames[-len(extra):]
+    rows, changes, actions, dropped, naks, dropped_counts = frames[-len(extra):]
     sessions = _sessions_read(rows).iloc[::-1].reset_index(drop=True)
     actions = actions[(actions["stream"] == stream) & (actions["consumer"] == consumer)]
     frames = frames[:-len(extra)]
@@ -338,9 +340,10 @@ def consumer_detail(store: Store, account: str, stream: str, consumer: str,
         source = (f"raw samples of the last {RAW_RANGE_LIMIT.total_seconds() / 3600:g} h only: the pipeline "
                   "has not rolled up this range yet")
     return ConsumerDetail(samples, source, configs, advisories, pins.reset_index(drop=True), latest, sessions,
-                          changes, actions.reset_index(drop=True), dropped, naks)
+                          changes, actions.reset_index(drop=True), dropped, naks, dropped_counts)
 
 
+DROPPED_SHOWN = 200  # the Consumer page lists this many of a consumer's dropped messages, newest first
 SILENCES_SHOWN = 10  # the Consumer page lists this many of a consumer's silences, newest first
 
 

@@ -19,9 +19,9 @@ READS = {"found": "read", "gone": "gone: the stream no longer has it", "refused"
 LINES_SHOWN = 5  # `nats stream get` lines under the table, newest first
 
 
-def dropped(store: Store, account: str, stream: str, consumer: str) -> pd.DataFrame:
-    """The consumer's dropped messages, newest first (consumer_dropped)."""
-    return store.query("consumer_dropped", {"account": account, "stream": stream, "consumer": consumer})
+def dropped(store: Store, account: str, stream: str, consumer: str, limit: int = 200) -> pd.DataFrame:
+    """The consumer's newest `limit` dropped messages, newest first (consumer_dropped)."""
+    return store.query("consumer_dropped", {"account": account, "stream": stream, "consumer": consumer, "limit": limit})
 
 
 def naks_left(store: Store, account: str, stream: str, consumer: str, since: dt.datetime) -> pd.DataFrame:
@@ -67,12 +67,13 @@ def readable_lines(frame: pd.DataFrame, stream: str, shown: int = LINES_SHOWN) -
     return [get_line(stream, seq) for seq in frame["stream_seq"][keep].head(shown)]
 
 
-def causes(frame: pd.DataFrame) -> dict[str, int]:
-    """How many dropped messages each cause (health/drops.py) accounts for."""
+def causes(counts: pd.DataFrame) -> dict[str, int]:
+    """How many dropped messages each cause (health/drops.py) accounts for, from their counts by
+    advisory kind and reason (consumer_dropped_counts)."""
     found: dict[str, int] = {}
-    for by, why in zip(frame["dropped_by"], frame["reason"]):
+    for by, why, n in zip(counts["dropped_by"], counts["reason"], counts["dropped"]):
         c = drops.cause(by, why)
-        found[c] = found.get(c, 0) + 1
+        found[c] = found.get(c, 0) + int(n)
     return found
 
 

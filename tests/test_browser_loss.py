@@ -167,7 +167,8 @@ def test_what_will_be_lost_is_shown_in_words_at_1280(nats_server, chromium, uid,
 
             # 2. The poison message: its stream sequence in the Dropped messages table, and the line.
             page.goto(f"{base}/consumer?stream={poison}&consumer=orders")
-            shown(page, "1 message this consumer dropped unprocessed, newest first: 1 max_deliver reached.")
+            shown(page, re.compile(r"^1 message this consumer dropped unprocessed since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC .*newest first: "
+                                   r"1 max_deliver reached\.$"))
             dropped = wait_until(lambda: grid_with(page, "Stream seq"), timeout=WAIT,
                                  message="the Dropped messages table drawn")
             assert (dropped["Stream seq"], dropped["Subject"], dropped["Deliveries"], dropped["Reason"]) == (

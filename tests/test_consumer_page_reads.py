@@ -133,3 +133,24 @@ def test_the_consumer_pages_queries_scan_only_the_one_consumers_rows(many):
     assert pins.get("advisories", 0) <= 5, pins  # its own five advisories at most
     whole = _rows_scanned(many, "fleet_latest", {})
     assert whole.get("samples_recent") == CONSUMERS, whole  # the independent check: the Fleet's read scans all
+
+
+def test_every_dropped_message_is_counted_by_cause_though_only_the_newest_are_listed(many):
+    """260 messages dropped at max_deliver and 10 removed by the stream's limits: the page lists the
+    newest DROPPED_SHOWN and counts all 270 by cause (not "Dropped: 200" beside "260 reached
+    max_deliver")."""
+    from jetwatch.dashboard import dropped
+    from jetwatch.health import drops
+
+    rows = []
+    for n in range(270):
+        removed = n >= 260
+        at = NOW - dt.timedelta(minutes=30) + dt.timedelta(seconds=n)
+        rows.append({**_advisory(10_000 + n, 7, at, "terminated" if removed else "max_deliver"),
+                     "reason": drops.REMOVED_REASON if removed else None,
+                     "raw": json.dumps({"stream_seq": 1000 + n, "consumer_seq": 2000 + n, "deliveries": 5})})
+    many.write(lambda con: writes.write_advisories(con, rows))
+    detail = data.consumer_detail(many, "$G", "S0", "c7", NOW - dt.timedelta(hours=1), NOW)
+    assert len(detail.dropped) == data.DROPPED_SHOWN < 270
+    assert dropped.causes(detail.dropped_counts) == {drops.MAX_DELIVER: 260, drops.REMOVED: 10}
+    assert pd.Timestamp(detail.dropped_counts["oldest"].min()) == pd.Timestamp(NOW - dt.timedelta(minutes=30))

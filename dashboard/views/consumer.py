@@ -210,16 +210,20 @@ def cluster_section(led: data.Leadership | None, now: dt.datetime) -> None:
         st.caption(f"{n} leader change{'s' if n != 1 else ''} in this range{' (the last 5)' if n > 5 else ''}: {moves}")
 
 
-def poison(gone: pd.DataFrame, naks: pd.DataFrame) -> None:
-    """Messages the consumer dropped, and naked ones about to be, each with the line that reads it."""
+def poison(gone: pd.DataFrame, naks: pd.DataFrame, counts: pd.DataFrame, now: dt.datetime) -> None:
+    """Messages the consumer dropped (all counted, the newest listed), and naked ones about to be,
+    each with the line that reads it."""
     st.markdown("#### Dropped messages")
     if gone.empty:
         st.caption("none retained: no message of this consumer reached max_deliver or was terminated")
     else:
-        by_cause = dropped.causes(gone)
+        by_cause = dropped.causes(counts)
+        total = sum(by_cause.values())
         parts = [f"{n} {drops.WORDS[c]}" for c, n in by_cause.items()]
-        st.caption(f"{len(gone)} message{'s' if len(gone) != 1 else ''} this consumer dropped unprocessed, newest "
-                   f"first: {'; '.join(parts)}.")
+        listed = f"the newest {len(gone)} listed" if len(gone) < total else "newest first"
+        st.caption(f"{total} message{'s' if total != 1 else ''} this consumer dropped unprocessed since "
+                   f"{ui.md(ui.since(counts['oldest'].min(), now))} (what the store keeps), {listed}: "
+                   f"{'; '.join(parts)}.")
         if by_cause.get(drops.MAX_DELIVER) or by_cause.get(drops.TERMINATED):
             st.caption("Given up on by the workers: read one with its line below the table, then fix the handler or "
                        "move it to a dead-letter stream.")
@@ -346,7 +350,7 @@ def live() -> None:
                     key="consumer_pins")
 
     cluster_section(data.leadership(detail.samples), now)
-    poison(detail.dropped, detail.naks)
+    poison(detail.dropped, detail.naks, detail.dropped_counts, now)
 
     silences_section(hushes, now)
     thresholds_section(detail.configs)

@@ -4,4 +4,4 @@ SELECT ts, dropped_by, stream_seq, consumer_seq, deliveries, reason, read_state,
 FROM dropped_messages
 WHERE account = $account AND stream = $stream AND consumer = $consumer
 ORDER BY ts DESC, stream_seq DESC
-LIMIT 200;
+LIMIT $limit;
