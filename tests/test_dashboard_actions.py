@@ -135,7 +135,15 @@ def test_unpin_from_the_dashboard_is_confirmed_audited_and_the_new_pin_shows(liv
     audit = rows(store, "SELECT actor, origin, action, stream, group_name, outcome FROM audit WHERE phase = 'outcome'")
     assert audit == [("ana", "dashboard", "unpin", live["stream"], "jobs", "ok")]
     at.run()
-    assert any(c.value.startswith("new pin: ") for c in at.caption)
+    # The Pin holder tile says the new pin once, never the dropped one above it.
+    dropped = at.session_state["action_result"].details["unpinned_id"]
+    new = rows(store, "SELECT pinned_id FROM pin_events WHERE stream = ? AND event = 'pinned' ORDER BY ts DESC LIMIT 1",
+               [live["stream"]])[0][0]
+    [tile] = [m for m in at.metric if m.label == "Pin holder"]
+    assert tile.value == f"…{new[-6:]}" and new != dropped, (tile.value, new, dropped)
+    captions = [c.value for c in at.caption]
+    assert "new pin, after your unpin" in captions and "unannounced" not in captions, captions
+    assert not [c for c in captions if dropped[-6:] in c], captions
 
 
 def test_pause_is_confirmed_for_the_whole_consumer_at_a_plain_time_and_resume_only_offered_when_paused(live, monkeypatch):

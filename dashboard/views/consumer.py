@@ -210,6 +210,18 @@ def cluster_section(led: data.Leadership | None, now: dt.datetime) -> None:
         st.caption(f"{n} leader change{'s' if n != 1 else ''} in this range{' (the last 5)' if n > 5 else ''}: {moves}")
 
 
+def unpinned_here(target: Target) -> tuple[str | None, str | None]:
+    """(the pin this session's latest unpin of the consumer dropped, the pin the server took next
+    as its events say; None when not known yet), or (None, None) without such an unpin."""
+    result = operator.result_for(target, cluster)
+    if result is None or not result.ok or result.action != "unpin":
+        return None, None
+    dropped = result.details.get("unpinned_id")
+    fresh = operator.new_pin_after(store, result)
+    new = fresh.iloc[-1]["pinned_id"] if not fresh.empty else None
+    return (str(dropped) if dropped else None), (str(new) if isinstance(new, str) and new else None)
+
+
 def poison(gone: pd.DataFrame, naks: pd.DataFrame, counts: pd.DataFrame, now: dt.datetime) -> None:
     """Messages the consumer dropped (all counted, the newest listed), and naked ones about to be,
     each with the line that reads it."""
@@ -289,14 +301,22 @@ def live() -> None:
         name = row.get("holder_name") if pinned else None
         announced = isinstance(name, str) and bool(name)
         policy = row.get("priority_policy") if isinstance(row.get("priority_policy"), str) else None
-        if pinned or policy == "pinned_client":
+        dropped_pin, new_pin = unpinned_here(Target(account, stream, consumer))
+        if dropped_pin is not None and pinned in (dropped_pin, new_pin):
+            # Right after this session's unpin: the sample may still show the dropped pin; the tile
+            # says what the server has now (its pin events), once, and never the dropped pin.
+            tiles[0].metric("Pin holder", ui.pin_tail(new_pin) if new_pin else "nobody yet",
+                            help=f"you unpinned pin {dropped_pin}" + (f"; the new pin is {new_pin}" if new_pin else ""))
+            tiles[0].caption("new pin, after your unpin" if new_pin else
+                             "unpinned: the next client to pull is pinned")
+        elif pinned or policy == "pinned_client":
             tiles[0].metric("Pin holder", "nobody" if not pinned else ui.short(ui.visible(name)) if announced
                             else ui.pin_tail(pinned), help=holder_help(row, pinned, now) if pinned else None)
+            if pinned:  # a tile holds a short value: whether the holder is verified goes under it
+                tiles[0].caption(verification_words(row.get("holder_verification")) if announced else "unannounced")
         else:  # no pin can be held: a "nobody" here would read as a group that lost its holder
             tiles[0].metric("Priority policy", policy or "none",
                             help="ADR-42 priority groups: only a pinned_client group has a pin holder")
-        if pinned:  # a tile holds a short value: whether the holder is verified goes under it
-            tiles[0].caption(verification_words(row.get("holder_verification")) if announced else "unannounced")
         for col, (label, age, kind) in zip(tiles[1:], (
                 ("Oldest unacked", row["oldest_unacked_age_seconds"], row["oldest_unacked_age_kind"]),
                 ("Oldest undelivered", row["oldest_undelivered_age_seconds"], row["oldest_undelivered_age_kind"]))):
@@ -321,11 +341,6 @@ def live() -> None:
                  "consumer has not processed, at the current arrival and acknowledgement rates")
         if row["paused"]:
             st.info(f"Paused until {ui.md(ui.since(row['pause_until'], now))}")
-        result = operator.result_for(Target(account, stream, consumer), cluster)
-        if result is not None and result.ok and result.action == "unpin":
-            fresh = operator.new_pin_after(store, result)
-            new = fresh.iloc[-1]["pinned_id"] if not fresh.empty else None
-            st.caption(f"new pin: {ui.md(ui.pin_tail(new))} (pin id {ui.md(new)})" if new else "waiting for the new pin...")
         operator.drain_progress(store, account, stream, consumer)
         if operator.operator(s):
             actions(row, verdict)
