@@ -4,7 +4,8 @@ collector on its default settings (a subprocess, as deployed), in both sampling 
 Each consumer the cluster can no longer serve is named for it (NO_LEADER, API_UNAVAILABLE) within
 30 s of the kill, stays named at every cycle after, and stays listed everywhere with its last known
 state; `check` is CRITICAL naming the cause, not "collector stopped?". Before, these consumers
-were OK on frozen samples, or vanished from the Fleet."""
+were OK on frozen samples, or vanished from the Fleet. Once the servers are back, each leaves its
+cluster verdict, and a collector started mid-outage captures durably again."""
 
 from __future__ import annotations
 
@@ -192,6 +193,16 @@ def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_noth
                and all(v[0] in CLUSTER_RED for v in _verdicts(db).values()), timeout=NAMED_WITHIN + 15,
                message="every consumer named by the restarted collector")
         _named_in_time(again, tmp_path / "collector-again.log")
+
+        # The servers come back: every consumer leaves its cluster verdict and none was dropped on
+        # the way; the collector started mid-outage reads the capture stream durably again.
+        for node in (doomed, second):
+            node.start()
+        _until(lambda: {c: v for c, v in _verdicts(db).items() if v[0] in CLUSTER_RED} == {}
+               and set(LAST_SEEN) == {"busy", "idle", "solo"}, timeout=120,
+               message="every consumer served again once its servers are back")
+        wait_until(lambda: "captured durably" in (tmp_path / "collector-again.log").read_text(errors="replace"),
+                   timeout=60, interval=1.0, message="the capture back on the capture stream")
     finally:
         collector.send_signal(signal.SIGTERM)
         collector.wait(30)
