@@ -15,6 +15,7 @@ import asyncio
 import logging
 import random
 import signal
+import sys
 from typing import Any
 
 import nats
@@ -22,6 +23,7 @@ from nats.aio.client import Client
 
 from jetwatch.core.connection import connect_options
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError
+from jetwatch.core.pin_announce import PinAnnouncer
 from jetwatch.core.settings import resolve
 from jetwatch.core.urls import strip_userinfo
 from jetwatch.demo.workers import PullWorker
@@ -29,6 +31,7 @@ from jetwatch.demo.workers import PullWorker
 log = logging.getLogger("jetwatch.demo")
 
 PIN_TIMEOUT_S = 5.0
+DEMO_ACTOR = "demo-script"  # who the audit log says unpinned, for the script's operator unpins
 
 STREAMS = [
     {"name": "ORDERS", "subjects": ["orders.>"], "max_age": 3600 * 10**9, "storage": "file"},
@@ -76,6 +79,8 @@ class Workload:
 
     async def worker(self, key: str, stream: str, consumer: str, **kw: Any) -> PullWorker:
         nc = await self.connect(key)
+        if kw.get("group"):  # a grouped worker says who holds each pin it is given, as a real one should
+            kw["announcer"] = PinAnnouncer(nc, stream, consumer, kw["group"])
         w = PullWorker(nc, stream, consumer, name=key, **kw).start()
         self.workers[key] = w
         return w
@@ -127,11 +132,7 @@ class Workload:
                 await asyncio.sleep(PIN_TIMEOUT_S + 4)
                 w.stalled = False
             await asyncio.sleep(6)
-            log.info("trouble: admin unpin of ORDERS/fulfilment")
-            try:
-                await self.api.unpin("ORDERS", "fulfilment", "jobs")
-            except Exception as exc:
-                log.warning("unpin failed: %s", exc)
+            await self.operator_unpin()
             await asyncio.sleep(8)
             victim = random.choice(["f1", "f2", "f3"])
             log.info("trouble: worker %s dies", victim)
@@ -142,6 +143,25 @@ class Workload:
             await self.worker(victim, "ORDERS", "fulfilment", group="jobs", work_s=0.01)
             log.info("trouble: worker %s is back", victim)
             await asyncio.sleep(8)
+
+    async def operator_unpin(self) -> None:
+        """The script's operator unpins ORDERS/fulfilment as an operator would, with `jetwatch unpin`:
+        confirmed, sent and written to the audit log (its store from the environment `jetwatch up`
+        gives), so the Audit page shows it beside the Pins page's admin unpin. Without a store to
+        audit in (the workload run on its own), it unpins directly and says so."""
+        log.info("trouble: an operator unpins ORDERS/fulfilment (jetwatch unpin, audited)")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "jetwatch.cli", "unpin", "ORDERS", "fulfilment", "--group", "jobs", "--yes",
+            "--actor", DEMO_ACTOR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await proc.communicate()
+        if proc.returncode == 0:
+            return
+        log.warning("jetwatch unpin failed (%s): unpinning without an audit row",
+                    out.decode(errors="replace").strip()[-300:])
+        try:
+            await self.api.unpin("ORDERS", "fulfilment", "jobs")
+        except Exception as exc:
+            log.warning("unpin failed: %s", exc)
 
     async def stop(self) -> None:
         for t in self.tasks:

@@ -123,6 +123,16 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
             page.get_by_label("Password", exact=True).fill(password)
             page.get_by_role("button", name="Sign in").click()
             page.get_by_text("signed in as demo").filter(visible=True).first.wait_for(timeout=30_000)
+            # What the demo scripts, read at 1280 px: every line wraps in view, none is cut.
+            narrow = browser.new_page(viewport={"width": 1280, "height": 800})
+            narrow.goto(base + "/")
+            narrow.get_by_text("What this demo scripts").filter(visible=True).first.click()
+            for d in SCRIPT:
+                line = narrow.get_by_text(d.expect.split(";")[-1].strip()[-40:]).filter(visible=True).first
+                line.wait_for(timeout=30_000)
+                box = line.bounding_box()
+                assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1280, (d.consumer, box)
+            narrow.close()
             page.goto(base + "/pins")
             page.get_by_text("ORDERS / fulfilment [jobs]").filter(visible=True).first.wait_for(timeout=30_000)
             page.goto(base + "/consumer?stream=ORDERS&consumer=fulfilment")
@@ -142,6 +152,12 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
         at.switch_page("views/pins.py").run()
         events = frame(at, "Event")
         assert set(events[events["Event"] == "unpinned"]["Reason"]) >= {"timeout", "admin"}
+        # The demo explains itself: its operator's unpin is on the Audit page as well as on Pins, and
+        # its grouped workers announce their pins (no "unannounced" holder where a worker holds one).
+        audit = rows(store, "SELECT actor, action, stream, consumer, outcome FROM audit WHERE phase = 'outcome'")
+        assert ("demo-script", "unpin", "ORDERS", "fulfilment", "ok") in audit, audit
+        holders = rows(store, "SELECT DISTINCT name FROM pin_holders WHERE stream = 'ORDERS' AND consumer = 'fulfilment'")
+        assert {n for (n,) in holders} & {"demo-f1", "demo-f2", "demo-f3"}, holders
 
 
 def test_the_demo_says_what_it_scripts_on_each_of_its_consumers():
@@ -169,6 +185,16 @@ def test_up_demo_screenshots_once_the_scheduled_pipeline_loaded_its_results(tmp_
             page.get_by_text("Data as of").filter(visible=True).first.wait_for(timeout=30_000)
             page.get_by_text("capture: durable stream").filter(visible=True).first.wait_for(timeout=30_000)
             shoot(page, "fleet.png")
+            # What the demo scripts, read at 1280 px: every line wraps in view, none is cut.
+            narrow = browser.new_page(viewport={"width": 1280, "height": 800})
+            narrow.goto(base + "/")
+            narrow.get_by_text("What this demo scripts").filter(visible=True).first.click()
+            for d in SCRIPT:
+                line = narrow.get_by_text(d.expect.split(";")[-1].strip()[-40:]).filter(visible=True).first
+                line.wait_for(timeout=30_000)
+                box = line.bounding_box()
+                assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1280, (d.consumer, box)
+            narrow.close()
             page.goto(base + "/pins")
             page.get_by_text("ORDERS / fulfilment [jobs]").filter(visible=True).first.wait_for(timeout=30_000)
             shoot(page, "pins.png")

@@ -20,10 +20,10 @@ st.title("Fleet")
 operator.sidebar(s)
 operator.dialog(s, store)
 if s.demo:  # beside `jetwatch up`'s demo: what it does to each consumer, to tell whether a verdict is right
-    with st.expander("What this demo scripts", expanded=False):
-        st.dataframe(pd.DataFrame([{"Consumer": f"{d.stream} / {d.consumer}", "What the demo does": d.trouble,
-                                    "What jetwatch should say": d.expect} for d in SCRIPT]),
-                     hide_index=True, width="stretch")
+    with st.expander("What this demo scripts", expanded=False):  # wrapped text: never cut at 1280 px
+        for d in SCRIPT:
+            st.markdown(f"**{ui.md(d.stream)} / {ui.md(d.consumer)}**: {ui.md(d.trouble)}.  \n"
+                        f"*What jetwatch should say:* {ui.md(d.expect)}")
 
 
 @st.fragment(run_every=s.refresh)
