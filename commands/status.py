@@ -28,7 +28,7 @@ from jetwatch.core.durations import duration
 from jetwatch.core.pin_words import pin_holder
 from jetwatch.core.settings import Settings
 from jetwatch.health import advice, drops, failover, freshness, pin_causes, silences, thresholds
-from jetwatch.health.rules import SEVERITY
+from jetwatch.health.verdicts import SEVERITY
 from jetwatch.store import clusters
 from jetwatch.store.database import Store, StoreError
 

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from jetwatch.dashboard.text import duration, pin_holder, pin_tail, utc, visible
-from jetwatch.health.rules import BY_NAME
+from jetwatch.health.verdicts import BY_NAME
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
            "#7f7f7f", "#d62728")

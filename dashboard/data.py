@@ -18,8 +18,9 @@ from jetwatch.core.clock import utcnow
 from jetwatch.dashboard.tables import since_cell
 from jetwatch.dashboard.text import duration, pin_holder, utc
 from jetwatch.health import freshness, pin_causes, silences
-from jetwatch.health.rules import VERDICT_NAMES, Thresholds
+from jetwatch.health.rules import Thresholds
 from jetwatch.health.sessions import SESSION_COLUMNS, pin_sessions
+from jetwatch.health.verdicts import VERDICT_NAMES
 from jetwatch.store.database import Store, StoreMissing
 
 KEY = ["account", "stream", "consumer"]

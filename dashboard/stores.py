@@ -23,7 +23,7 @@ import pandas as pd
 
 from jetwatch.core.settings import DEFAULT_CLUSTER, Settings
 from jetwatch.dashboard import data
-from jetwatch.health.rules import SEVERITY
+from jetwatch.health.verdicts import SEVERITY
 from jetwatch.store.clusters import DuplicateCluster, duplicates, identity, store_paths
 from jetwatch.store.database import Store, StoreError, StoreMissing
 

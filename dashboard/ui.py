@@ -27,7 +27,7 @@ from jetwatch.dashboard.text import (  # noqa: F401 (the pages import words from
     visible_frame,
     visible_value,
 )
-from jetwatch.health import advice, cluster, rules, silences
+from jetwatch.health import advice, cluster, silences, verdicts
 from jetwatch.health.rules import Thresholds
 from jetwatch.store.database import Store, StoreError
 
@@ -37,13 +37,13 @@ RANGES = {"15 minutes": dt.timedelta(minutes=15), "1 hour": dt.timedelta(hours=1
           "6 hours": dt.timedelta(hours=6), "24 hours": dt.timedelta(hours=24),
           "7 days": dt.timedelta(days=7), "30 days": dt.timedelta(days=30)}
 
-# Cell backgrounds for the badge colours the verdict table uses (health.rules.VERDICTS).
+# Cell backgrounds for the badge colours the verdict table uses (health/verdicts.py).
 _CELL = {"red": "#ffd6d6", "orange": "#ffe3c2", "yellow": "#fff5b8", "blue": "#dbe8ff", "green": "#d9f2dc",
          "gray": "#eeeeee"}
 
 
 def _colour(verdict: object) -> str:
-    known = rules.BY_NAME.get(str(verdict))
+    known = verdicts.BY_NAME.get(str(verdict))
     return known.colour if known else "gray"
 
 
@@ -96,7 +96,7 @@ def _collectors(db: str, lock_timeout: float) -> data.Fleet:
 def cluster_outages(frame: pd.DataFrame, now: dt.datetime) -> None:
     """Each failure of the cluster once, above the table, with every consumer it stops, since
     when, the servers not answering and the next step: one cause, not as many unrelated rows."""
-    bad = frame[frame["verdict"].isin([v.name for v in rules.CLUSTER_VERDICTS])]
+    bad = frame[frame["verdict"].isin([v.name for v in verdicts.CLUSTER_VERDICTS])]
     if bad.empty:
         return
     several = frame["cluster"].nunique() > 1 if "cluster" in frame else False

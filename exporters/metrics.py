@@ -30,7 +30,7 @@ from jetwatch.core.pin_words import pin_holder
 from jetwatch.exporters.cycle_snapshot import DURATION_BUCKETS, Snapshot
 from jetwatch.health import failover
 from jetwatch.health.config_findings import KINDS as CONFIG_KINDS
-from jetwatch.health.rules import VERDICT_NAMES
+from jetwatch.health.verdicts import VERDICT_NAMES
 
 CONSUMER_LABELS = ("cluster", "account", "stream", "consumer", "group")
 CARDINALITIES = ("non_ok", "all")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jetwatch.health.rules import BY_NAME, SEVERITY
+from jetwatch.health.verdicts import BY_NAME, SEVERITY
 
 _UNRANKED = len(SEVERITY)
 _UNHEALTHY = np.array(sorted(name for name, v in BY_NAME.items() if v.level in ("critical", "warning")), dtype=object)

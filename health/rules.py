@@ -2,9 +2,9 @@
 
 Each rule looks at a consumer's window features (health/features.py) and its limits, and either
 stays silent or returns a finding: the reason in words and the numbers behind it. The verdict is
-the most severe finding; every finding is listed. Each verdict is declared once, here, with its
-severity (its place in the table), colour and meaning; the pages, the counts and the pipeline read
-it from `VERDICTS`. The Spark pipeline calls `evaluate` (the window's features computed by
+the most severe finding; every finding is listed. Each verdict is declared once, in
+health/verdicts.py, with its severity (its place in the table), colour and meaning; each rule here
+names its verdict from that table, in the table's order. The Spark pipeline calls `evaluate` (the window's features computed by
 health/window.py from its samples); the collector judges the same features, kept in memory between
 cycles, through `verdict_columns` (collectors/judging.py). The pages only read the verdicts the
 collector kept.
@@ -31,6 +31,7 @@ from jetwatch.health.features import Frame as Samples
 from jetwatch.health.onsets import ONSET_FEATURES
 from jetwatch.health.thresholds import INPUT as THRESHOLD_INPUT
 from jetwatch.health.thresholds import OVERRIDABLE
+from jetwatch.health.verdicts import BY_NAME, CLUSTER_VERDICTS, VERDICT_NAMES, Verdict
 
 _HEALTH = {s.name: s for s in SETTINGS if s.group == "health"}
 # A consumer's own thresholds (health/thresholds.py), as inputs: `threshold_<name>`, NaN where it
@@ -643,17 +644,6 @@ def _paused_says(c: Ctx, th: Thresholds) -> Finding:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """A verdict as people see it. `colour` is a Streamlit badge colour; `level` is what an
-    alerting system makes of it (critical, warning, info, ok, unknown)."""
-
-    name: str
-    colour: str
-    level: str
-    meaning: str
-
-
-@dataclass(frozen=True)
 class Rule:
     verdict: Verdict
     when: Callable[[Columns, Thresholds], np.ndarray]
@@ -668,48 +658,19 @@ class Rule:
 # NO_PULLERS and PIN_IDLE exclude each other (work in flight; none in flight and no pull; none in
 # flight and a pull waiting that the pin holder does not make).
 RULES: tuple[Rule, ...] = (
-    Rule(Verdict("STALLED", "red", "critical", "work is handed out and none is acknowledged"),
-         _stalled, _stalled_says, since=_onset("stall_onset")),
-    Rule(Verdict("NO_PULLERS", "red", "critical", "work is pending, nothing is in flight and no client pulls"),
-         _no_pullers, _no_pullers_says, pull_only=True, suppressed_by_pause=True, since=_onset("idle_onset")),
-    Rule(Verdict("PIN_IDLE", "red", "critical",
-                 "the pinned client stopped pulling while work waits and another client's pull waits"),
-         _pin_idle, _pin_idle_says, pull_only=True, suppressed_by_pause=True, since=_onset("pin_idle_onset")),
-    Rule(Verdict("SATURATED", "red", "critical", "in-flight work or waiting pulls at their limit"),
-         _saturated, _saturated_says),
-    Rule(Verdict("LOSING", "red", "critical",
-                 "the stream's limits will remove messages the consumer has not processed within --loss-within"),
-         _losing, _losing_says, since=_losing_since),
-    Rule(Verdict("UNPINNED", "orange", "warning", "a pinned_client group has work and nobody pinned"),
-         _unpinned, _unpinned_says, pull_only=True, since=_unpinned_since),
-    Rule(Verdict("FLAPPING", "orange", "warning", "the pin keeps moving between clients"),
-         _flapping, _flapping_says, pull_only=True),
-    Rule(Verdict("REDELIVERING", "orange", "warning", "a large share of deliveries are redeliveries"),
-         _redelivering, _redelivering_says, since=_onset("redelivered_onset")),
-    Rule(Verdict("LAGGING", "yellow", "warning",
-                 "the oldest unacknowledged message keeps getting older (or is older than --lagging-age)"),
-         _lagging, _lagging_says, suppressed_by_pause=True, since=_lagging_since),
-    Rule(Verdict("PAUSED", "blue", "info", "paused: no deliveries until it resumes"),
-         _paused, _paused_says),
+    Rule(BY_NAME["STALLED"], _stalled, _stalled_says, since=_onset("stall_onset")),
+    Rule(BY_NAME["NO_PULLERS"], _no_pullers, _no_pullers_says, pull_only=True, suppressed_by_pause=True, since=_onset("idle_onset")),
+    Rule(BY_NAME["PIN_IDLE"], _pin_idle, _pin_idle_says, pull_only=True, suppressed_by_pause=True, since=_onset("pin_idle_onset")),
+    Rule(BY_NAME["SATURATED"], _saturated, _saturated_says),
+    Rule(BY_NAME["LOSING"], _losing, _losing_says, since=_losing_since),
+    Rule(BY_NAME["UNPINNED"], _unpinned, _unpinned_says, pull_only=True, since=_unpinned_since),
+    Rule(BY_NAME["FLAPPING"], _flapping, _flapping_says, pull_only=True),
+    Rule(BY_NAME["REDELIVERING"], _redelivering, _redelivering_says, since=_onset("redelivered_onset")),
+    Rule(BY_NAME["LAGGING"], _lagging, _lagging_says, suppressed_by_pause=True, since=_lagging_since),
+    Rule(BY_NAME["PAUSED"], _paused, _paused_says),
 )
-# The cluster under a consumer, judged from evidence about that consumer or the cluster's API
-# (health/cluster.py), never from the window: ranked above every rule, since a worker is not
-# STALLED when its consumer has no leader.
-CLUSTER_VERDICTS: tuple[Verdict, ...] = (
-    Verdict("NO_LEADER", "red", "critical",
-            "no server leads the consumer (its leader's server is gone, or its replicas lost their quorum): "
-            "nothing is delivered or acknowledged"),
-    Verdict("API_UNAVAILABLE", "red", "critical",
-            "the cluster's JetStream API does not answer (its meta group has no leader): the consumer's state "
-            "is unknown and shown as last known"),
-)
-VERDICTS: tuple[Verdict, ...] = CLUSTER_VERDICTS + tuple(r.verdict for r in RULES) + (
-    Verdict("OK", "green", "ok", "healthy"),
-    Verdict("COLLECTING", "gray", "unknown", "too few samples in the window for a verdict yet"),
-)
-VERDICT_NAMES: tuple[str, ...] = tuple(v.name for v in VERDICTS)
-BY_NAME: dict[str, Verdict] = {v.name: v for v in VERDICTS}
-SEVERITY: dict[str, int] = {v.name: i for i, v in enumerate(VERDICTS)}
+# The rules fire in the verdict table's order (health/verdicts.py): causes before symptoms.
+assert tuple(r.verdict.name for r in RULES) == VERDICT_NAMES[len(CLUSTER_VERDICTS):-2], "RULES out of the table's order"
 OK = Finding("OK", BY_NAME["OK"].meaning, {})
 
 

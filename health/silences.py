@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from jetwatch.core.durations import duration
-from jetwatch.health.rules import BY_NAME
+from jetwatch.health.verdicts import BY_NAME
 
 MAX_SECONDS = 24 * 3600.0  # a silence is for an incident being worked on, not a way to switch a consumer off
 NOTE_CHARS = 500

@@ -15,8 +15,9 @@ from jetwatch.actions.cli import action_params
 from jetwatch.actions.operations import Target
 from jetwatch.core.settings import SETTINGS, Settings
 from jetwatch.dashboard import ui
-from jetwatch.health import rules
-from jetwatch.health.rules import RULES, SEVERITY, VERDICT_NAMES, VERDICTS, Thresholds
+from jetwatch.health import verdicts
+from jetwatch.health.rules import RULES, Thresholds
+from jetwatch.health.verdicts import SEVERITY, VERDICT_NAMES, VERDICTS
 from jetwatch.pipeline import job
 from jetwatch.pipeline.cli import submit_command
 from tests.test_dashboard import run_app
@@ -24,7 +25,7 @@ from tests.test_dashboard import run_app
 # Verdicts ---------------------------------------------------------------------------------------
 
 def test_every_rule_gives_its_own_verdict_in_severity_order():
-    cluster = len(rules.CLUSTER_VERDICTS)
+    cluster = len(verdicts.CLUSTER_VERDICTS)
     assert VERDICT_NAMES[:cluster] == ("NO_LEADER", "API_UNAVAILABLE")  # above every rule: judged from evidence
     assert [r.verdict.name for r in RULES] == list(VERDICT_NAMES[cluster:cluster + len(RULES)])
     assert VERDICT_NAMES[cluster + len(RULES):] == ("OK", "COLLECTING")
@@ -46,9 +47,9 @@ def test_the_fleet_filter_offers_every_verdict(filled_db, app_env):
 
 
 def test_a_verdict_added_to_the_table_reaches_the_fleet_filter(filled_db, app_env, monkeypatch):
-    extra = rules.Verdict("TESTING_ONLY", "blue", "info", "a verdict added for this test")
-    monkeypatch.setattr(rules, "VERDICTS", rules.VERDICTS + (extra,))
-    monkeypatch.setattr(rules, "VERDICT_NAMES", rules.VERDICT_NAMES + ("TESTING_ONLY",))
+    extra = verdicts.Verdict("TESTING_ONLY", "blue", "info", "a verdict added for this test")
+    monkeypatch.setattr(verdicts, "VERDICTS", verdicts.VERDICTS + (extra,))
+    monkeypatch.setattr(verdicts, "VERDICT_NAMES", verdicts.VERDICT_NAMES + ("TESTING_ONLY",))
     app_env(filled_db)
     at = run_app()
     assert "TESTING_ONLY" in at.multiselect(key="fleet_verdict").options

@@ -99,7 +99,7 @@ def _fleet_order(row) -> tuple:
     """The fleet's order written out by hand (independent of the query and of the merge): verdict
     severity, the oldest waiting work first (none: -1), the biggest backlog first (none: last),
     stream, consumer, cluster."""
-    from jetwatch.health.rules import SEVERITY
+    from jetwatch.health.verdicts import SEVERITY
 
     age = -1.0 if pd.isna(row["oldest_unacked_age_seconds"]) else float(row["oldest_unacked_age_seconds"])
     pending = row["num_pending"]

@@ -108,7 +108,7 @@ def test_a_consumer_link_shows_bidi_controls_in_the_name_visibly_and_still_opens
 # -- Next steps (health/advice.py) ------------------------------------------------------------
 
 from jetwatch.health import advice  # noqa: E402
-from jetwatch.health.rules import VERDICT_NAMES  # noqa: E402
+from jetwatch.health.verdicts import VERDICT_NAMES  # noqa: E402
 
 GROUPED = advice.Context(pinned_id="x3jkSMKG5bo5V7Sg9n1AbC", priority_policy="pinned_client", group="jobs")
 

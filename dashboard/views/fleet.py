@@ -10,7 +10,7 @@ import streamlit as st
 from jetwatch.actions.operations import Target
 from jetwatch.dashboard import data, fleet_filters, operator, selection, stores, tables, ui, url_state
 from jetwatch.demo.script import SCRIPT
-from jetwatch.health.rules import VERDICT_NAMES
+from jetwatch.health import verdicts
 from jetwatch.store.database import StoreError
 
 GAPS_SHOWN = dt.timedelta(days=1)  # the sidebar warns of gaps in the advisory record this recent
@@ -54,7 +54,7 @@ def live() -> None:
     wanted = fleet_filters.FleetFilter(
         streams=tuple(url_state.multiselect(c1, "Stream", sorted(frame["stream"].unique()), key="fleet_stream",
                                             param="streams")),
-        verdicts=tuple(url_state.multiselect(c2, "Verdict", list(VERDICT_NAMES), key="fleet_verdict",
+        verdicts=tuple(url_state.multiselect(c2, "Verdict", list(verdicts.VERDICT_NAMES), key="fleet_verdict",
                                              param="verdicts")),
         policies=tuple(url_state.multiselect(c3, "Priority policy", fleet_filters.policies(frame), key="fleet_policy",
                                              param="policies")),
@@ -63,7 +63,7 @@ def live() -> None:
     shown = wanted.apply(frame)
 
     counts = shown["verdict"].value_counts()  # the counts follow the filters
-    st.markdown("  ".join(f"{ui.badge(v)} {int(counts[v])}" for v in VERDICT_NAMES if v in counts)
+    st.markdown("  ".join(f"{ui.badge(v)} {int(counts[v])}" for v in verdicts.VERDICT_NAMES if v in counts)
                 or "no consumer matches the filters")
     ui.silenced_caption(shown, now)
 
