@@ -137,7 +137,7 @@ _HANDLERS = {
     "pipeline": "jetwatch.pipeline.cli:run_pipeline", "audit": "jetwatch.subcommands:audit_verify",
     "settings": "jetwatch.subcommands:print_settings", "metrics": "jetwatch.subcommands:print_metrics",
     "operator": "jetwatch.subcommands:operator_add", "status": "jetwatch.status:status",
-    "check": "jetwatch.status:check",
+    "check": "jetwatch.check:check",
     **{a.name: "jetwatch.actions.cli:run_action" for a in catalog.ACTIONS},
 }
 

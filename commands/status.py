@@ -1,14 +1,10 @@
-"""`jetwatch status` and `jetwatch check`: the fleet's verdicts from the store, for scripts.
+"""`jetwatch status`: the fleet's verdicts from the store, for people and scripts.
 
-`status` prints what the collector judged after its last cycle (a table, or JSON with --json).
-`check` follows the monitoring-plugin convention (Nagios, Icinga, CI gates): one line of summary
-and the exit status 0 OK, 1 WARNING, 2 CRITICAL from the worst verdict's `level` in
-health/rules.py VERDICTS, or 3 UNKNOWN when there is nothing recent to judge by.
-
-Both read every store of the fleet (`--dbs`, or a directory, as the dashboard does: one store per
-cluster, store/clusters.py); each row carries its store's cluster. `check` judges each store on its
-own (a cluster whose store is missing, unreadable, empty or stale is UNKNOWN, said by name) and
-reports the worst state over all of them: never OK while one cluster is unseen.
+It prints what the collector judged after its last cycle (a table, or JSON with --json), from
+every store of the fleet (`--dbs`, or a directory, as the dashboard does: one store per cluster,
+store/clusters.py); each row carries its store's cluster, and a cluster whose data is stale is said
+on stderr and marked in the JSON. `jetwatch check`, the monitoring-plugin line, is
+commands/check.py: it reads the same kept verdicts without pandas, to answer at once.
 """
 
 from __future__ import annotations
@@ -31,13 +27,6 @@ from jetwatch.health import advice, drops, failover, freshness, pin_causes, sile
 from jetwatch.health.verdicts import SEVERITY
 from jetwatch.store import clusters
 from jetwatch.store.database import Store, StoreError
-
-EXIT = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
-LEVEL_STATE = {"critical": "CRITICAL", "warning": "WARNING"}  # info, ok, unknown (COLLECTING): OK
-# Worst over several stores, in the order aggregating plugins use (check_multi's default): a CRITICAL
-# is never hidden behind another cluster's UNKNOWN, and an UNKNOWN is never hidden behind an OK.
-WORST = ("OK", "UNKNOWN", "WARNING", "CRITICAL")
-NO_VERDICTS = "no verdicts in the store yet (is `jetwatch collect` running?)"
 
 
 def _glob(value: Any, patterns: list[str] | None) -> bool:
@@ -169,24 +158,6 @@ def dropped_by_consumer(dropped: pd.DataFrame | None) -> dict[tuple[str, str, st
     return out
 
 
-FILTERS = (("account", "account", "accounts"), ("stream", "stream", "streams"), ("consumer", "consumer", "consumers"))
-NAMES_SHOWN = 10  # a typo's answer lists this many of the names there are
-
-
-def unmatched(frame: pd.DataFrame, args: argparse.Namespace, where: str = "the store has") -> tuple[str, str]:
-    """(state, words) for filters that leave nothing of `frame` (verdicts, unfiltered). A name filter
-    that matches no name at all is UNKNOWN, said with the names there are ('no stream TYPO: the
-    store has stream S'); consumers that are there but in none of the --verdict verdicts are OK."""
-    for column, one, many in FILTERS:
-        patterns = getattr(args, column, None)
-        if patterns and not _matches(frame[column], patterns).any():
-            names = sorted({str(v) for v in frame[column]})
-            more = f" (+{len(names) - NAMES_SHOWN} more)" if len(names) > NAMES_SHOWN else ""
-            return "UNKNOWN", (f"no {one} {', '.join(patterns)}: {where} "
-                               f"{one if len(names) == 1 else many} {', '.join(names[:NAMES_SHOWN])}{more}")
-    if args.verdict:
-        return "OK", f"no consumer asked for is {' or '.join(v.upper() for v in args.verdict)}"
-    return "UNKNOWN", "no consumer matches the filters together"
 
 
 def worst_first(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -337,87 +308,3 @@ def _age(ts: Any, now: dt.datetime) -> str:
     """The age in the words every page uses, without their spaces ('4min12s'): the table's columns
     are split on whitespace by the scripts that read it."""
     return duration((pd.Timestamp(now) - pd.Timestamp(ts)).total_seconds()).replace(" ", "")
-
-
-def _stale(frame: pd.DataFrame, now: dt.datetime, stale_after: float) -> float | None:
-    """The newest verdict's age when it is older than stale_after, else None."""
-    age = (pd.Timestamp(now) - pd.to_datetime(frame["judged_at"], utc=True).max()).total_seconds()
-    return age if age > stale_after else None
-
-
-def summary(frame: pd.DataFrame, now: dt.datetime, stale_after: float, named: bool = False) -> tuple[str, str]:
-    """(state, one line) for `check` of (filtered) verdicts; `named`: each consumer with its cluster."""
-    if frame.empty:
-        return "UNKNOWN", NO_VERDICTS
-    age = _stale(frame, now, stale_after)
-    if age is not None:
-        return "UNKNOWN", f"the newest verdict is {duration(age)} old (collector stopped?); last known below"
-    # A silenced verdict is counted and named, but does not raise the state: its alert is held back.
-    held = frame["silenced"].fillna(False).astype(bool) if "silenced" in frame else pd.Series(False, index=frame.index)
-    states = frame["level"].map(lambda lv: LEVEL_STATE.get(lv, "OK")).where(~held, "OK")
-    state = "CRITICAL" if (states == "CRITICAL").any() else "WARNING" if (states == "WARNING").any() else "OK"
-    bad = frame[states != "OK"]
-    counts = ", ".join(f"{n} {v}" for v, n in frame["verdict"].value_counts().items())
-    worst = "; ".join(f"{r.cluster + ': ' if named else ''}{r.stream}/{r.consumer} {r.verdict}"
-                      for r in bad.head(5).itertuples())
-    more = f" (+{len(bad) - 5} more)" if len(bad) > 5 else ""
-    hushed = "; ".join(f"{r.cluster + ': ' if named else ''}{r.stream}/{r.consumer} "
-                       f"{silences.words(r._asdict(), now)}" for r in frame[held].head(5).itertuples())
-    return state, (f"{len(frame)} consumers: {counts}" + (f" | {worst}{more}" if worst else "")
-                   + (f" | silenced: {hushed}" if hushed else ""))
-
-
-def unseen(read: Read, args: argparse.Namespace, now: dt.datetime, stale_after: float) -> str | None:
-    """Why one store leaves its cluster unseen (UNKNOWN), else None: it cannot be read, holds no
-    verdicts, or the verdicts asked for (else any of its verdicts) are older than stale_after."""
-    if read.error is not None:
-        return f"{read.name} not read: {read.error}"
-    assert read.frame is not None, "a store read without an error has its frame"
-    if read.frame.empty:
-        return f"{read.name}: {NO_VERDICTS}"
-    mine = filtered(read, args)
-    judged = mine if not mine.empty else read.frame
-    found = freshness.stale({str(read.cluster): pd.to_datetime(judged["judged_at"], utc=True).max()}, now, stale_after)
-    return freshness.line(found[0]) if found else None
-
-
-def fleet_summary(reads: list[Read], args: argparse.Namespace, now: dt.datetime,
-                  stale_after: float) -> tuple[str, str]:
-    """(state, one line) for `check` over every store: the worst of the verdicts of the stores
-    seen, and UNKNOWN for each store not seen, said by name."""
-    if not reads:
-        return "UNKNOWN", f"no store of a cluster matching {', '.join(args.clusters)}"
-    if len(reads) == 1:  # one store: exactly as before clusters
-        r = reads[0]
-        if r.error is not None:
-            return "UNKNOWN", str(r.error)
-        assert r.frame is not None, "a store read without an error has its frame"
-        shown = verdicts([r], args)
-        if shown.empty and not r.frame.empty:
-            return unmatched(r.frame, args)
-        return summary(shown, now, stale_after)
-    missing = {r.path: unseen(r, args, now, stale_after) for r in reads}
-    seen = verdicts([r for r in reads if missing[r.path] is None], args)
-    words = [w for w in missing.values() if w]
-    if seen.empty:
-        if words:
-            return "UNKNOWN", "; ".join(words)
-        every = [r.frame for r in reads if r.frame is not None and not r.frame.empty]
-        return unmatched(pd.concat(every), args, "the stores have") if every else (
-            "UNKNOWN", "no verdicts match the filters in any store")
-    state, line = summary(seen, now, stale_after, named=True)
-    if words:
-        state = max(state, "UNKNOWN", key=WORST.index)
-        line += " | UNKNOWN: " + "; ".join(words)
-    return state, line
-
-
-def check(args: argparse.Namespace, settings: Settings) -> int:
-    try:
-        reads = read_stores(settings, args)
-    except StoreError as exc:  # no store at all where --db/--dbs point, or two of one cluster
-        print(f"JETWATCH UNKNOWN - {exc}")
-        return EXIT["UNKNOWN"]
-    state, line = fleet_summary(reads, args, utcnow(), settings.stale_after)
-    print(f"JETWATCH {state} - {line}")
-    return EXIT[state]

@@ -14,20 +14,31 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import pandas as pd
-
 from jetwatch.core.durations import duration
 
 
 @dataclass(frozen=True)
 class Stale:
     cluster: str
-    last: pd.Timestamp | None  # the newest data of the cluster (server clock); None: none yet
+    last: dt.datetime | None  # the newest data of the cluster (server clock, UTC); None: none yet
     age_seconds: float | None  # how old that is now; None: none yet
 
 
-def _utc(ts: pd.Timestamp) -> str:
+def _utc(ts: dt.datetime) -> str:
     return ts.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _aware(value: object) -> dt.datetime | None:
+    """A time (a datetime, a pandas Timestamp or ISO text) as an aware UTC datetime; None for
+    none (None, NaN, NaT). Plain datetimes: the commands that answer at once never load pandas."""
+    if value is None or value != value:  # None, NaN, NaT
+        return None
+    t = dt.datetime.fromisoformat(value) if isinstance(value, str) else value
+    if not isinstance(t, dt.datetime):  # a numpy datetime64, out of a frame's column
+        import pandas as pd
+
+        t = pd.Timestamp(t).to_pydatetime()
+    return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
 
 
 def stale(newest: Mapping[str, object], now: dt.datetime, stale_after: float) -> list[Stale]:
@@ -35,13 +46,11 @@ def stale(newest: Mapping[str, object], now: dt.datetime, stale_after: float) ->
     `stale_after` seconds, or missing, by name."""
     out = []
     for cluster in sorted(newest):
-        value = newest[cluster]
-        if value is None or pd.isna(value):
+        last = _aware(newest[cluster])
+        if last is None:
             out.append(Stale(cluster, None, None))
             continue
-        last = pd.Timestamp(value)
-        last = last.tz_localize("UTC") if last.tzinfo is None else last.tz_convert("UTC")
-        age = (pd.Timestamp(now) - last).total_seconds()
+        age = (_aware(now) - last).total_seconds()  # type: ignore[operator]
         if age > stale_after:
             out.append(Stale(cluster, last, age))
     return out

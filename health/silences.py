@@ -15,13 +15,13 @@ the pages, `jetwatch status` and the exporters.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from jetwatch.core.durations import duration
 from jetwatch.health.verdicts import BY_NAME
+
+if TYPE_CHECKING:  # `jetwatch check` reads silences without pandas: only `attach` needs it
+    import pandas as pd
 
 MAX_SECONDS = 24 * 3600.0  # a silence is for an incident being worked on, not a way to switch a consumer off
 NOTE_CHARS = 500
@@ -41,9 +41,24 @@ def broken_by(verdict: Any, silenced: Any) -> bool:
     return alerting(verdict) and str(verdict) != str(silenced)
 
 
+def _utc(t: Any) -> dt.datetime | None:
+    """A time as an aware UTC datetime (a datetime, a pandas Timestamp or ISO text); None: none."""
+    if t is None or t != t:  # None, NaN or NaT
+        return None
+    t = dt.datetime.fromisoformat(t) if isinstance(t, str) else t
+    return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
+
+
+def holds(verdict: Any, silenced: Any, until: Any, now: dt.datetime) -> bool:
+    """Whether a silence of `silenced` until `until` holds at `now` for a consumer now `verdict`:
+    before its expiry, and while the verdict is not another one that alerts."""
+    end = _utc(until)
+    return end is not None and end > _utc(now) and not broken_by(verdict, silenced)  # type: ignore[operator]
+
+
 def end_reason(verdict: Any, silenced: Any, expires_at: Any, now: dt.datetime) -> str | None:
     """Why an open silence ends now (None: it still holds): expired, or the verdict worsened."""
-    if pd.Timestamp(expires_at) <= pd.Timestamp(now):
+    if _utc(expires_at) <= _utc(now):  # type: ignore[operator]
         return "expired"
     if broken_by(verdict, silenced):
         return f"the verdict became {verdict} (it had been {silenced} when silenced)"
@@ -55,6 +70,9 @@ def attach(consumers: pd.DataFrame, open_silences: pd.DataFrame | None, now: dt.
     (COLUMNS) where one holds at `now`, and `silenced` (bool): a silence past its expiry, or of a
     verdict since replaced by another alerting one, is not shown as holding even before the
     collector ends it."""
+    import numpy as np
+    import pandas as pd
+
     out = consumers.copy()
     for c in COLUMNS:
         out[c] = None
@@ -65,9 +83,10 @@ def attach(consumers: pd.DataFrame, open_silences: pd.DataFrame | None, now: dt.
     found = out[["account", "stream", "consumer"]].merge(
         newest[["account", "stream", "consumer", *COLUMNS]], on=["account", "stream", "consumer"], how="left")
     until = pd.to_datetime(found["silenced_until"], utc=True)
-    live = until.notna().to_numpy() & (until > pd.Timestamp(now)).to_numpy()
-    verdicts, silenced = out["verdict"].to_numpy(), found["silenced_verdict"].to_numpy()
-    live &= np.array([not broken_by(v, s) for v, s in zip(verdicts, silenced)], dtype=bool)
+    live = until.notna().to_numpy()
+    live[live] = np.array([holds(v, s, u, now) for v, s, u in zip(out["verdict"].to_numpy()[live],
+                                                                   found["silenced_verdict"].to_numpy()[live],
+                                                                   until[live])], dtype=bool)
     for c in COLUMNS:
         out[c] = found[c].where(pd.Series(live), None).to_numpy()
     out["silenced"] = live
@@ -77,7 +96,8 @@ def attach(consumers: pd.DataFrame, open_silences: pd.DataFrame | None, now: dt.
 def words(row: Any, now: dt.datetime) -> str:
     """A silence in words, the same on every page: 'STALLED silenced by alice until 2026-11-27 14:30
     UTC (in 52 min): restarting the workers'."""
-    until = pd.Timestamp(row["silenced_until"]).tz_convert("UTC")
-    left = (until - pd.Timestamp(now)).total_seconds()
+    until = _utc(row["silenced_until"])
+    assert until is not None, "a silence has an expiry"
+    left = (until - _utc(now)).total_seconds()  # type: ignore[operator]
     return (f"{row['silenced_verdict']} silenced by {row['silenced_by']} until {until:%Y-%m-%d %H:%M} UTC "
             f"(in {duration(max(left, 0.0))}): {row['silence_note']}")

@@ -50,8 +50,8 @@ def claim(con: duckdb.DuckDBPyConnection, cluster: str, path: Path | str) -> Non
 
 def identity(store: Store) -> Identity:
     """The cluster of a store as readers see it (the default cluster's when unclaimed)."""
-    frame = store.query("store_cluster")
-    cluster, server = (frame.iloc[0]["cluster"], frame.iloc[0]["server_url"]) if not frame.empty else (None, None)
+    found = store.rows("store_cluster")
+    cluster, server = (found[0]["cluster"], found[0]["server_url"]) if found else (None, None)
     known = isinstance(cluster, str)
     return Identity(cluster if isinstance(cluster, str) else DEFAULT_CLUSTER, known,
                     server if isinstance(server, str) else None)

@@ -20,14 +20,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
-import pandas as pd
 
 from jetwatch import sql
 from jetwatch.core.clock import utcnow
 from jetwatch.core.errors import JetwatchError
+
+if TYPE_CHECKING:  # the commands that must answer at once read rows (`rows`) and never load pandas
+    import pandas as pd
 
 T = TypeVar("T")
 
@@ -610,6 +612,18 @@ class Store:
         """One named query from sql/queries as a DataFrame."""
         text = sql.query(name)
         return self.read(lambda con: con.execute(text, params).df())
+
+    def rows(self, name: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
+        """One named query's rows as dicts, read without pandas (DuckDB's own Python values): for
+        the commands a scheduler runs every minute, which must answer at once."""
+        text = sql.query(name)
+
+        def run(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+            cursor = con.execute(text, params)
+            names = [d[0] for d in cursor.description or ()]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+        return self.read(run)
 
     def queries(self, calls: Sequence[tuple[str, Sequence[Any] | dict[str, Any]]],
                 arrow: Sequence[str] = (),
