@@ -142,7 +142,7 @@ def test_unpin_from_the_dashboard_is_confirmed_audited_and_the_new_pin_shows(liv
     [tile] = [m for m in at.metric if m.label == "Pin holder"]
     assert tile.value == f"…{new[-6:]}" and new != dropped, (tile.value, new, dropped)
     captions = [c.value for c in at.caption]
-    assert "new pin, after your unpin" in captions and "unannounced" not in captions, captions
+    assert f"new pin, after your unpin (pin id {new})" in captions and "unannounced" not in captions, captions
     assert not [c for c in captions if dropped[-6:] in c], captions
 
 

@@ -210,16 +210,16 @@ def cluster_section(led: data.Leadership | None, now: dt.datetime) -> None:
         st.caption(f"{n} leader change{'s' if n != 1 else ''} in this range{' (the last 5)' if n > 5 else ''}: {moves}")
 
 
-def unpinned_here(target: Target) -> tuple[str | None, str | None]:
-    """(the pin this session's latest unpin of the consumer dropped, the pin the server took next
-    as its events say; None when not known yet), or (None, None) without such an unpin."""
+def unpinned_here(target: Target) -> tuple[bool, str | None, str | None]:
+    """Whether this session unpinned the consumer (its result still shown), the pin it dropped (None:
+    the reply did not say) and the latest pin the server's events show since (None: none yet)."""
     result = operator.result_for(target, cluster)
     if result is None or not result.ok or result.action != "unpin":
-        return None, None
+        return False, None, None
     dropped = result.details.get("unpinned_id")
     fresh = operator.new_pin_after(store, result)
     new = fresh.iloc[-1]["pinned_id"] if not fresh.empty else None
-    return (str(dropped) if dropped else None), (str(new) if isinstance(new, str) and new else None)
+    return True, (str(dropped) if dropped else None), (str(new) if isinstance(new, str) and new else None)
 
 
 def poison(gone: pd.DataFrame, naks: pd.DataFrame, counts: pd.DataFrame, now: dt.datetime) -> None:
@@ -301,13 +301,14 @@ def live() -> None:
         name = row.get("holder_name") if pinned else None
         announced = isinstance(name, str) and bool(name)
         policy = row.get("priority_policy") if isinstance(row.get("priority_policy"), str) else None
-        dropped_pin, new_pin = unpinned_here(Target(account, stream, consumer))
-        if dropped_pin is not None and pinned in (dropped_pin, new_pin):
-            # Right after this session's unpin: the sample may still show the dropped pin; the tile
-            # says what the server has now (its pin events), once, and never the dropped pin.
+        unpinned, dropped_pin, new_pin = unpinned_here(Target(account, stream, consumer))
+        if unpinned:
+            # After this session's unpin the sample may still show the dropped pin: the tile says
+            # what the server's pin events say since (the latest pin, or nobody yet), once.
             tiles[0].metric("Pin holder", ui.pin_tail(new_pin) if new_pin else "nobody yet",
-                            help=f"you unpinned pin {dropped_pin}" + (f"; the new pin is {new_pin}" if new_pin else ""))
-            tiles[0].caption("new pin, after your unpin" if new_pin else
+                            help=f"you unpinned pin {dropped_pin or 'held then'}" +
+                                 (f"; the pin since is {new_pin}" if new_pin else ""))
+            tiles[0].caption(f"new pin, after your unpin (pin id {ui.md(new_pin)})" if new_pin else
                              "unpinned: the next client to pull is pinned")
         elif pinned or policy == "pinned_client":
             tiles[0].metric("Pin holder", "nobody" if not pinned else ui.short(ui.visible(name)) if announced
