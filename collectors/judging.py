@@ -141,11 +141,13 @@ def _stamp_array(seconds: np.ndarray) -> pa.Array:
     return pa.array(micros(seconds), pa.timestamp("us", tz="UTC"), from_pandas=True)
 
 
-def _loss_seen(state: LiveState, columns: dict[str, np.ndarray], at_row: np.ndarray, thresholds: Thresholds) -> None:
+def _loss_seen(state: LiveState, columns: dict[str, np.ndarray], at_row: np.ndarray, thresholds: Thresholds,
+               horizon: float, recreated_at: np.ndarray) -> None:
     """Since when each consumer's loss has been projected without a break (LOSING needs it to hold
     for --losing-after), into `columns["loss_seen_since"]`: the first sample of the trailing run of
-    the window's samples that projected one within --loss-within (NaN where the latest does not).
-    Read from the window's own samples, it is the same after a restart as before."""
+    the window's samples (at or after `horizon`, and after the consumer was recreated, as every
+    feature) that projected one within --loss-within (NaN where the latest does not). Read from
+    the window's own samples, it is the same after a restart as before."""
     within = loss_within(columns, thresholds)
     since = np.full(len(at_row), np.nan)
     with np.errstate(invalid="ignore"):
@@ -154,6 +156,7 @@ def _loss_seen(state: LiveState, columns: dict[str, np.ndarray], at_row: np.ndar
         w, rows = state.window, at_row[pick]
         t = w.t[:w.used, rows]
         with np.errstate(invalid="ignore"):
+            t = np.where(t >= np.fmax(horizon, recreated_at[pick]), t, np.nan)  # its own, in the window
             broken = ~np.isnan(t) & ~(w.values["time_to_loss_seconds"][:w.used, rows] <= within[pick])
         order = np.arange(w.used)[:, None]
         last_break = np.where(broken, order, -1).max(axis=0)
@@ -227,6 +230,13 @@ def _say_recreated(verdict: np.ndarray, reason: np.ndarray, findings: list[Any],
         findings[i] = [{**findings[i][0], "reason": reason[i]}, *findings[i][1:]]
 
 
+def _own(columns: Mapping[str, np.ndarray], thresholds: Thresholds, name: str) -> np.ndarray:
+    """Each consumer's threshold `name`: its own where its metadata sets one, else the setting."""
+    setting = float(getattr(thresholds, name))
+    own = columns.get(THRESHOLD_INPUT + name)
+    return np.full(len(columns["last_seconds"]), setting) if own is None else np.where(np.isnan(own), setting, own)
+
+
 def _eta(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], at_row: np.ndarray, pos: np.ndarray,
          verdict: np.ndarray, thresholds: Thresholds) -> dict[str, np.ndarray]:
     """The drain ETA (health/eta.py) of every live consumer: the backlog now, its trend over the
@@ -237,7 +247,8 @@ def _eta(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], at_
     acked, pulling = np.ones(m, dtype=bool), np.ones(m, dtype=bool)
     if len(at_row):
         slope[pos], slope_se[pos] = columns["backlog_slope"], columns["backlog_slope_se"]
-        acked[pos], pulling[pos] = lately(columns, thresholds.stalled_after, thresholds.no_pullers_after)
+        acked[pos], pulling[pos] = lately(columns, _own(columns, thresholds, "stalled_after"),
+                                          _own(columns, thresholds, "no_pullers_after"))
     pending = np.nan_to_num(state.numbers("num_pending")[live])
     in_flight = np.nan_to_num(state.numbers("num_ack_pending")[live])
     return drain_eta_columns({
@@ -357,7 +368,7 @@ def _said(state: LiveState, live: np.ndarray, now: dt.datetime, thresholds: Thre
         columns[c] = (state.numbers(c) if c in NUMERIC_STATE else state.state[c])[at_row]
     for c in THRESHOLD_COLUMNS:  # each consumer's own, from its metadata (NaN: the setting)
         columns[c] = state.numbers(c)[at_row]
-    _loss_seen(state, columns, at_row, thresholds)
+    _loss_seen(state, columns, at_row, thresholds, now_s - thresholds.health_window, recreated_at[pos])
     verdict, reason, findings, samples, onset, rates = _rules(state, live, columns, at_row, pos, counts, thresholds)
     eta = _eta(state, live, columns, at_row, pos, verdict, thresholds)
     config = _config(state, live, position, columns, pos, pulls, now_s, thresholds, recreated)
@@ -411,8 +422,8 @@ def _settle(state: LiveState, live: np.ndarray, said: _Said, now_s: float, thres
         said.findings[i] = state.kept_text["findings"][live[i]]
         said.onset[i] = np.nan
     said.findings_json = _findings_json(said.findings)
-    goes_on = easing.continuing(kept, said.verdict)
-    said.since = easing.since(said.onset, goes_on & ~said.recreated, state.kept_since[live], now_s)
+    same = kept == said.verdict
+    said.since = easing.since(said.onset, same & ~said.recreated, state.kept_since[live], now_s)
 
 
 def _changed(state: LiveState, live: np.ndarray, said: _Said) -> tuple[np.ndarray, np.ndarray]:

@@ -84,8 +84,8 @@ def filtered(rows: list[Row], args: argparse.Namespace) -> list[Row]:
 
 def worst_first(rows: list[Row]) -> list[Row]:
     """Worst verdict first, then account, stream, consumer and cluster."""
-    return sorted(rows, key=lambda r: (SEVERITY.get(r["verdict"], len(SEVERITY)), str(r["account"]), r["stream"],
-                                       r["consumer"], str(r["cluster"])))
+    return sorted(rows, key=lambda r: (SEVERITY.get(r["verdict"], len(SEVERITY)), r["account"] is None,
+                                       r["account"] or "", r["stream"], r["consumer"], str(r["cluster"])))
 
 
 def _silenced(r: Row, now: dt.datetime) -> bool:

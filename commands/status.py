@@ -290,7 +290,7 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
         table["CLUSTER"] = frame["cluster"]
     steps = [_next_step(r) if r.verdict != "OK" else None for r in frame.itertuples()]  # OK: nothing to do
     table = table.assign(ACCOUNT=frame["account"], STREAM=frame["stream"], CONSUMER=frame["consumer"],
-                         REASON=[f"{reason} → {step}" if step else reason for reason, step in zip(frame["reason"], steps)])
+                         REASON=[f"{reason} -> {step}" if step else reason for reason, step in zip(frame["reason"], steps)])
     print(aligned(table))
     return code
 

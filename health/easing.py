@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jetwatch.health.verdicts import BY_NAME, SEVERITY
+from jetwatch.health.verdicts import SEVERITY
 
 _UNRANKED = len(SEVERITY)
-_UNHEALTHY = np.array(sorted(name for name, v in BY_NAME.items() if v.level in ("critical", "warning")), dtype=object)
+
 _NAMES = sorted(SEVERITY, key=SEVERITY.__getitem__)
 
 
@@ -37,23 +37,9 @@ def ease(verdict: np.ndarray, kept: np.ndarray, calmer_since: np.ndarray, now: f
     return held_back, calmer
 
 
-def unhealthy(verdicts: np.ndarray) -> np.ndarray:
-    """Which verdicts call for someone (a critical or warning level): OK, PAUSED, COLLECTING and
-    unknown ones do not."""
-    return np.isin(np.asarray(verdicts, dtype=object), _UNHEALTHY)
-
-
-def continuing(kept: np.ndarray, verdict: np.ndarray) -> np.ndarray:
-    """Where the kept *since* goes on: the same verdict, or one unhealthy verdict after another (a
-    consumer that moves from LOSING to NO_PULLERS has been unhealthy since the first; a new since
-    at every move would hide how long on-call has had a problem)."""
-    return (kept == verdict) | (unhealthy(kept) & unhealthy(verdict))
-
-
 def since(onset: np.ndarray, same: np.ndarray, kept_since: np.ndarray, now: float) -> np.ndarray:
-    """When each verdict began (`same`: where the kept since goes on, `continuing`): its cause's
-    onset where the rule gives one, else when the verdict was first judged. An onset of a cause
-    that held through the whole window is "at least then": while the verdict holds, the earlier
-    since it was first judged with stands."""
+    """When each verdict began: its cause's onset where the rule gives one, else when the verdict
+    was first judged. An onset of a cause that held through the whole window is "at least then":
+    while the verdict holds, the earlier since it was first judged with stands."""
     began = np.where(same, kept_since, now)
     return np.where(np.isnan(onset), began, np.where(same, np.fmin(onset, began), onset))

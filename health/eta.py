@@ -84,13 +84,14 @@ def drain_eta_columns(columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
     return {"eta_state": state, "eta_seconds": seconds, "eta_low_seconds": low, "eta_high_seconds": high}
 
 
-def lately(features: Mapping[str, Any], stalled_after: float, no_pullers_after: float
+def lately(features: Mapping[str, Any], stalled_after: float | np.ndarray, no_pullers_after: float | np.ndarray
            ) -> tuple[np.ndarray, np.ndarray]:
     """Whether each consumer acknowledged lately, and whether anyone pulled lately, from the window's
     features: "lately" is the consumer's own rhythm doubled (the longest gap between its
-    acknowledgements, or between its deliveries), and at least the settings that judge a stall
-    and an absence of pullers. A pull waiting now, a delivery or an acknowledgement lately is a
-    puller; a bulk acker or a worker between fetches is one all along."""
+    acknowledgements, or between its deliveries), and at least its thresholds that judge a stall
+    and an absence of pullers (one for all, or one per consumer). A pull waiting now or a delivery
+    lately is a puller (a worker between fetches is one all along); an acknowledgement is work
+    done, not a pull."""
     now = floats(features["last_seconds"])
     acked_at, delivered_at = floats(features["acked_last_active"]), floats(features["delivered_last_active"])
     ack_gap, pull_gap = floats(features["ack_gap_max"]), floats(features["pull_gap_max"])
@@ -100,7 +101,7 @@ def lately(features: Mapping[str, Any], stalled_after: float, no_pullers_after: 
         acked = np.where(np.isnan(acked_at), _flags(features["ack_floor_moved"], False), now - acked_at <= ack_within)
         delivered = now - delivered_at <= pull_within
         waiting = floats(features["waiting_last"]) > 0
-    return acked, acked | delivered | waiting
+    return acked, delivered | waiting
 
 
 def drain_eta(frame: pd.DataFrame) -> pd.DataFrame:

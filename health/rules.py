@@ -614,11 +614,13 @@ def loss_within(feats: Mapping[str, Any], th: Thresholds) -> np.ndarray:
 
 
 def _losing(f: Columns, th: Thresholds) -> np.ndarray:
-    """A loss already happened, or one projected has held for --losing-after: since
-    `loss_seen_since`, the first cycle of the projection's unbroken run as the collector saw it
-    (NaN, a window judged on its own: held for as long as the window shows)."""
+    """A loss already happened, or one projected has held for --losing-after (at most half the
+    health window, which must hold the evidence, as for every rule's duration): since
+    `loss_seen_since`, the first sample of the projection's unbroken run as the collector reads it
+    from the window. Where no run is given (NaN: a window judged on its own, as the pipeline does,
+    without the samples' projections) the latest projection is taken as it is."""
     seen = f["loss_seen_since"]
-    held = np.isnan(seen) | (f["last_seconds"] - seen >= th.losing_after)
+    held = np.isnan(seen) | (f["last_seconds"] - seen >= min(th.losing_after, th.health_window / 2))
     return _loss_projected(f["time_to_loss_seconds"], _th(f, "loss_within")) & ((f["time_to_loss_seconds"] <= 0) | held)
 
 

@@ -42,18 +42,3 @@ def test_a_verdict_eases_only_after_the_clearing_time(now_verdict, kept, calmer,
 def test_since_is_the_causes_onset(onset, same, kept_since, expected):
     assert easing.since(np.array([onset]), np.array([same]), np.array([kept_since]), NOW).tolist() == [expected]
 
-
-@pytest.mark.parametrize("kept,now_verdict,goes_on", [
-    ("STALLED", "STALLED", True),
-    ("LOSING", "NO_PULLERS", True),  # unhealthy all along: one "since", the first one's
-    ("FLAPPING", "LOSING", True),
-    ("NO_PULLERS", "NO_LEADER", True),
-    ("OK", "STALLED", False),  # a new incident
-    ("STALLED", "OK", False),
-    ("PAUSED", "NO_PULLERS", False),  # paused is no incident: one begins when it resumes
-    ("COLLECTING", "STALLED", False),
-    (None, "STALLED", False),
-])
-def test_one_unhealthy_since_across_a_move_between_unhealthy_verdicts(kept, now_verdict, goes_on):
-    assert easing.continuing(np.array([kept], dtype=object), np.array([now_verdict], dtype=object)).tolist() == \
-        [goes_on]

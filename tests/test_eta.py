@@ -47,3 +47,26 @@ def test_drain_eta(case, backlog, slope, se, flags, expected):
 ])
 def test_eta_in_words(state, seconds, low, high, text):
     assert words(state, seconds, low, high) == text
+
+
+@pytest.mark.parametrize("case, last_ack, last_delivery, waiting, ack_gap, stalled_after, expected", [
+    ("acknowledged 5 s ago", 95.0, 95.0, 0, None, 20.0, (True, True)),
+    ("acknowledged 30 s ago, its rhythm 10 s: not lately", 70.0, 70.0, 0, 10.0, 20.0, (False, False)),
+    ("acknowledged 30 s ago, a bulk acker every 20 s: lately", 70.0, 70.0, 0, 20.0, 20.0, (True, False)),
+    ("its own --stalled-after of 10 min keeps a 5-min-old ack lately", 400.0 - 300.0, 0.0, 0, None, 600.0,
+     (True, False)),
+    ("a pull waiting now is a puller, whatever the acks", 0.0, 0.0, 2, None, 20.0, (False, True)),
+    ("an acknowledgement is work done, not a pull", 95.0, 0.0, 0, None, 20.0, (True, False)),
+])
+def test_acknowledged_and_pulled_lately_read_each_consumers_own_rhythm_and_thresholds(
+        case, last_ack, last_delivery, waiting, ack_gap, stalled_after, expected):
+    import numpy as np
+
+    from jetwatch.health.eta import lately
+
+    now = 400.0 if "10 min" in case else 100.0
+    features = {"last_seconds": [now], "acked_last_active": [last_ack], "delivered_last_active": [last_delivery],
+                "ack_gap_max": [np.nan if ack_gap is None else ack_gap], "pull_gap_max": [np.nan],
+                "waiting_last": [waiting], "ack_floor_moved": [False]}
+    acked, pulling = lately(features, np.array([stalled_after]), 20.0)
+    assert (bool(acked[0]), bool(pulling[0])) == expected, case

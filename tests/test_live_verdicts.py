@@ -156,7 +156,7 @@ def test_status_prints_the_fleets_verdicts_and_json_for_scripts(db_path, capsys)
     assert main(["status", "--db", db_path, "--json", "--consumer", "C*"]) == 0
     got = json.loads(capsys.readouterr().out)
     # The next step beside the reason, as on the pages and in --json (not only for scripts).
-    assert got[0]["next_step"] and lines[1].endswith(f" → {got[0]['next_step']}"), (lines, got[0]["next_step"])
+    assert got[0]["next_step"] and lines[1].endswith(f" -> {got[0]['next_step']}"), (lines, got[0]["next_step"])
     assert [(r["consumer"], r["verdict"], r["level"]) for r in got] == [("C", "NO_PULLERS", "critical")]
     assert got[0]["findings"][0]["numbers"]["pending"] == 5 and got[0]["since"]
     assert got[0]["eta"]["state"] == "no pullers" and got[0]["eta"]["seconds"] is None

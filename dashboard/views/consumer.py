@@ -212,12 +212,14 @@ def cluster_section(led: data.Leadership | None, now: dt.datetime) -> None:
 
 def unpinned_here(target: Target) -> tuple[bool, str | None, str | None]:
     """Whether this session unpinned the consumer (its result still shown), the pin it dropped (None:
-    the reply did not say) and the latest pin the server's events show since (None: none yet)."""
+    the reply did not say) and the latest other pin the server's events show since (None: none yet;
+    the events are read from just before the unpin, where the dropped pin may still be)."""
     result = operator.result_for(target, cluster)
     if result is None or not result.ok or result.action != "unpin":
         return False, None, None
     dropped = result.details.get("unpinned_id")
     fresh = operator.new_pin_after(store, result)
+    fresh = fresh[fresh["pinned_id"] != dropped] if dropped and not fresh.empty else fresh
     new = fresh.iloc[-1]["pinned_id"] if not fresh.empty else None
     return True, (str(dropped) if dropped else None), (str(new) if isinstance(new, str) and new else None)
 
@@ -302,11 +304,11 @@ def live() -> None:
         announced = isinstance(name, str) and bool(name)
         policy = row.get("priority_policy") if isinstance(row.get("priority_policy"), str) else None
         unpinned, dropped_pin, new_pin = unpinned_here(Target(account, stream, consumer))
-        if unpinned:
+        if unpinned and (new_pin is not None or pinned is None or pinned == dropped_pin):
             # After this session's unpin the sample may still show the dropped pin: the tile says
             # what the server's pin events say since (the latest pin, or nobody yet), once.
             tiles[0].metric("Pin holder", ui.pin_tail(new_pin) if new_pin else "nobody yet",
-                            help=f"you unpinned pin {dropped_pin or 'held then'}" +
+                            help=f"you unpinned {'pin ' + dropped_pin if dropped_pin else 'the pin held then'}" +
                                  (f"; the pin since is {new_pin}" if new_pin else ""))
             tiles[0].caption(f"new pin, after your unpin (pin id {ui.md(new_pin)})" if new_pin else
                              "unpinned: the next client to pull is pinned")
