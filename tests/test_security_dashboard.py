@@ -387,6 +387,8 @@ def test_every_page_shows_hostile_names_pin_ids_actors_and_errors_as_literal_tex
     assert not at.exception, [e.message for e in at.exception]
     consumer_page = assert_all_literal(at, [stream, consumer, HOSTILE])
     assert f"(pin id {literal_in_markdown(HOSTILE)})" in consumer_page  # the forged pin id, whole
+    [tile] = [m for m in at.metric if m.label == "Pin holder"]
+    assert literal_in_markdown(HOSTILE) in tile.help, tile.help  # and escaped in the tile's help (Markdown)
     assert f"by {literal_in_markdown(HOSTILE)}" in consumer_page  # the drain's actor
 
     at.switch_page("views/pins.py").run()

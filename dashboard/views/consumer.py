@@ -308,8 +308,8 @@ def live() -> None:
             # After this session's unpin the sample may still show the dropped pin: the tile says
             # what the server's pin events say since (the latest pin, or nobody yet), once.
             tiles[0].metric("Pin holder", ui.pin_tail(new_pin) if new_pin else "nobody yet",
-                            help=f"you unpinned {'pin ' + dropped_pin if dropped_pin else 'the pin held then'}" +
-                                 (f"; the pin since is {new_pin}" if new_pin else ""))
+                            help=f"you unpinned {'pin ' + ui.md(dropped_pin) if dropped_pin else 'the pin held then'}"
+                                 + (f"; the pin since is {ui.md(new_pin)}" if new_pin else ""))  # Markdown: escaped
             tiles[0].caption(f"new pin, after your unpin (pin id {ui.md(new_pin)})" if new_pin else
                              "unpinned: the next client to pull is pinned")
         elif pinned or policy == "pinned_client":
