@@ -24,7 +24,7 @@ from jetwatch.core.settings import Settings
 from jetwatch.health import freshness, silences
 from jetwatch.health.verdicts import SEVERITY
 from jetwatch.store import clusters
-from jetwatch.store.database import Store, StoreError
+from jetwatch.store.database import StoreError
 
 EXIT = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 LEVEL_STATE = {"critical": "CRITICAL", "warning": "WARNING"}  # info, ok, unknown (COLLECTING): OK
@@ -59,20 +59,10 @@ def _glob(value: Any, patterns: Sequence[str] | None) -> bool:
 def read_stores(settings: Settings, args: argparse.Namespace) -> list[Read]:
     """Every store of the fleet whose cluster --cluster keeps; a store that cannot be read is kept
     (with its error) whatever --cluster says, since its cluster is not known."""
-    found: list[Read] = []
-    for path in clusters.store_paths(settings.dbs, settings.db):
-        store = Store(path, lock_timeout=settings.lock_timeout)
-        try:
-            cluster = clusters.identity(store).cluster
-            rows = store.rows("check_verdicts")
-        except StoreError as exc:
-            found.append(Read(str(path), None, [], exc))
-            continue
-        found.append(Read(str(path), cluster, [{**r, "cluster": cluster} for r in rows]))
-    twice = clusters.duplicates([(r.cluster, r.path) for r in found if r.cluster is not None])
-    if twice:
-        raise clusters.DuplicateCluster(twice)
-    return [r for r in found if r.cluster is None or _glob(r.cluster, getattr(args, "clusters", None))]
+    found = clusters.read_fleet(settings.dbs, settings.db, settings.lock_timeout,
+                                lambda store, cluster: [{**r, "cluster": cluster} for r in store.rows("check_verdicts")],
+                                lambda cluster: _glob(cluster, getattr(args, "clusters", None)))
+    return [Read(r.path, r.cluster, r.value or [], r.error) for r in found]
 
 
 def filtered(rows: list[Row], args: argparse.Namespace) -> list[Row]:

@@ -58,25 +58,19 @@ class Read:
 def read_stores(settings: Settings, args: argparse.Namespace) -> list[Read]:
     """Every store of the fleet whose cluster --cluster keeps; a store that cannot be read is kept
     (with its error) whatever --cluster says, since its cluster is not known."""
-    found: list[Read] = []
-    for path in clusters.store_paths(settings.dbs, settings.db):
-        store = Store(path, lock_timeout=settings.lock_timeout)
-        try:
-            cluster = clusters.identity(store).cluster
-            now = utcnow()
-            # Why pins moved only for `status --json`: `check` reads verdicts alone.
-            moved = [("pin_moves", pin_causes.params(now - MOVES_BACK, now, settings))] if getattr(args, "json", False) else []
-            verdicts_read, dropped, silenced, *more = store.queries([
-                ("verdicts_status", {}), ("dropped_latest", {"per_consumer": DROPPED_SHOWN}), ("silences_open", {}),
-                *moved])
-            found.append(Read(str(path), cluster, silences.attach(verdicts_read, silenced, utcnow()),
-                              dropped=dropped, silences=silenced, moves=more[0] if more else None))
-        except StoreError as exc:
-            found.append(Read(str(path), None, None, exc))
-    twice = clusters.duplicates([(r.cluster, r.path) for r in found if r.cluster is not None])
-    if twice:
-        raise clusters.DuplicateCluster(twice)
-    return [r for r in found if r.cluster is None or _glob(r.cluster, getattr(args, "clusters", None))]
+    def read(store: Store, cluster: str) -> Read:
+        now = utcnow()
+        # Why pins moved only for `status --json`.
+        moved = [("pin_moves", pin_causes.params(now - MOVES_BACK, now, settings))] if getattr(args, "json", False) else []
+        verdicts_read, dropped, silenced, *more = store.queries([
+            ("verdicts_status", {}), ("dropped_latest", {"per_consumer": DROPPED_SHOWN}), ("silences_open", {}),
+            *moved])
+        return Read(str(store.path), cluster, silences.attach(verdicts_read, silenced, utcnow()),
+                    dropped=dropped, silences=silenced, moves=more[0] if more else None)
+
+    found = clusters.read_fleet(settings.dbs, settings.db, settings.lock_timeout, read,
+                                lambda cluster: _glob(cluster, getattr(args, "clusters", None)))
+    return [r.value if r.value is not None else Read(r.path, None, None, r.error) for r in found]
 
 
 def filtered(read: Read, args: argparse.Namespace, settings: Settings | None = None) -> pd.DataFrame:

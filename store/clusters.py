@@ -9,15 +9,18 @@ leaves the file (dashboard/stores.py, pipeline/export.py). A file that no collec
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import duckdb
 
 from jetwatch import sql
 from jetwatch.core.settings import DEFAULT_CLUSTER
 from jetwatch.store.database import Store, StoreError, StoreIsDirectory, one_row
+
+T = TypeVar("T")
 
 
 class WrongCluster(StoreError):
@@ -82,3 +85,32 @@ def duplicates(named: Sequence[tuple[str, str]]) -> str | None:
                     "--cluster and store).")
         seen[cluster] = path
     return None
+
+
+@dataclass(frozen=True)
+class FleetRead(Generic[T]):
+    """One store of a fleet as a command read it: its cluster and what was read, or why not."""
+
+    path: str
+    cluster: str | None  # None: the store could not be read, so its cluster is not known either
+    value: T | None
+    error: StoreError | None = None
+
+
+def read_fleet(dbs: Sequence[str], db: str, lock_timeout: float, read: Callable[[Store, str], T],
+               wanted: Callable[[str], bool]) -> list[FleetRead[T]]:
+    """Every store of the fleet (`store_paths`) read with `read(store, its cluster)`: those whose
+    cluster is `wanted`, and every store that cannot be read (with its error, whatever `wanted`
+    says, since its cluster is not known). Two stores of one cluster are refused (DuplicateCluster)."""
+    found: list[FleetRead[T]] = []
+    for path in store_paths(dbs, db):
+        store = Store(path, lock_timeout=lock_timeout)
+        try:
+            cluster = identity(store).cluster
+            found.append(FleetRead(str(path), cluster, read(store, cluster)))
+        except StoreError as exc:
+            found.append(FleetRead(str(path), None, None, exc))
+    twice = duplicates([(r.cluster, r.path) for r in found if r.cluster is not None])
+    if twice:
+        raise DuplicateCluster(twice)
+    return [r for r in found if r.cluster is None or wanted(r.cluster)]

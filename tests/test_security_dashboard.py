@@ -149,23 +149,35 @@ def test_fleet_selection_is_the_consumer_and_survives_clearing_the_search(two_st
     assert "notify" not in question
 
 
+def _pin_now(two_streams) -> str | None:
+    """The pin the server holds for the orders consumer's group now."""
+    info = two_streams["loop"].call(two_streams["api"].consumer_info(two_streams["orders"], "fulfilment"))
+    groups = info.get("priority_groups") or []
+    return (groups[0].get("pinned_client_id") or None) if groups else None
+
+
+def _asked_to_unpin(two_streams) -> tuple[AppTest, str | None]:
+    """An operator signed in who picked the orders consumer on the Fleet, once its sampled pin is the
+    server's, and asked to unpin it: the page with its confirmation open, and that pin."""
+    at = login(AppTest.from_file(APP, default_timeout=60).run())
+    at.text_input(key="fleet_search").input("orders").run()
+    click_row(at, "fulfilment")
+    first = _pin_now(two_streams)
+    wait_until(lambda: rows(two_streams["store"], "SELECT pinned_id FROM consumer_latest WHERE stream = ?",
+                            [two_streams["orders"]])[0][0] == first, message="the sampled pin is the server's")
+    st.cache_data.clear()
+    at.run()
+    at.button(key="fleet_unpin").click().run()
+    return at, first
+
+
 def test_unpin_sends_only_if_the_confirmed_pin_is_still_the_pin(two_streams):
     loop, api, orders = two_streams["loop"], two_streams["api"], two_streams["orders"]
 
     def pin_now() -> str | None:
-        info = loop.call(api.consumer_info(orders, "fulfilment"))
-        groups = info.get("priority_groups") or []
-        return (groups[0].get("pinned_client_id") or None) if groups else None
+        return _pin_now(two_streams)
 
-    at = login(AppTest.from_file(APP, default_timeout=60).run())
-    at.text_input(key="fleet_search").input("orders").run()
-    click_row(at, "fulfilment")
-    first = pin_now()
-    wait_until(lambda: rows(two_streams["store"], "SELECT pinned_id FROM consumer_latest WHERE stream = ?",
-                            [orders])[0][0] == first, message="the sampled pin is the server's")
-    st.cache_data.clear()
-    at.run()
-    at.button(key="fleet_unpin").click().run()
+    at, first = _asked_to_unpin(two_streams)
     question = " ".join(m.value for m in at.markdown)
     assert f"drops pin {first}, held by unannounced …{first[-6:]}" in question  # no worker announced it
 
@@ -201,9 +213,7 @@ def test_a_pin_that_keeps_moving_is_unpinned_whoever_holds_it_once_confirmed_as_
     loop, api, orders = two_streams["loop"], two_streams["api"], two_streams["orders"]
 
     def pin_now() -> str | None:
-        info = loop.call(api.consumer_info(orders, "fulfilment"))
-        groups = info.get("priority_groups") or []
-        return (groups[0].get("pinned_client_id") or None) if groups else None
+        return _pin_now(two_streams)
 
     def move_pin(away_from: str | None) -> str:
         loop.call(api.unpin(orders, "fulfilment", "jobs"))
@@ -211,15 +221,7 @@ def test_a_pin_that_keeps_moving_is_unpinned_whoever_holds_it_once_confirmed_as_
         wait_until(lambda: pin_now() not in (None, away_from), timeout=30, message="a new pin")
         return str(pin_now())
 
-    at = login(AppTest.from_file(APP, default_timeout=60).run())
-    at.text_input(key="fleet_search").input("orders").run()
-    click_row(at, "fulfilment")
-    first = pin_now()
-    wait_until(lambda: rows(two_streams["store"], "SELECT pinned_id FROM consumer_latest WHERE stream = ?",
-                            [orders])[0][0] == first, message="the sampled pin is the server's")
-    st.cache_data.clear()
-    at.run()
-    at.button(key="fleet_unpin").click().run()
+    at, first = _asked_to_unpin(two_streams)
     assert not [b for b in at.button if b.key == "action_confirm_any"], "offered only once a pin moved under a Confirm"
     second = move_pin(first)
     at.button(key="action_confirm").click().run()

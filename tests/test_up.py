@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import streamlit as st
@@ -97,6 +98,19 @@ def demo(tmp_path: Path, *flags: str, said: list[str] | None = None,
     assert [pid for pid in children if _alive(pid)] == [], text
 
 
+def script_wraps_at_1280(browser: Any, base: str) -> None:
+    """What the demo scripts, read at 1280 px: every line wraps in view, none is cut."""
+    narrow = browser.new_page(viewport={"width": 1280, "height": 800})
+    narrow.goto(base + "/")
+    narrow.get_by_text("What this demo scripts").filter(visible=True).first.click()
+    for d in SCRIPT:
+        line = narrow.get_by_text(d.expect.split(";")[-1].strip()[-40:]).filter(visible=True).first
+        line.wait_for(timeout=30_000)
+        box = line.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1280, (d.consumer, box)
+    narrow.close()
+
+
 def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch):
     """Without the pipeline: its first run would come a minute in, a Spark run that the tests of
     the pipeline already make; its runs under `up` are the Ctrl-C test's below, and the screenshot
@@ -123,16 +137,7 @@ def test_up_runs_the_demo_end_to_end_and_stops_everything(tmp_path, monkeypatch)
             page.get_by_label("Password", exact=True).fill(password)
             page.get_by_role("button", name="Sign in").click()
             page.get_by_text("signed in as demo").filter(visible=True).first.wait_for(timeout=30_000)
-            # What the demo scripts, read at 1280 px: every line wraps in view, none is cut.
-            narrow = browser.new_page(viewport={"width": 1280, "height": 800})
-            narrow.goto(base + "/")
-            narrow.get_by_text("What this demo scripts").filter(visible=True).first.click()
-            for d in SCRIPT:
-                line = narrow.get_by_text(d.expect.split(";")[-1].strip()[-40:]).filter(visible=True).first
-                line.wait_for(timeout=30_000)
-                box = line.bounding_box()
-                assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1280, (d.consumer, box)
-            narrow.close()
+            script_wraps_at_1280(browser, base)
             page.goto(base + "/pins")
             page.get_by_text("ORDERS / fulfilment [jobs]").filter(visible=True).first.wait_for(timeout=30_000)
             page.goto(base + "/consumer?stream=ORDERS&consumer=fulfilment")
@@ -185,16 +190,7 @@ def test_up_demo_screenshots_once_the_scheduled_pipeline_loaded_its_results(tmp_
             page.get_by_text("Data as of").filter(visible=True).first.wait_for(timeout=30_000)
             page.get_by_text("capture: durable stream").filter(visible=True).first.wait_for(timeout=30_000)
             shoot(page, "fleet.png")
-            # What the demo scripts, read at 1280 px: every line wraps in view, none is cut.
-            narrow = browser.new_page(viewport={"width": 1280, "height": 800})
-            narrow.goto(base + "/")
-            narrow.get_by_text("What this demo scripts").filter(visible=True).first.click()
-            for d in SCRIPT:
-                line = narrow.get_by_text(d.expect.split(";")[-1].strip()[-40:]).filter(visible=True).first
-                line.wait_for(timeout=30_000)
-                box = line.bounding_box()
-                assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1280, (d.consumer, box)
-            narrow.close()
+            script_wraps_at_1280(browser, base)
             page.goto(base + "/pins")
             page.get_by_text("ORDERS / fulfilment [jobs]").filter(visible=True).first.wait_for(timeout=30_000)
             shoot(page, "pins.png")
