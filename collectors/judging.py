@@ -88,6 +88,10 @@ class JudgedCycle:
         self.numbers_only: np.ndarray | None = None
         # The silences that hold after this cycle (silences_open.sql's columns), once it is kept.
         self.silences = pd.DataFrame()
+        # The consumers the cluster first showed this cycle it cannot serve, and when (epoch seconds)
+        # the earliest of those shown and not yet named is due: a cycle judged then names it.
+        self.cluster_new: list[ClusterShown] = []
+        self.cluster_due: float | None = None
 
     @property
     def consumers(self) -> pd.DataFrame:
@@ -305,8 +309,11 @@ class _Said:
     calmer_since: np.ndarray = field(default_factory=lambda: np.zeros(0))
     findings_json: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
     since: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    # Set by _cluster_verdicts: since when the cluster has shown, without a break, that it cannot serve each.
+    # Set by _cluster_verdicts: since when the cluster has shown, without a break, that it cannot serve each;
+    # of those, the ones first shown this cycle; and when the earliest not yet named is due.
     cluster_seen: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    cluster_new: list[ClusterShown] = field(default_factory=list)
+    cluster_due: float | None = None
 
     @property
     def numbers(self) -> dict[str, np.ndarray]:
@@ -377,18 +384,32 @@ def _said(state: LiveState, live: np.ndarray, now: dt.datetime, thresholds: Thre
                  folded, recreated, np.full(len(live), now_s))
 
 
+@dataclass(frozen=True)
+class ClusterShown:
+    """A consumer the cluster first showed this cycle it cannot serve: the evidence, and when
+    (epoch seconds, the server's clock) its verdict is named if the evidence holds until then."""
+
+    key: tuple[str, str, str]
+    evidence: Evidence
+    due: float
+
+
 def _cluster_verdicts(state: LiveState, live: np.ndarray, said: _Said, evidence: Mapping[EvidenceKey, Evidence],
                       now_s: float, thresholds: Thresholds) -> None:
     """The consumers the cluster has shown for `no_leader_after` that it cannot serve take the
     verdict its evidence makes, since it was first shown, in place of what the rules said of
     their last known (and so not fresh) samples. A leader election shows it for a cycle or two."""
-    said.cluster_seen = {}
+    said.cluster_seen, said.cluster_new, said.cluster_due = {}, [], None
     if not evidence and not state.cluster_seen:
         return
     keys = [state.keys[r] for r in live.tolist()]
     for i, ev in cluster.about(keys, evidence):
         first = said.cluster_seen[keys[i]] = state.cluster_seen.get(keys[i], now_s - ev.held_s)
-        if now_s - first < thresholds.no_leader_after:
+        due = first + thresholds.no_leader_after
+        if keys[i] not in state.cluster_seen:
+            said.cluster_new.append(ClusterShown(keys[i], ev, due))
+        if now_s < due:
+            said.cluster_due = due if said.cluster_due is None else min(said.cluster_due, due)
             continue
         row = live[i]
         found = cluster.finding(ev, state.state["leader"][row], _as_of(state.state["ts"][row]))
@@ -575,6 +596,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     judged = JudgedCycle(now, lambda: _consumers_frame(live_keys, snapshot, said), _transitions(state, live, said, now_s),
                          _written(state, live, at, said), gone, _Remember(state, live, at, gone_rows, said, now_s))
     judged.numbers_only = ~worded[at]
+    judged.cluster_new, judged.cluster_due = said.cluster_new, said.cluster_due
     judged.stamped = (None if np.isnan(state.stamped) else
                       micros(np.array([state.stamped]))[0].item().replace(tzinfo=dt.UTC))
     return judged

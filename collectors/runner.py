@@ -36,6 +36,7 @@ from jetwatch.collectors.advisories import (
 )
 from jetwatch.collectors.backlog import PendingCycle, WriteBacklog
 from jetwatch.collectors.capture_gaps import DROPPED, DURABLE_GONE, Cursor, GapTracker, awaiting_json, awaiting_of
+from jetwatch.collectors.cluster_watch import CycleSchedule, say_shown
 from jetwatch.collectors.consumer_list import ConsumerListCollector, unavailable
 from jetwatch.collectors.consumer_state import SampleBatch, Scope
 from jetwatch.collectors.dropped import DroppedReader, drops_in
@@ -124,6 +125,7 @@ class Collector:
         self.drop_counts = DropCounts()
         self.move_counts = MoveCounts()  # pin switches by cause, once settled
         self.durations = CycleHistogram()
+        self.schedule = CycleSchedule(settings.interval)  # when the next cycle starts
         self.outputs = CycleOutputs(self.errors.report)  # /metrics and Alertmanager, each cycle, if on
         self.judged: JudgedCycle | None = None  # the latest cycle's verdicts
         self.backlog = WriteBacklog(settings.write_backlog)  # cycles the store could not take yet
@@ -492,6 +494,8 @@ class Collector:
         self.seen = set(zip(newest.samples["account"], newest.samples["stream"], newest.samples["consumer"]))
         self.cycles += len(pending)
         self.durations.observe(time.monotonic() - newest.began)
+        say_shown(cycle.cluster_new)
+        self.schedule.judged(cycle.cluster_due, server_now.timestamp(), time.monotonic() - newest.began)
         await self._after_cycle(cycle, time.monotonic() - newest.began)
 
     # Pin moves are counted for /metrics once their cause is settled, and at most this long after.
@@ -698,11 +702,7 @@ class Collector:
                     log.info("the store is still taking an earlier write: this cycle waits in memory "
                              "(%d cycle(s) waiting)", len(self.backlog))
                 self.gc.between_cycles()
-                wait = max(0.0, self.settings.interval - (time.monotonic() - began))
-                try:
-                    await asyncio.wait_for(stop.wait(), wait)
-                except TimeoutError:
-                    pass
+                await self.schedule.wait(began, stop)
         finally:
             if storing is not None:  # the write under way ends (bounded by --lock-timeout) before shutdown
                 await storing

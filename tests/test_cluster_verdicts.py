@@ -125,3 +125,21 @@ def test_an_outage_is_one_line_naming_its_consumers_since_and_servers():
     line = cluster.outage_line(outage, "03:12:04 (2 min ago)")
     assert line.startswith("7 consumers of stream CQ (a, b, c, d, e and 2 more): no server leads them since "
                            "03:12:04 (2 min ago); servers not answering: n1, n2."), line
+
+
+def test_a_cycle_says_who_the_cluster_first_showed_it_cannot_serve_and_when_their_verdict_falls_due():
+    state = LiveState(TH.health_window)
+    due, new = [], []
+    for at in range(0, 55, 5):
+        now = T0 + dt.timedelta(seconds=at)
+        evidence = {("A", "S1", "b"): MISSING} if at >= 30 else {}
+        samples = [_sample(now, "S1", c, leader="n1") for c in ("a", "b") if not (c == "b" and evidence)]
+        columns = {k: [s[k] for s in samples] for k in _sample(now, "S1", "x")}
+        state.add(columns, ["A"], list(evidence), CONFIGS[:2] if at == 0 else [])
+        cycle = judge(state, now, TH, pd.DataFrame(), None, evidence)
+        cycle.commit()
+        due.append(None if cycle.cluster_due is None else cycle.cluster_due - T0.timestamp())
+        new.append([(s.key, s.evidence.verdict, s.due - T0.timestamp()) for s in cycle.cluster_new])
+    # First shown at 30: said once, due at 45 until the cycle of 45 names it; nothing after.
+    assert new[6] == [(("A", "S1", "b"), NO_LEADER, 45.0)] and not any(new[:6] + new[7:]), new
+    assert due == [None] * 6 + [45.0, 45.0, 45.0, None, None], due
