@@ -29,15 +29,17 @@ MIN_GAP_S = 1.0
 def say_shown(shown: list[ClusterShown]) -> None:
     """One warning per stream and verdict for the consumers the cluster first showed it cannot
     serve: what was seen, and when they are named if it lasts."""
-    groups: dict[tuple[str, str, str, int], list[str]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str, int], list[str]] = defaultdict(list)
     for s in shown:
-        _, stream, consumer = s.key
-        groups[(stream, s.evidence.verdict, s.evidence.seen, round(s.due))].append(consumer)
-    for (stream, verdict, seen, due), consumers in groups.items():
+        account, stream, consumer = s.key
+        groups[(account, stream, s.evidence.verdict, s.evidence.seen, round(s.due))].append(consumer)
+    for (account, stream, verdict, seen, due), consumers in groups.items():
         names = ", ".join(sorted(consumers)[:5]) + (f" and {len(consumers) - 5} more" if len(consumers) > 5 else "")
         at = dt.datetime.fromtimestamp(due, dt.UTC).strftime("%H:%M:%S UTC")
         log.warning("the cluster cannot serve %d consumer(s) of stream %s (%s) now: %s; named %s at %s if it lasts "
-                    "(--no-leader-after)", len(consumers), stream, names, seen, verdict, at)
+                    "(--no-leader-after)", len(consumers), stream, names, seen, verdict, at,
+                    extra={"account": account, "stream": stream,
+                           **({"consumer": consumers[0]} if len(consumers) == 1 else {})})
 
 
 class CycleSchedule:

@@ -60,6 +60,8 @@ from jetwatch.core.urls import strip_userinfo
 from jetwatch.exporters.alertmanager import AlertmanagerClient
 from jetwatch.exporters.cycle_outputs import CycleOutputs
 from jetwatch.exporters.cycle_snapshot import CycleHistogram, DropCounts, MoveCounts, PinCounts, Snapshot
+from jetwatch.exporters.metrics_server import MetricsExporter
+from jetwatch.exporters.probes import Probes
 from jetwatch.health import pin_causes, silences
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import clusters, writes
@@ -90,8 +92,11 @@ async def account_scope(nc: Client) -> Scope:
 
 class Collector:
     def __init__(self, settings: Settings, nc: Client, store: Store,
-                 clock: Callable[[], dt.datetime] = utcnow, system_nc: Client | None = None):
+                 clock: Callable[[], dt.datetime] = utcnow, system_nc: Client | None = None,
+                 probes: Probes | None = None, metrics: MetricsExporter | None = None):
         self.settings = settings
+        # What /healthz and /readyz read; the /metrics server, when it was started before connecting.
+        self.probes = probes if probes is not None else Probes(settings.interval, settings.request_timeout, settings.lock_timeout)
         self.nc = nc
         self.system_nc = system_nc  # a system-account connection: sample through PING.JSZ
         self.store = store
@@ -126,7 +131,7 @@ class Collector:
         self.move_counts = MoveCounts()  # pin switches by cause, once settled
         self.durations = CycleHistogram()
         self.schedule = CycleSchedule(settings.interval)  # when the next cycle starts
-        self.outputs = CycleOutputs(self.errors.report)  # /metrics and Alertmanager, each cycle, if on
+        self.outputs = CycleOutputs(self.errors.report, metrics)  # /metrics and Alertmanager, each cycle, if on
         self.judged: JudgedCycle | None = None  # the latest cycle's verdicts
         self.backlog = WriteBacklog(settings.write_backlog)  # cycles the store could not take yet
         self.seen: set[tuple[str, str, str]] = set()  # consumers of the latest stored cycle
@@ -153,12 +158,18 @@ class Collector:
         """A store a newer jetwatch upgraded under this one takes no write of this one's again: the
         run stops and says so, instead of holding cycles in memory for a write that cannot come."""
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._writer, call)
+            done = await asyncio.get_running_loop().run_in_executor(self._writer, call)
         except StoreTooNew as exc:
             self.fatal = exc
+            self.probes.store_failed(str(exc))
             if self._stop is not None:
                 self._stop.set()
             raise
+        except Exception as exc:
+            self.probes.store_failed(str(exc))
+            raise
+        self.probes.stored()
+        return done
 
     def _make_filter(self) -> NameFilter:
         s = self.settings
@@ -192,7 +203,9 @@ class Collector:
         self.lag = LagReader(self.nc, self.scope.account, concurrency=s.lag_concurrency, rotation=s.lag_rotation,
                              every=s.lag_every, timeout=min(2.0, s.request_timeout))
         if self.settings.metrics_address:
-            self.outputs.serve_metrics(self.settings.metrics_address, self.settings.metrics_cardinality)
+            if self.outputs.metrics is None:
+                self.outputs.serve_metrics(self.settings.metrics_address, self.settings.metrics_cardinality,
+                                           self.probes)
             self.cycle_hooks.append(Collector._export_metrics)
         if self.settings.alertmanager:
             self.outputs.post_alerts(self.settings.alertmanager, self.settings.alert_after,
@@ -407,6 +420,8 @@ class Collector:
         """Ask how far the capture's durable is behind beside the cycle's sampling, not after it."""
         if self.capture is not None and self._backlog is None:
             self._backlog = asyncio.get_running_loop().create_task(self.capture.backlog())
+            # Read here too: a run that stops before the cycle waits for it leaves its failure unread.
+            self._backlog.add_done_callback(lambda task: task.cancelled() or task.exception())
 
     async def _capture_backlog(self, began: float) -> int | None:
         """Advisories captured and not yet stored (None: not known this cycle). Waited for only
@@ -702,6 +717,7 @@ class Collector:
                     log.info("the store is still taking an earlier write: this cycle waits in memory "
                              "(%d cycle(s) waiting)", len(self.backlog))
                 self.gc.between_cycles()
+                self.probes.cycle_ended()
                 await self.schedule.wait(began, stop)
         finally:
             if storing is not None:  # the write under way ends (bounded by --lock-timeout) before shutdown
@@ -860,9 +876,12 @@ class Collector:
         False if stopped first."""
         while not stop.is_set():
             try:
+                self.probes.stage = "asking the server which account this connection is in"
                 self._learned = await account_scope(self.nc)
+                self.probes.stage = "starting to sample"
                 return True
             except AccountUnknown as exc:
+                self.probes.stage = f"nothing is sampled: {exc}"
                 self.errors.report(f"nothing is sampled: {exc}")
                 await self._report_failed_cycle()
             try:
@@ -892,6 +911,8 @@ class Collector:
             except Exception as exc:  # what is not acknowledged stays in the capture stream
                 log.warning("the last advisory flush failed: %s", exc)
         finally:
+            if self._backlog is not None:
+                self._backlog.cancel()
             if self.capture is not None:
                 await self.capture.close()
             if self.pin_holders is not None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from jetwatch.actions import catalog
 from jetwatch.actions.catalog import THEN_CHOICES
+from jetwatch.core import logs
 from jetwatch.core import settings as settings_mod
 from jetwatch.core.errors import JetwatchError
 from jetwatch.core.settings import Settings
@@ -26,6 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     # No abbreviated flags: `--operator-secret VALUE` must not quietly mean --operator-secret-file.
     parser = argparse.ArgumentParser(prog="jetwatch", description=__doc__, allow_abbrev=False)
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-format", default=os.environ.get("JETWATCH_LOG_FORMAT", "text"), choices=logs.FORMATS,
+                        help="text lines (the default), or one JSON object per line for a log pipeline "
+                             "(env JETWATCH_LOG_FORMAT)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help: str, groups: tuple[str, ...], without: tuple[str, ...] = ()) -> argparse.ArgumentParser:
@@ -124,11 +128,6 @@ def _filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verdict", action="append", help="Only these verdicts (repeatable).")
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
 # Each command's handler, as module:function, imported only when that command runs: `--help` and
 # a parse error load no DuckDB, pandas or NATS client.
 _HANDLERS = {
@@ -151,7 +150,7 @@ def _handler(args: argparse.Namespace) -> Callable[[argparse.Namespace, Settings
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    _configure_logging(args.log_level)
+    logs.configure(args.log_level, args.log_format)
     try:
         return _handler(args)(args, settings_mod.resolve(args))
     except JetwatchError as exc:

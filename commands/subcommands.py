@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import getpass
 import logging
 import os
@@ -16,9 +17,13 @@ import socket
 import sys
 from pathlib import Path
 
+from nats.aio.client import Client
+from nats.errors import Error as NatsError
+
 from jetwatch import dashboard as dashboard_package
 from jetwatch.collectors.advisories import ensure_capture_stream
 from jetwatch.collectors.runner import Collector
+from jetwatch.core import logs
 from jetwatch.core import settings as settings_mod
 from jetwatch.core.children import DASHBOARD_SECRETS, child_env
 from jetwatch.core.connection import ConnectError, connect
@@ -30,6 +35,8 @@ from jetwatch.dashboard import identities
 from jetwatch.dashboard.gate import allowed_hosts, read_only_reason
 from jetwatch.dashboard.identities import IdentityError
 from jetwatch.exporters import metrics as metrics_mod
+from jetwatch.exporters.metrics_server import MetricsExporter
+from jetwatch.exporters.probes import Probes
 from jetwatch.store import audit, clusters
 from jetwatch.store.database import Store, StoreError
 
@@ -86,11 +93,32 @@ async def _collect(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    # /healthz, /readyz and /metrics answer from the start: a scheduler probes a collector that
+    # waits for its server too (live, not ready, saying why).
+    logs.tag_cluster(settings.cluster)
+    probes = Probes(settings.interval, settings.request_timeout, settings.lock_timeout)
+    beat = asyncio.create_task(probes.beat())
+    metrics = None
+    if settings.metrics_address:
+        metrics = MetricsExporter(settings.metrics_cardinality, probes)
+        metrics.serve(settings.metrics_address)
+    try:
+        await _collect_connected(settings, store, stop, probes, metrics)
+    finally:
+        beat.cancel()
+        if metrics is not None:
+            metrics.close()
+
+
+async def _collect_connected(settings: Settings, store: Store, stop: asyncio.Event, probes: Probes,
+                             metrics: MetricsExporter | None) -> None:
     while True:  # a collector started before its server waits for it, saying so
+        probes.stage = f"connecting to NATS at {shown_servers(settings.server)}"
         try:
             nc = await connect(settings, name="jetwatch-collector")
             break
         except ConnectError as exc:
+            probes.stage = str(exc)
             log.error("%s Retrying in 5s.", exc)
             try:
                 await asyncio.wait_for(stop.wait(), 5)
@@ -107,12 +135,23 @@ async def _collect(settings: Settings) -> None:
                              f"{settings.system_context})") from None
     log.info("collecting from %s into %s every %.1fs", shown_servers(settings.server), settings.db, settings.interval)
     try:
-        await Collector(settings, nc, store, system_nc=system_nc).run(stop)
+        await Collector(settings, nc, store, system_nc=system_nc, probes=probes, metrics=metrics).run(stop)
     finally:
         for conn in (nc, system_nc):
             if conn is not None and not conn.is_closed:
-                await conn.drain()
+                await _let_go(conn)
     log.info("collector stopped; everything received is stored")
+
+
+async def _let_go(nc: Client) -> None:
+    """Drain a connection that is up (what was published gets out); close one that is not (a
+    collector stopped while its server is gone stops at once, not with a traceback)."""
+    if nc.is_connected:
+        with contextlib.suppress(NatsError):
+            await nc.drain()
+            return
+    with contextlib.suppress(NatsError, OSError):  # its transport may be gone already
+        await nc.close()
 
 
 def collect(args: argparse.Namespace, settings: Settings) -> int:

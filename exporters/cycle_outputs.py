@@ -21,6 +21,7 @@ from jetwatch.core.pin_announce import HolderKey
 from jetwatch.exporters.alertmanager import AlertmanagerClient
 from jetwatch.exporters.cycle_snapshot import Snapshot
 from jetwatch.exporters.metrics_server import MetricsExporter
+from jetwatch.exporters.probes import Probes
 
 log = logging.getLogger("jetwatch.collector")
 
@@ -28,10 +29,10 @@ log = logging.getLogger("jetwatch.collector")
 class CycleOutputs:
     """The outputs that are on, and the one worker thread each renders or posts on."""
 
-    def __init__(self, report: Callable[[str], None]) -> None:
+    def __init__(self, report: Callable[[str], None], metrics: MetricsExporter | None = None) -> None:
         self.report = report  # the collector's error: a failed render or post is said in its status
-        self.metrics: MetricsExporter | None = None
-        self.metrics_bound: tuple[str, int] | None = None
+        self.metrics = metrics  # already serving, when given
+        self.metrics_bound: tuple[str, int] | None = metrics.bound if metrics is not None else None
         self.alertmanager: AlertmanagerClient | None = None
         self.alert_failure: str | None = None  # why the latest post to Alertmanager failed, until one succeeds
         self._render = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-render")
@@ -39,8 +40,8 @@ class CycleOutputs:
         self._alerts_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-alerts")
         self.alert_post: asyncio.Future[None] | None = None  # the latest post, under way or done
 
-    def serve_metrics(self, address: str, cardinality: str) -> None:
-        self.metrics = MetricsExporter(cardinality)
+    def serve_metrics(self, address: str, cardinality: str, probes: Probes | None = None) -> None:
+        self.metrics = MetricsExporter(cardinality, probes)
         self.metrics_bound = self.metrics.serve(address)
 
     def post_alerts(self, url: str, after_s: float, dashboard_url: str, interval_s: float) -> None:
