@@ -25,6 +25,10 @@ from jetwatch.core.embedded_server import NatsServer, free_port
 from jetwatch.exporters.probes import LIVE_WITHIN_S, Probes
 from tests.helpers import clean_env, stop_process, wait_until
 
+# Serial: readiness is a window of wall-clock seconds (three 1 s cycles, two 2 s request timeouts,
+# a 3 s lock timeout), which a machine saturated by the parallel lane could stretch.
+pytestmark = pytest.mark.serial
+
 
 def get(url: str) -> tuple[int, str]:
     try:
@@ -42,7 +46,7 @@ class Running:
         self.base = f"http://127.0.0.1:{free_port()}"
         self.log = tmp_path / "collector.log"
         args = [sys.executable, "-m", "jetwatch.cli", "--log-format", "json", "collect", "--server", server.url,
-                "--db", self.db, "--interval", "1", "--lock-timeout", "1", "--request-timeout", "2",
+                "--db", self.db, "--interval", "1", "--lock-timeout", "3", "--request-timeout", "2",
                 "--metrics-address", self.base.removeprefix("http://"), "--cluster", "east", *more]
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(args, env=clean_env(), stdout=subprocess.DEVNULL, stderr=out)
@@ -125,7 +129,7 @@ def test_a_store_held_by_another_process_makes_it_not_ready_and_never_not_live(s
         wait_until(collector.ready, timeout=60, message="ready once a cycle is stored")
         holder = wait_until(lambda: _lock(collector.db), timeout=30, message="the store's lock taken between writes")
         try:
-            wait_until(lambda: not collector.ready(), timeout=30, message="not ready while the store is held")
+            wait_until(lambda: not collector.ready(), timeout=60, message="not ready while the store is held")
             status, text = collector.probe("/readyz")
             assert status == 503 and "nothing was written to the store" in text and "lock" in text.lower(), text
             assert collector.probe("/healthz")[0] == 200
