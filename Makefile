@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: up lint test test-heavy screenshots fuzz system-deps bench bench-detector bench-incidents lint-docker
+.PHONY: up lint test test-heavy screenshots fuzz system-deps deploy-deps bench bench-detector bench-incidents lint-docker
 
 # The test runs keep Python's bytecode in the venv (never in the source tree) and write it even where
 # the environment says not to (PYTHONDONTWRITEBYTECODE=1): otherwise every pytest worker rewrites
@@ -34,6 +34,14 @@ system-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openjdk-17-jre-headless \
 	  prometheus prometheus-alertmanager faketime >/dev/null; }
 
+# The Prometheus Operator's CRD schemas (npm, pinned in its package-lock.json) that the Kubernetes
+# manifests' tests validate the PodMonitor and PrometheusRule against; Node.js from Debian if absent.
+DEPLOY_DEPS := deploy/kubernetes/validate/node_modules/.package-lock.json
+deploy-deps: $(DEPLOY_DEPS)
+$(DEPLOY_DEPS): deploy/kubernetes/validate/package-lock.json
+	@command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	npm ci --prefix deploy/kubernetes/validate --no-audit --no-fund --loglevel=error
+
 # ruff over the whole tree; mypy over the package as installed (.ci/typed-tree lays out `jetwatch/`
 # from the folders pyproject.toml maps, which mypy cannot find through the editable install). Both
 # keep their caches in the venv, not in the source tree.
@@ -57,7 +65,7 @@ lint: $(STAMP)
 # and the cluster failures, each on a cluster of its own. Lint and both lanes always run;
 # the target fails if any failed (pytest's "no tests ran", exit 5, too). Nothing here writes to
 # the source tree.
-test: $(STAMP) system-deps
+test: $(STAMP) system-deps deploy-deps
 	@lint=0; parallel=0; serial=0; \
 	$(MAKE) --no-print-directory lint > $(VENV)/lint.log 2>&1 & linting=$$!; \
 	$(PY) -c "from jetwatch.health.window_pass import compile_now; compile_now()" || true; \
