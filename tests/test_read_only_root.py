@@ -1,0 +1,85 @@
+"""The collector and the dashboard on a read-only root filesystem, as the Kubernetes manifests run
+them (`readOnlyRootFilesystem: true`): in a mount namespace of their own (`unshare -m`) whose `/`
+is remounted read-only and whose only writable places are the data directory and /tmp (the
+store volume and the emptyDir). Each must still do its job: the collector turns ready (a cycle
+stored), the dashboard serves its page."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jetwatch.core.embedded_server import free_port
+from tests.helpers import clean_env, stop_process, wait_until
+from tests.test_probes import get
+
+pytestmark = [
+    pytest.mark.serial,  # its readiness is a window of wall-clock seconds
+    pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                       reason="needs root and util-linux's unshare for a mount namespace"),
+]
+
+
+def read_only(command: list[str], data: Path) -> list[str]:
+    """`command` in a new mount namespace: / read-only, a tmpfs on /tmp, `data` writable."""
+    script = (f"mount --make-rprivate / && mount --bind / / && mount -o remount,bind,ro / && "
+              f"mount -t tmpfs tmpfs /tmp && mount --bind {data} {data} && mount -o remount,bind,rw {data} && "
+              f"! touch /.jetwatch-probe 2>/dev/null && exec {shlex.join(command)}")
+    return ["unshare", "-m", "sh", "-c", script]
+
+
+@pytest.fixture
+def data() -> Iterator[Path]:
+    """The writable data directory, outside /tmp (the namespace's /tmp is a tmpfs of its own)."""
+    path = Path(__file__).resolve().parent.parent / ".venv" / f"read-only-root-{os.getpid()}"
+    path.mkdir(parents=True)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_collector_and_the_dashboard_run_on_a_read_only_root(nats_server, data):
+    metrics = f"127.0.0.1:{free_port()}"
+    port = free_port()
+    env = clean_env(JETWATCH_DB=str(data / "jetwatch.duckdb"), JETWATCH_DATA_DIR=str(data),
+                    NUMBA_CACHE_DIR=str(data / "numba"), PYTHONDONTWRITEBYTECODE="1")
+    jetwatch = [sys.executable, "-m", "jetwatch.cli"]
+    logs = {name: open(data / f"{name}.log", "wb") for name in ("collector", "dashboard")}
+    collector = subprocess.Popen(read_only([*jetwatch, "collect", "--server", nats_server.url, "--interval", "1",
+                                            "--metrics-address", metrics], data),
+                                 env=env, stdout=logs["collector"], stderr=subprocess.STDOUT)
+    dashboard = subprocess.Popen(read_only([*jetwatch, "dashboard", "--port", str(port)], data),
+                                 env=env, stdout=logs["dashboard"], stderr=subprocess.STDOUT)
+    try:
+        def ready() -> bool:
+            try:
+                return get(f"http://{metrics}/readyz")[0] == 200
+            except OSError:
+                return collector.poll() is not None  # ended: said below
+
+        wait_until(ready, timeout=120, interval=0.5, message="the collector ready on a read-only root")
+        assert collector.poll() is None, (data / "collector.log").read_text()[-3000:]
+
+        def serving() -> bool:
+            try:
+                return get(f"http://127.0.0.1:{port}/_stcore/health")[0] == 200
+            except OSError:
+                return dashboard.poll() is not None
+
+        wait_until(serving, timeout=120, interval=0.5, message="the dashboard serving on a read-only root")
+        assert dashboard.poll() is None, (data / "dashboard.log").read_text()[-3000:]
+        assert "<title>" in get(f"http://127.0.0.1:{port}/")[1].lower() or get(f"http://127.0.0.1:{port}/")[0] == 200
+    finally:
+        for proc in (collector, dashboard):
+            stop_process(proc)
+        for log in logs.values():
+            log.close()
+    text = (data / "collector.log").read_text()
+    assert "Read-only file system" not in text and "Traceback" not in text, text[-3000:]
+    assert collector.returncode == 0, text[-3000:]
