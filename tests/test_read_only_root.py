@@ -50,12 +50,13 @@ def test_the_collector_and_the_dashboard_run_on_a_read_only_root(nats_server, da
     env = clean_env(JETWATCH_DB=str(data / "jetwatch.duckdb"), JETWATCH_DATA_DIR=str(data),
                     NUMBA_CACHE_DIR=str(data / "numba"), PYTHONDONTWRITEBYTECODE="1")
     jetwatch = [sys.executable, "-m", "jetwatch.cli"]
-    logs = {name: open(data / f"{name}.log", "wb") for name in ("collector", "dashboard")}
-    collector = subprocess.Popen(read_only([*jetwatch, "collect", "--server", nats_server.url, "--interval", "1",
-                                            "--metrics-address", metrics], data),
-                                 env=env, stdout=logs["collector"], stderr=subprocess.STDOUT)
-    dashboard = subprocess.Popen(read_only([*jetwatch, "dashboard", "--port", str(port)], data),
-                                 env=env, stdout=logs["dashboard"], stderr=subprocess.STDOUT)
+    with open(data / "collector.log", "wb") as out:  # the child keeps its own descriptor
+        collector = subprocess.Popen(read_only([*jetwatch, "collect", "--server", nats_server.url, "--interval", "1",
+                                                "--metrics-address", metrics], data),
+                                     env=env, stdout=out, stderr=subprocess.STDOUT)
+    with open(data / "dashboard.log", "wb") as out:
+        dashboard = subprocess.Popen(read_only([*jetwatch, "dashboard", "--port", str(port)], data),
+                                     env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         def ready() -> bool:
             try:
@@ -78,8 +79,6 @@ def test_the_collector_and_the_dashboard_run_on_a_read_only_root(nats_server, da
     finally:
         for proc in (collector, dashboard):
             stop_process(proc)
-        for log in logs.values():
-            log.close()
     text = (data / "collector.log").read_text()
     assert "Read-only file system" not in text and "Traceback" not in text, text[-3000:]
     assert collector.returncode == 0, text[-3000:]
