@@ -321,9 +321,9 @@ class LiveState:
 
         A large state goes in chunks of at most CHUNK_CELLS cells a pass, so that the passes'
         temporaries stay small however large the fleet (one pass over every row at once would
-        hold temporaries the size of the whole window). On the calling thread alone: handing
-        every other chunk to a second thread made judging slower and less steady inside the
-        cycle's transaction, the store's own threads being awake beside it (bench.verdicts)."""
+        hold temporaries the size of the whole window). Each chunk's compiled pass splits itself
+        into parts, a thread per core (health/window_pass.py `window_pass_in_parts`), once the
+        chunk is large enough for a hand-off to pay."""
         since = now.timestamp() - self.window.window
         self.window.horizon = since
         lo = first_column(self.window, since)

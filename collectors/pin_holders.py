@@ -291,7 +291,7 @@ class PinHolderCapture:
                 batch.append(self._exits.get_nowait())
             try:
                 await self.check_exits(batch)
-            except Exception as exc:  # noqa: BLE001 - a failure costs these facts only
+            except Exception as exc:  # a failure costs these facts only
                 log.warning("checking timed-out pin holders' connections failed: %s: %s", type(exc).__name__, exc)
 
     async def check_exits(self, advisories: Sequence[AdvisoryRow]) -> list[dict[str, object]]:

@@ -612,7 +612,7 @@ class Collector:
             except MalformedAdvisory as exc:
                 rejects.append((subject, str(exc), data.decode("utf-8", "replace")))
                 continue
-            except Exception as exc:  # noqa: BLE001 - whatever one message trips over, it is rejected alone
+            except Exception as exc:  # whatever one message trips over, it is rejected alone
                 log.warning("an advisory on %s could not be read (%s: %s); it goes to rejects", subject,
                             type(exc).__name__, exc)
                 rejects.append((subject, f"could not be read: {type(exc).__name__}: {exc}",
@@ -630,7 +630,7 @@ class Collector:
             await self._store_advisories(now, rows, rejects, progress)
         except UNAVAILABLE:
             raise
-        except Exception as exc:  # noqa: BLE001 - a value the checks did not foresee: find it, store the rest
+        except Exception as exc:  # a value the checks did not foresee: find it, store the rest
             log.warning("the store refused a batch of advisories (%s: %s); storing them one by one",
                         type(exc).__name__, exc)
             rows, refused = await self._store_one_by_one(rows)
@@ -677,7 +677,7 @@ class Collector:
                 stored.append(row)
             except UNAVAILABLE:
                 raise
-            except Exception as exc:  # noqa: BLE001 - this message's own fault, whatever it raised
+            except Exception as exc:  # this message's own fault, whatever it raised
                 refused.append((row["subject"], f"the store refused it: {type(exc).__name__}: "
                                                 f"{' '.join(str(exc).split())}", row["raw"]))
         return stored, refused
@@ -741,7 +741,7 @@ class Collector:
             stored = False
             self.errors.report(f"sampling failed: {exc}")
             await self._report_failed_cycle()
-        except Exception as exc:  # noqa: BLE001 - a cycle's own fault never stops the collector
+        except Exception as exc:  # a cycle's own fault never stops the collector
             log.exception("storing the cycle failed")
             self.errors.report(f"sampling failed: {type(exc).__name__}: {exc}")
             await self._report_failed_cycle()
@@ -818,7 +818,7 @@ class Collector:
             await self.dropped.read_pending()
         except StoreError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the next drop (or restart) tries again
+        except Exception as exc:  # the next drop (or restart) tries again
             log.warning("reading dropped messages failed: %s: %s", type(exc).__name__, exc)
             self.dropped.more = False
 

@@ -180,7 +180,7 @@ class UnpinRequestCapture:
                 batch.append(self._queue.get_nowait())
             try:
                 await self.handle(batch)
-            except Exception as exc:  # noqa: BLE001 - one batch's failure never stops the capture
+            except Exception as exc:  # one batch's failure never stops the capture
                 log.warning("%d unpin request(s) were not stored: %s", len(batch), exc)
 
     async def close(self) -> None:

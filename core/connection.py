@@ -103,7 +103,7 @@ async def connected_account(nc: Client, timeout: float = 2.0) -> str:
     never gave."""
     try:
         reply = json.loads((await nc.request(USER_INFO, b"", timeout=timeout)).data)
-    except Exception as exc:  # noqa: BLE001 - any failure means "the server did not say"
+    except Exception as exc:  # any failure means "the server did not say"
         why = f"no reply within {timeout:g}s" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
         raise AccountUnknown(
             f"the server did not say which account this connection is in ({USER_INFO}: {why}): this user may "

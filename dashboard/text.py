@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from jetwatch.core.durations import duration  # noqa: F401 (the pages import words from here)
+from jetwatch.core.durations import duration  # the pages import words from here
 from jetwatch.core.pin_words import PIN_TAIL, pin_holder, pin_tail  # noqa: F401 (the pages import words from here)
 from jetwatch.core.text import BIDI, visible
 

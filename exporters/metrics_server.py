@@ -37,7 +37,7 @@ def parse_address(text: str) -> tuple[str, int]:
 class _Handler(BaseHTTPRequestHandler):
     exporter: MetricsExporter
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:  # http.server's name
         path = self.path.split("?")[0]
         probes = self.exporter.probes
         if path in ("/metrics", "/"):

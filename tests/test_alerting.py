@@ -121,7 +121,7 @@ class Webhook:
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 hook.notifications.append((time.monotonic(), json.loads(body)))
                 self.send_response(200)

@@ -396,7 +396,7 @@ def test_a_jsz_reply_that_is_empty_or_not_utf8_leaves_out_that_server_alone(page
     bodies = {"good": good, "empty": b"", "bad": good[:-1] + b',"x":"\xff"}'}
 
     class Reply(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the handler's name)
+        def do_GET(self) -> None:  # the handler's name
             name, endpoint = self.path.split("?")[0].strip("/").split("/")
             body = bodies[name] if endpoint == "jsz" else json.dumps({"server_name": name}).encode()
             self.send_response(200)
