@@ -49,6 +49,7 @@ from jetwatch.collectors.lag import LagReader, LagStats
 from jetwatch.collectors.live_state import LiveState
 from jetwatch.collectors.pin_holders import HttpConnz, PinHolderCapture, SystemConnz, remembered_holders
 from jetwatch.collectors.pull_settings import CURRENT_FOR, PullSettingsCapture, recent_settings
+from jetwatch.collectors.quorum_watch import QuorumWatch
 from jetwatch.collectors.rejects import RejectBudget
 from jetwatch.collectors.unpin_requests import UnpinRequestCapture
 from jetwatch.core.advisory_row import AdvisoryRow
@@ -148,6 +149,7 @@ class Collector:
         self.pull_settings: PullSettingsCapture | None = None  # what the workers pull with, as announced
         self.dropped: DroppedReader | None = None  # reads the messages consumers dropped
         self.unpin_requests: UnpinRequestCapture | None = None  # who asked for unpins (API audit advisory)
+        self.quorum: QuorumWatch | None = None  # QUORUM_LOST and LEADER_ELECTED as published
         self._capture_retry_at: float | None = None  # when to try the capture stream again (None: no need)
 
     async def write(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
@@ -217,6 +219,8 @@ class Collector:
         self.last_capture_gap_at = await self.write(writes.last_capture_gap)
         self.capture = await self._open_capture()
         await self._open_pin_holders()
+        self.quorum = QuorumWatch(self.nc, self.scope.account, self._watched)
+        await self.quorum.open()
         if s.capture_unpin_requests:
             self.unpin_requests = UnpinRequestCapture(self.nc, self.scope.account, self.write, self.clock,
                                                       self._watched)
@@ -400,6 +404,8 @@ class Collector:
             self.capture_pending = await self._capture_backlog(began)
             self.caught_up = self.capture_pending == 0
         self.errors.settle(batch.errors + ([self.outputs.alert_failure] if self.outputs.alert_failure else []))
+        if self.quorum is not None:
+            self._quorum_evidence(batch, self.server_now(now).timestamp(), time.monotonic() - began)
         state_rejects = self.reject_budget.admit("consumer_state", now, batch.rejects)
         self.rejects_total += len(batch.rejects)
         kept = [*batch.failed_streams, *batch.rejected_consumers, *batch.unanswered,
@@ -415,6 +421,16 @@ class Collector:
             self.errors.report(f"the store stayed unwritable past --write-backlog {self.settings.write_backlog} samples: "
                         f"{self.backlog.dropped_cycles} oldest cycle(s), {self.backlog.dropped_samples} samples, given up")
         return cycle
+
+    def _quorum_evidence(self, batch: SampleBatch, now: float, took: float) -> None:
+        """The QUORUM_LOST advisories heard by subscription join the cycle's evidence, for each
+        consumer the cycle could not sample; one sampled afresh has a leader again."""
+        assert self.quorum is not None
+        sampled = set(zip(batch.samples["account"], batch.samples["stream"], batch.samples["consumer"]))
+        self.quorum.sampled(sampled, now - took)
+        for key, ev in self.quorum.evidence(now).items():
+            if key not in sampled:
+                batch.evidence[key] = ev  # the server's own word, over what a listing left unsaid
 
     def begin_capture_backlog(self) -> None:
         """Ask how far the capture's durable is behind beside the cycle's sampling, not after it."""
@@ -921,5 +937,7 @@ class Collector:
                 await self.pull_settings.close()
             if self.unpin_requests is not None:
                 await self.unpin_requests.close()
+            if self.quorum is not None:
+                await self.quorum.close()
             self._writer.shutdown(wait=True)
             self.outputs.close()  # a post under way is cut: stopping never waits on Alertmanager

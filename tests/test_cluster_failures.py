@@ -211,3 +211,49 @@ def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_noth
         loop.close()
     assert collector.returncode == 0, (tmp_path / "collector.log").read_text()[-3000:]
 
+
+
+async def _held_by_one(urls: list[str]) -> str:
+    """An R3 stream QL with one consumer, `held`; the server that leads the consumer."""
+    await cluster_ready(",".join(urls), "READY")
+    nc = await nats.connect(urls)
+    api = JetStreamAPI(nc, timeout=10)
+    await api.add_stream({"name": "QL", "subjects": ["ql.>"], "num_replicas": 3})
+    await make_consumer(api, "QL", "held")
+    leader = (await api.consumer_info("QL", "held"))["cluster"]["leader"]
+    await nc.close()
+    return leader
+
+
+def test_a_leader_that_lost_its_quorum_is_named_in_the_servers_own_words(nodes, tmp_path):
+    """The consumer's leader survives, its two peers die: it steps down and says QUORUM_LOST on the
+    account, which the collector (connected to that server) hears by subscription even though the
+    capture stream and the meta group are gone with the peers."""
+    loop = LoopThread()
+    try:
+        leader = loop.call(_held_by_one([n.url for n in nodes]))
+    finally:
+        loop.close()
+    survivor = next(n for n in nodes if n.name == leader)
+    db = str(tmp_path / "jetwatch.duckdb")
+    args = [sys.executable, "-m", "jetwatch.cli", "collect", "--server", survivor.url, "--db", db,
+            "--include-streams", "QL"]
+    with open(tmp_path / "collector.log", "wb") as log:
+        collector = subprocess.Popen(args, env=clean_env(), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: Path(db).exists() and {r["consumer"] for r in status_json(db)} == {"held"},
+                   timeout=60, message="the consumer judged")
+        for node in nodes:
+            if node is not survivor:
+                node.stop(signal.SIGKILL)
+        killed = time.monotonic()
+        said = _until(lambda: (v := _verdicts(db))["held"][0] == "NO_LEADER" and "QUORUM_LOST" in v["held"][1]
+                      and v, timeout=NAMED_WITHIN + 15, message="held named NO_LEADER for its lost quorum")
+        _named_in_time(killed, tmp_path / "collector.log")
+        others = {n.name for n in nodes if n is not survivor}
+        assert any(name in said["held"][1] for name in others), said  # the peers it lost, by name
+        assert "lost its quorum (QUORUM_LOST)" in (tmp_path / "collector.log").read_text()
+    finally:
+        collector.send_signal(signal.SIGTERM)
+        collector.wait(30)
+    assert collector.returncode == 0, (tmp_path / "collector.log").read_text()[-3000:]

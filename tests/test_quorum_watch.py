@@ -1,0 +1,53 @@
+"""QUORUM_LOST and LEADER_ELECTED as heard by subscription: the lost quorum is evidence for the
+consumer it names, in the server's words and dated from the advisory, until a leader is elected
+or the consumer is sampled afresh; anything else on the subjects is ignored."""
+
+from __future__ import annotations
+
+import json
+
+from jetwatch.collectors.quorum_watch import ELECTED, LOST, QuorumWatch
+from jetwatch.health.cluster import NO_LEADER
+
+T = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC
+REPLICAS = [{"name": "n1", "current": True}, {"name": "n2", "current": False, "offline": True},
+            {"name": "n3", "current": False}]
+
+
+def advisory(kind: str, consumer: str = "busy", at: str = "2027-01-15T08:00:00Z", **more: object) -> bytes:
+    return json.dumps({"type": kind, "id": "x", "timestamp": at, "stream": "CQ", "consumer": consumer,
+                       **more}).encode()
+
+
+def watch() -> QuorumWatch:
+    return QuorumWatch(None, "A", lambda stream, consumer: consumer != "ignored")  # type: ignore[arg-type]
+
+
+def test_a_lost_quorum_is_evidence_dated_from_the_advisory_naming_the_peers_it_lost():
+    w = watch()
+    w.take(advisory(LOST, replicas=REPLICAS))
+    [(key, ev)] = w.evidence(T + 12).items()
+    assert key == ("A", "CQ", "busy") and ev.verdict == NO_LEADER and ev.held_s == 12
+    assert ev.servers == ("n2", "n3") and "QUORUM_LOST" in ev.seen and "08:00:00 UTC" in ev.seen
+
+
+def test_a_leader_elected_ends_it_and_so_does_a_fresh_sample_taken_after_it():
+    w = watch()
+    w.take(advisory(LOST))
+    w.take(advisory(ELECTED, at="2027-01-15T08:00:09Z", leader="n1"))
+    assert not w.evidence(T + 10)
+    w.take(advisory(LOST))
+    w.sampled([("A", "CQ", "busy")], since=T - 5)  # a cycle begun before it: still without a leader
+    assert w.evidence(T + 10)
+    w.sampled([("A", "CQ", "busy")], since=T + 5)
+    assert not w.evidence(T + 10)
+
+
+def test_what_is_not_a_well_formed_advisory_about_a_watched_consumer_is_ignored():
+    w = watch()
+    for data in (b"not json", json.dumps({"type": LOST}).encode(), advisory(LOST, at="yesterday"),
+                 advisory(LOST, consumer="ignored"), advisory(LOST.replace("quorum_lost", "pause")),
+                 json.dumps({"type": LOST, "id": "x", "timestamp": "2027-01-15T08:00:00Z", "stream": 5,
+                             "consumer": "busy"}).encode()):
+        w.take(data)
+    assert not w.evidence(T)
