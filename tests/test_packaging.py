@@ -25,7 +25,7 @@ def test_dockerfile_runs_up_as_non_root_with_a_volume_and_healthcheck():
     assert 'VOLUME ["/data"]' in text and "HEALTHCHECK" in text
     # The server URL (maybe with credentials) reaches `up` through the environment, never argv.
     assert 'export JETWATCH_SERVER=\\"${JETWATCH_SERVER:-$NATS_URL}\\"; exec jetwatch up"]' in text
-    assert "pip install --no-cache-dir /app" in text
+    assert 'pip install --no-cache-dir "/app[all]"' in text  # `up` runs every role: every extra
 
 
 def test_ci_runs_exactly_the_readme_test_command():
