@@ -14,6 +14,7 @@ import datetime as dt
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 from jetwatch.collectors.judging import ClusterShown
 
@@ -47,8 +48,9 @@ class CycleSchedule:
     when a cluster verdict falls due before that cycle would be judged. Told what each judged
     cycle left due (`judged`), and woken by it while waiting."""
 
-    def __init__(self, interval: float) -> None:
+    def __init__(self, interval: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.interval = interval
+        self.clock = clock
         self._due: float | None = None  # monotonic time the earliest pending cluster verdict falls due
         self._lead = 0.0  # how long the latest cycle took from its start to its verdicts
         self._changed = asyncio.Event()
@@ -57,21 +59,31 @@ class CycleSchedule:
         """A cycle was judged at `now_epoch` (the judging's clock), `took` seconds after it began;
         `due_epoch` (same clock) is when the earliest cluster verdict it left pending falls due."""
         self._lead = took
-        self._due = None if due_epoch is None else time.monotonic() + (due_epoch - now_epoch)
+        self._due = None if due_epoch is None else self.clock() + (due_epoch - now_epoch)
         self._changed.set()
+
+    def began(self, at: float) -> None:
+        """A cycle began at `at` (monotonic). The one started for what falls due uses it up: if it
+        judges nothing (its sampling or its write failed), the next starts on the interval again,
+        never a second apart for as long as nothing is judged."""
+        if self._due is not None and at >= self._early(self._due) - 0.05:
+            self._due = None
+
+    def _early(self, due: float) -> float:
+        return due - self._lead + AFTER_DUE_S
 
     def next_start(self, began: float) -> float:
         """The monotonic time the cycle after the one that began at `began` starts."""
         start = began + self.interval
         if self._due is not None:
-            start = min(start, max(began + MIN_GAP_S, self._due - self._lead + AFTER_DUE_S))
+            start = min(start, max(began + MIN_GAP_S, self._early(self._due)))
         return start
 
     async def wait(self, began: float, stop: asyncio.Event) -> None:
         """Until the next cycle starts or `stop` is set, following what cycles judged meanwhile."""
         while not stop.is_set():
             self._changed.clear()
-            remaining = self.next_start(began) - time.monotonic()
+            remaining = self.next_start(began) - self.clock()
             if remaining <= 0:
                 return
             stopping = asyncio.ensure_future(stop.wait())

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -33,16 +33,20 @@ LOST = TYPE_PREFIX + "consumer_quorum_lost"
 ELECTED = TYPE_PREFIX + "consumer_leader_elected"
 # Consumers remembered at most: a bound, so advisories cannot grow the collector without end.
 MAX_REMEMBERED = 10_000
+# An advisory's own time is believed this far before its receipt, no further (nor after it).
+TRUSTED_SKEW_S = 30.0
 
 
 class QuorumWatch:
     """Who lost its quorum, by (account, stream, consumer): the advisory's time (epoch seconds,
     the server's clock) and the replicas it named, until a leader is elected or it is sampled."""
 
-    def __init__(self, nc: Client, account: str, watched: Callable[[str | None, str | None], bool]) -> None:
+    def __init__(self, nc: Client, account: str, watched: Callable[[str | None, str | None], bool],
+                 now: Callable[[], float]) -> None:
         self.nc = nc
         self.account = account
         self.watched = watched
+        self.now = now  # epoch seconds on the server's clock, as the collector last measured it
         self.lost: dict[tuple[str, str, str], tuple[float, tuple[str, ...]]] = {}
         self._subs: list[Subscription] = []
 
@@ -59,17 +63,21 @@ class QuorumWatch:
         self._subs.clear()
 
     async def _arrived(self, msg: Msg) -> None:
-        self.take(msg.data)
+        self.take(msg.data, self.now())
 
-    def take(self, data: bytes) -> None:
-        """One advisory as published; anything that is not a well-formed one of the two kinds
-        about a watched consumer is ignored (the capture stream keeps and rejects it with words)."""
+    def take(self, data: bytes, received: float) -> None:
+        """One advisory as published, received at `received` (epoch seconds, the server's clock);
+        anything that is not a well-formed one of the two kinds about a watched consumer is
+        ignored (the capture stream keeps and rejects it with words). Its time is taken as said
+        only within TRUSTED_SKEW_S before its receipt: a forged or skewed time can neither date
+        the loss long before nor keep it from ending."""
         try:
             doc = json.loads(data)
             kind, stream, consumer = doc["type"], doc["stream"], doc["consumer"]
-            at = parse_rfc3339(doc["timestamp"]).timestamp()
+            said = parse_rfc3339(doc["timestamp"]).timestamp()
         except (ValueError, KeyError, TypeError):
             return
+        at = min(max(said, received - TRUSTED_SKEW_S), received)
         if not (isinstance(stream, str) and isinstance(consumer, str) and self.watched(stream, consumer)):
             return
         key = (self.account, stream, consumer)
@@ -89,6 +97,12 @@ class QuorumWatch:
             lost = self.lost.get(key)
             if lost is not None and lost[0] < since:
                 del self.lost[key]
+
+    def keep_only(self, known: Container[tuple[str, str, str]]) -> None:
+        """Forget consumers the collector does not know (deleted since, or never there: a forged
+        name), so that they neither keep a state nor fill the bound."""
+        for key in [k for k in self.lost if k not in known]:
+            del self.lost[key]
 
     def evidence(self, now: float) -> Mapping[EvidenceKey, Evidence]:
         """The evidence of each consumer still without a leader since its QUORUM_LOST, dated from it."""

@@ -219,7 +219,7 @@ class Collector:
         self.last_capture_gap_at = await self.write(writes.last_capture_gap)
         self.capture = await self._open_capture()
         await self._open_pin_holders()
-        self.quorum = QuorumWatch(self.nc, self.scope.account, self._watched)
+        self.quorum = QuorumWatch(self.nc, self.scope.account, self._watched, lambda: self.server_now().timestamp())
         await self.quorum.open()
         if s.capture_unpin_requests:
             self.unpin_requests = UnpinRequestCapture(self.nc, self.scope.account, self.write, self.clock,
@@ -428,6 +428,8 @@ class Collector:
         assert self.quorum is not None
         sampled = set(zip(batch.samples["account"], batch.samples["stream"], batch.samples["consumer"]))
         self.quorum.sampled(sampled, now - took)
+        if self.window is not None:
+            self.quorum.keep_only(self.window.window.rows)
         for key, ev in self.quorum.evidence(now).items():
             if key not in sampled:
                 batch.evidence[key] = ev  # the server's own word, over what a listing left unsaid
@@ -712,6 +714,7 @@ class Collector:
         try:
             while not stop.is_set():
                 began = time.monotonic()
+                self.schedule.began(began)
                 sampled = True
                 try:
                     self.begin_capture_backlog()

@@ -150,6 +150,8 @@ def _handler(args: argparse.Namespace) -> Callable[[argparse.Namespace, Settings
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.log_format not in logs.FORMATS:  # argparse checks choices on the command line, not a default
+        parser.error(f"JETWATCH_LOG_FORMAT={args.log_format!r}: use one of {', '.join(logs.FORMATS)}")
     logs.configure(args.log_level, args.log_format)
     try:
         return _handler(args)(args, settings_mod.resolve(args))

@@ -58,9 +58,26 @@ NO_RESET = -1e18  # window_features.sql's "no reset" time
 NAN = np.nan
 INF = np.inf
 
-# A module inside a zip (the pipeline ships the package to Spark's executors as one) has no
-# directory to cache into: it compiles in each process instead.
-_CACHE = os.path.isfile(__file__)
+
+
+def _can_cache() -> bool:
+    """Whether numba has a directory to cache the compiled pass in: without one, `cache=True`
+    fails at import ("no locator available"), and judging with it. A module inside a zip (the
+    pipeline ships the package to Spark's executors as one) has none, nor has a NUMBA_CACHE_DIR
+    on a read-only root (a container's image): the pass then compiles in each process instead."""
+    if not os.path.isfile(__file__):
+        return False
+    where = os.environ.get("NUMBA_CACHE_DIR")
+    if not where:
+        return True  # beside the module, or numba's per-user directory: numba finds one itself
+    try:
+        os.makedirs(where, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(where, os.W_OK)
+
+
+_CACHE = _can_cache()
 
 
 @numba.njit(cache=_CACHE, error_model="numpy", nogil=True)

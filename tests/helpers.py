@@ -292,3 +292,10 @@ class Flood:
     def close(self) -> None:
         self.stopped.set()
         self.listener.close()
+
+
+def known_variables() -> set[str]:
+    """Every JETWATCH_* variable jetwatch reads: one per setting, and the CLI's log format."""
+    from jetwatch.core.settings import SETTINGS
+
+    return {s.env for s in SETTINGS} | {"JETWATCH_LOG_FORMAT"}

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from jetwatch.exporters.metrics_server import parse_address
+from tests.helpers import known_variables
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "deploy" / "compose"
@@ -55,6 +56,11 @@ def test_the_stack_runs_nats_jetwatch_by_role_prometheus_alertmanager_and_grafan
         assert services[name]["read_only"] is True, name
         env = services[name]["environment"]
         assert not any("PASSWORD" in k or "@" in str(v) for k, v in env.items()), name  # no secret in the file
+
+
+def test_every_variable_the_stack_sets_is_one_jetwatch_reads(stack):
+    named = {k for s in stack["services"].values() for k in (s.get("environment") or {}) if k.startswith("JETWATCH_")}
+    assert named - known_variables() == set()
 
 
 def test_every_name_a_service_gives_exists(stack):

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from jetwatch.exporters.metrics_server import parse_address
+from tests.helpers import known_variables
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBERNETES = ROOT / "deploy" / "kubernetes"
@@ -145,7 +146,9 @@ def test_ports_and_probes_match_the_settings_they_serve(rendered):
         assert ports["dashboard"] == int(env["JETWATCH_PORT"]) and env["JETWATCH_ADDRESS"] == "0.0.0.0"
         collector = containers["collector"]
         assert collector["livenessProbe"]["httpGet"]["path"] == "/healthz"
-        assert collector["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        assert collector["startupProbe"]["httpGet"]["path"] == "/healthz"
+        # The pod's readiness routes the dashboard: the collector waiting for NATS must not take it away.
+        assert "readinessProbe" not in collector and "readinessProbe" in containers["dashboard"]
         for c in pod["containers"]:
             for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
                 if probe in c:
@@ -159,6 +162,13 @@ def test_ports_and_probes_match_the_settings_they_serve(rendered):
     for service in of_kind(objects, "Service"):
         targets = {p["targetPort"] for p in service["spec"]["ports"]}
         assert targets <= {"metrics", "dashboard"}, (overlay, service)
+
+
+def test_every_variable_the_manifests_set_is_one_jetwatch_reads(rendered):
+    overlay, objects = rendered
+    named = {k for m in of_kind(objects, "ConfigMap") for k in m["data"]}
+    named |= {e["name"] for pod, _ in _pods(objects) for c in pod["containers"] for e in c.get("env", [])}
+    assert {n for n in named if n.startswith("JETWATCH_")} - known_variables() == set(), overlay
 
 
 def test_each_cluster_is_scraped_once_by_its_own_pod_monitor(rendered):

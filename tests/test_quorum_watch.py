@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from jetwatch.collectors.quorum_watch import ELECTED, LOST, QuorumWatch
 from jetwatch.health.cluster import NO_LEADER
 
@@ -20,12 +22,12 @@ def advisory(kind: str, consumer: str = "busy", at: str = "2027-01-15T08:00:00Z"
 
 
 def watch() -> QuorumWatch:
-    return QuorumWatch(None, "A", lambda stream, consumer: consumer != "ignored")  # type: ignore[arg-type]
+    return QuorumWatch(None, "A", lambda stream, consumer: consumer != "ignored", lambda: T)  # type: ignore[arg-type]
 
 
 def test_a_lost_quorum_is_evidence_dated_from_the_advisory_naming_the_peers_it_lost():
     w = watch()
-    w.take(advisory(LOST, replicas=REPLICAS))
+    w.take(advisory(LOST, replicas=REPLICAS), T + 1)
     [(key, ev)] = w.evidence(T + 12).items()
     assert key == ("A", "CQ", "busy") and ev.verdict == NO_LEADER and ev.held_s == 12
     assert ev.servers == ("n2", "n3") and "QUORUM_LOST" in ev.seen and "08:00:00 UTC" in ev.seen
@@ -33,10 +35,10 @@ def test_a_lost_quorum_is_evidence_dated_from_the_advisory_naming_the_peers_it_l
 
 def test_a_leader_elected_ends_it_and_so_does_a_fresh_sample_taken_after_it():
     w = watch()
-    w.take(advisory(LOST))
-    w.take(advisory(ELECTED, at="2027-01-15T08:00:09Z", leader="n1"))
+    w.take(advisory(LOST), T)
+    w.take(advisory(ELECTED, at="2027-01-15T08:00:09Z", leader="n1"), T + 9)
     assert not w.evidence(T + 10)
-    w.take(advisory(LOST))
+    w.take(advisory(LOST), T)
     w.sampled([("A", "CQ", "busy")], since=T - 5)  # a cycle begun before it: still without a leader
     assert w.evidence(T + 10)
     w.sampled([("A", "CQ", "busy")], since=T + 5)
@@ -49,5 +51,24 @@ def test_what_is_not_a_well_formed_advisory_about_a_watched_consumer_is_ignored(
                  advisory(LOST, consumer="ignored"), advisory(LOST.replace("quorum_lost", "pause")),
                  json.dumps({"type": LOST, "id": "x", "timestamp": "2027-01-15T08:00:00Z", "stream": 5,
                              "consumer": "busy"}).encode()):
-        w.take(data)
+        w.take(data, T)
     assert not w.evidence(T)
+
+
+@pytest.mark.parametrize("said,dated", [
+    ("2027-01-15T08:00:00Z", 0.0),  # as said
+    ("2027-01-15T07:00:00Z", -30.0),  # an hour before its receipt: no more than the skew trusted
+    ("2027-01-15T09:00:00Z", 0.0),  # from the future: its receipt, so a fresh sample ends it
+])
+def test_the_advisorys_own_time_is_believed_only_near_its_receipt(said, dated):
+    w = watch()
+    w.take(advisory(LOST, at=said), T)
+    assert w.evidence(T + 40)[("A", "CQ", "busy")].held_s == 40 - dated
+
+
+def test_consumers_the_collector_does_not_know_are_forgotten():
+    w = watch()
+    w.take(advisory(LOST), T)
+    w.take(advisory(LOST, consumer="forged"), T)
+    w.keep_only({("A", "CQ", "busy")})
+    assert list(w.evidence(T)) == [("A", "CQ", "busy")]
