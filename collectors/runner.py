@@ -98,6 +98,7 @@ class Collector:
         self.settings = settings
         # What /healthz and /readyz read; the /metrics server, when it was started before connecting.
         self.probes = probes if probes is not None else Probes(settings.interval, settings.request_timeout, settings.lock_timeout)
+        self._beats = probes is None  # probes of its own: this run marks its loop as turning itself
         self.nc = nc
         self.system_nc = system_nc  # a system-account connection: sample through PING.JSZ
         self.store = store
@@ -881,9 +882,12 @@ class Collector:
 
     async def run(self, stop: asyncio.Event) -> None:
         self.gc.apply()
+        beat = asyncio.create_task(self.probes.beat()) if self._beats else None
         try:
             await self._run(stop)
         finally:  # however the run ends, its shutdown included
+            if beat is not None:
+                beat.cancel()
             self.gc.restore()
 
     async def _learn_account(self, stop: asyncio.Event) -> bool:
