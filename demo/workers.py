@@ -45,7 +45,9 @@ class WorkerStats:
 
 
 class PullWorker:
-    """One client of a pull consumer. `stalled` stops pulling; `acking` off keeps work in flight."""
+    """One client of a pull consumer. `stalled` stops pulling (the pull under way is still read to
+    its end, as a client that shuts down cleanly does: a message the server delivers to it is
+    worked, not dropped in flight); `acking` off keeps work in flight."""
 
     def __init__(self, nc: Client, stream: str, consumer: str, group: str | None = None,
                  name: str = "worker", batch: int = 10, expires_s: float = 1.0,
@@ -59,6 +61,7 @@ class PullWorker:
         self.pull_announcer = pull_announcer  # says what it pulls with
         self.pin_id: str | None = None
         self.stalled = False
+        self.pulling = False  # a pull request is under way (the server may still deliver to it)
         self.acking = True
         self.stats = WorkerStats()
         self._task: asyncio.Task[None] | None = None
@@ -125,7 +128,8 @@ class PullWorker:
                                   json.dumps(request).encode(), reply=inbox)
             got = 0
             deadline = asyncio.get_running_loop().time() + self.expires_s + 1.0
-            while got < self.batch and not self.stalled and not self._stopping:
+            self.pulling = True
+            while got < self.batch and not self._stopping:
                 remaining = deadline - asyncio.get_running_loop().time()
                 if remaining <= 0:
                     break
@@ -139,6 +143,7 @@ class PullWorker:
                     break
                 got += 1
         finally:
+            self.pulling = False
             await sub.unsubscribe()
 
     async def run(self) -> None:

@@ -133,8 +133,8 @@ async def _stop_pulling(r: Running) -> None:
 
 async def _all_gone(r: Running) -> None:
     gone = r.clients[0]
-    gone.stalled = True  # pulls no more; everything it received is acknowledged (a clean stop)
-    await eventually(lambda: gone.stats.acked == gone.stats.received, message="gone: all acked")
+    gone.stalled = True  # pulls no more; its last pull read to its end, everything acknowledged (a clean stop)
+    await eventually(lambda: not gone.pulling and gone.stats.acked == gone.stats.received, message="gone: all acked")
     await gone.stop()
 
 

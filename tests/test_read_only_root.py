@@ -1,7 +1,7 @@
 """The collector and the dashboard on a read-only root filesystem, as the Kubernetes manifests run
 them (`readOnlyRootFilesystem: true`): in a mount namespace of their own (`unshare -m`) whose `/`
-is remounted read-only and whose only writable places are the data directory and /tmp (the
-store volume and the emptyDir). Each must still do its job: the collector turns ready (a cycle
+is remounted read-only and whose only writable place is the data directory (the store volume,
+and a tmp standing for the emptyDir). Each must still do its job: the collector turns ready (a cycle
 stored), the dashboard serves its page."""
 
 from __future__ import annotations
@@ -23,25 +23,26 @@ from tests.test_probes import get
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [
-    pytest.mark.serial,  # its readiness is a window of wall-clock seconds
     pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
                        reason="needs root and util-linux's unshare for a mount namespace"),
 ]
 
 
 def read_only(command: list[str], data: Path) -> list[str]:
-    """`command` in a new mount namespace: / read-only, a tmpfs on /tmp, `data` writable."""
+    """`command` in a new mount namespace whose / is read-only but for `data`. Its temporary files
+    go to `data` too (TMPDIR), as the pods' go to their /tmp emptyDir: a tmpfs on /tmp here would
+    hide a checkout that lives under /tmp."""
     script = (f"mount --make-rprivate / && mount --bind / / && mount -o remount,bind,ro / && "
-              f"mount -t tmpfs tmpfs /tmp && mount --bind {data} {data} && mount -o remount,bind,rw {data} && "
+              f"mount --bind {data} {data} && mount -o remount,bind,rw {data} && "
               f"! touch /.jetwatch-probe 2>/dev/null && exec {shlex.join(command)}")
     return ["unshare", "-m", "sh", "-c", script]
 
 
 @pytest.fixture
 def data() -> Iterator[Path]:
-    """The writable data directory, outside /tmp (the namespace's /tmp is a tmpfs of its own)."""
+    """The writable data directory, with a tmp of its own."""
     path = Path(__file__).resolve().parent.parent / ".venv" / f"read-only-root-{os.getpid()}"
-    path.mkdir(parents=True)
+    (path / "tmp").mkdir(parents=True)
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
@@ -53,7 +54,8 @@ def test_the_collector_and_the_dashboard_run_on_a_read_only_root(nats_server, da
     asyncio.run(one_consumer_stream(nats_server.url, stream, f"ro.{uid}"))
     # The compiled pass's cache where an image keeps it: on the read-only root (it compiles in the process).
     env = clean_env(JETWATCH_DB=str(data / "jetwatch.duckdb"), JETWATCH_DATA_DIR=str(data),
-                    NUMBA_CACHE_DIR=str(ROOT / ".venv" / "numba-cache-on-the-image"), PYTHONDONTWRITEBYTECODE="1")
+                    NUMBA_CACHE_DIR=str(ROOT / ".venv" / "numba-cache-on-the-image"), PYTHONDONTWRITEBYTECODE="1",
+                    TMPDIR=str(data / "tmp"))
     jetwatch = [sys.executable, "-m", "jetwatch.cli"]
     with open(data / "collector.log", "wb") as out:  # the child keeps its own descriptor
         collector = subprocess.Popen(read_only([*jetwatch, "collect", "--server", nats_server.url, "--interval", "1",
