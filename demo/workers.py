@@ -45,9 +45,10 @@ class WorkerStats:
 
 
 class PullWorker:
-    """One client of a pull consumer. `stalled` stops pulling (the pull under way is still read to
-    its end, as a client that shuts down cleanly does: a message the server delivers to it is
-    worked, not dropped in flight); `acking` off keeps work in flight."""
+    """One client of a pull consumer. `stalled` stops pulling at once (what the server still
+    delivers to the pull under way is left unread, as a client that hangs leaves it);
+    `winding_down` stops asking but reads the pull under way to its end, as a client that shuts
+    down cleanly does; `acking` off keeps work in flight."""
 
     def __init__(self, nc: Client, stream: str, consumer: str, group: str | None = None,
                  name: str = "worker", batch: int = 10, expires_s: float = 1.0,
@@ -61,6 +62,7 @@ class PullWorker:
         self.pull_announcer = pull_announcer  # says what it pulls with
         self.pin_id: str | None = None
         self.stalled = False
+        self.winding_down = False
         self.pulling = False  # a pull request is under way (the server may still deliver to it)
         self.acking = True
         self.stats = WorkerStats()
@@ -129,7 +131,7 @@ class PullWorker:
             got = 0
             deadline = asyncio.get_running_loop().time() + self.expires_s + 1.0
             self.pulling = True
-            while got < self.batch and not self._stopping:
+            while got < self.batch and not self.stalled and not self._stopping:
                 remaining = deadline - asyncio.get_running_loop().time()
                 if remaining <= 0:
                     break
@@ -148,7 +150,7 @@ class PullWorker:
 
     async def run(self) -> None:
         while not self._stopping:
-            if self.stalled or not self.nc.is_connected:
+            if self.stalled or self.winding_down or not self.nc.is_connected:
                 await asyncio.sleep(0.1)
                 continue
             try:

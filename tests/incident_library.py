@@ -133,7 +133,7 @@ async def _stop_pulling(r: Running) -> None:
 
 async def _all_gone(r: Running) -> None:
     gone = r.clients[0]
-    gone.stalled = True  # pulls no more; its last pull read to its end, everything acknowledged (a clean stop)
+    gone.winding_down = True  # pulls no more; its last pull read to its end, everything acknowledged (a clean stop)
     await eventually(lambda: not gone.pulling and gone.stats.acked == gone.stats.received, message="gone: all acked")
     await gone.stop()
 
