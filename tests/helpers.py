@@ -98,10 +98,11 @@ def status_json(db: str, *more: str) -> list[dict[str, Any]]:
     JETWATCH_* settings left out): for a test that polls the command until a condition holds, where
     a child Python started for every poll would cost the suite more than the test itself. A test
     that checks the command as users run it starts the child once, for its final read."""
-    out = io.StringIO()
-    with mock.patch.dict(os.environ, clean_env(), clear=True), contextlib.redirect_stdout(out):
+    out, err = io.StringIO(), io.StringIO()
+    with (mock.patch.dict(os.environ, clean_env(), clear=True), contextlib.redirect_stdout(out),
+          contextlib.redirect_stderr(err)):
         code = cli.main(["status", "--json", "--db", db, *more])
-    assert code == 0, f"jetwatch status exited {code}"
+    assert code == 0, f"jetwatch status exited {code}: {err.getvalue()[-500:]}"
     return json.loads(out.getvalue())
 
 

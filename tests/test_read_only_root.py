@@ -84,8 +84,20 @@ def test_the_collector_and_the_dashboard_run_on_a_read_only_root(nats_server, da
         assert dashboard.poll() is None, (data / "dashboard.log").read_text()[-3000:]
         assert get(f"http://127.0.0.1:{port}/")[0] == 200
         # Judged there too: the window pass compiled in the process, its cache dir unwritable.
-        wait_until(lambda: any(r["stream"] == stream for r in status_json(str(data / "jetwatch.duckdb"))),
-                   timeout=120, interval=1.0, message="the consumer judged on a read-only root")
+        refused: list[str] = []
+
+        def judged() -> bool:
+            try:
+                return any(r["stream"] == stream for r in status_json(str(data / "jetwatch.duckdb")))
+            except AssertionError as exc:  # a read that waited out the store's lock: asked again
+                refused.append(str(exc))
+                return False
+
+        try:
+            wait_until(judged, timeout=120, interval=1.0, message="the consumer judged on a read-only root")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; status said: {refused[-3:]}; the collector: "
+                                 f"{(data / 'collector.log').read_text()[-2000:]}") from None
     finally:
         for proc in (collector, dashboard):
             stop_process(proc)
