@@ -405,7 +405,7 @@ class Collector:
             self.capture_pending = await self._capture_backlog(began)
             self.caught_up = self.capture_pending == 0
         self.errors.settle(batch.errors + ([self.outputs.alert_failure] if self.outputs.alert_failure else []))
-        if self.quorum is not None:
+        if self.quorum is not None and self.quorum.lost:  # nothing to add most cycles: no set of every key built
             self._quorum_evidence(batch, self.server_now(now).timestamp(), time.monotonic() - began)
         state_rejects = self.reject_budget.admit("consumer_state", now, batch.rejects)
         self.rejects_total += len(batch.rejects)
