@@ -40,6 +40,11 @@ def _read(store: Store, stream: str, consumer: str, count: int = 1) -> list[tupl
     return done()
 
 
+async def _acked_through(api: JetStreamAPI, stream: str, consumer: str, seq: int) -> bool:
+    info = await api.request(f"CONSUMER.INFO.{stream}.{consumer}", None)
+    return bool(info["ack_floor"]["stream_seq"] >= seq)
+
+
 def test_a_poison_message_naked_to_max_deliver_is_listed_with_its_subject(nats_server, db_path, uid, run, app_env):
     stream, consumer, subject = f"{uid}_POISON", "orders", f"{uid.lower()}.poison.order.42"
     store = Store(db_path)
@@ -169,6 +174,9 @@ def test_a_message_gone_before_it_is_read_says_so(nats_server, db_path, uid, run
         [msg] = await sub.fetch(1, timeout=5)
         await msg.term()
         await nc.flush()
+        # The server queues acknowledgements; a delete that overtakes the term would be the
+        # server's own drop ("Unacknowledged message was deleted"), a different story.
+        await eventually(lambda: _acked_through(api, stream, consumer, 1), message="the term taken by the consumer")
         await api.request(f"STREAM.MSG.DELETE.{stream}", {"seq": 1})
         async with collecting(settings):
             got = await eventually(lambda: _read(store, stream, consumer), message="the drop stored and read")
