@@ -15,6 +15,10 @@ from jetwatch.core.settings import Settings, lift_userinfo
 log = logging.getLogger("jetwatch.core.connection")
 
 
+PING_INTERVAL = 4  # seconds
+MAX_OUTSTANDING_PINGS = 2
+
+
 class ConnectError(JetwatchError):
     """The first connection failed; the message says where to look."""
 
@@ -32,6 +36,12 @@ def connect_options(settings: Settings, name: str) -> dict[str, Any]:
         "max_reconnect_attempts": -1,
         "reconnect_time_wait": 1,
         "drain_timeout": 10,
+        # A hung server (stopped, or its host frozen) keeps the socket open and answers nothing:
+        # every request times out and, at the client's default (a ping every 2 minutes, two
+        # unanswered), the collector would wait 4-6 minutes before trying another server. A ping
+        # every PING_INTERVAL leaves it within 3 of them, inside the time a verdict is due.
+        "ping_interval": PING_INTERVAL,
+        "max_outstanding_pings": MAX_OUTSTANDING_PINGS,
     }
     if settings.user:
         opts["user"] = settings.user
