@@ -1,5 +1,5 @@
-"""When the cluster under the consumers fails: a real three-node cluster, servers SIGKILLed, the
-collector on its default settings (a subprocess, as deployed), in both sampling modes.
+"""When the cluster under the consumers fails: a real three-node cluster, servers SIGKILLed,
+stopped (SIGTERM) or hung (SIGSTOP), the collector on its default settings (a subprocess, as deployed), in both sampling modes.
 
 Each consumer the cluster can no longer serve is named for it (NO_LEADER, API_UNAVAILABLE) within
 30 s of the kill, stays named at every cycle after, and stays listed everywhere with its last known
@@ -259,19 +259,21 @@ def test_a_leader_that_lost_its_quorum_is_named_in_the_servers_own_words(nodes, 
     assert collector.returncode == 0, (tmp_path / "collector.log").read_text()[-3000:]
 
 
-@pytest.mark.parametrize("mode", ["list", "jsz"])
-def test_a_hung_server_is_left_and_the_consumer_it_alone_serves_is_named(nodes, tmp_path, mode):
-    """The server the collector is connected to, which alone holds the R1 stream, hangs (SIGSTOP):
-    its socket stays open and requests time out rather than fail. The collector leaves it for a
-    live server by itself, names the R1 consumer NO_LEADER within 30 s and keeps it named; the R3
-    consumers, re-elected elsewhere, are not red. Once the server resumes, all serve again."""
+# A hung server keeps its socket open and answers nothing, in both modes; a stopped one (SIGTERM)
+# is at once a placeholder in CONSUMER.LIST's reply (JSZ mode sees it as the killed one above).
+@pytest.mark.parametrize(("how", "mode"), [("hung", "list"), ("hung", "jsz"), ("stopped", "list")])
+def test_a_server_hung_or_stopped_is_left_and_the_consumer_it_alone_serves_is_named(nodes, tmp_path, how, mode):
+    """The server the collector is connected to, which alone holds the R1 stream, hangs (SIGSTOP:
+    requests time out rather than fail) or stops (SIGTERM). The collector leaves it for a live
+    server by itself, names the R1 consumer NO_LEADER within 30 s and keeps it named; the R3
+    consumers, re-elected elsewhere, are not red. Once the server is back, all serve again."""
     urls = [n.url for n in nodes]
     db = str(tmp_path / "jetwatch.duckdb")
     loop = LoopThread()
     home, worker = loop.call(_workload(urls, loop))
-    hung = next(n for n in nodes if n.name == home)
-    # Only the doomed server is given: the others are learnt from it, as through a load balancer.
-    args = [sys.executable, "-m", "jetwatch.cli", "collect", "--server", hung.url, "--db", db,
+    gone = next(n for n in nodes if n.name == home)
+    # Only that server is given: the others are learnt from it, as behind a load balancer.
+    args = [sys.executable, "-m", "jetwatch.cli", "collect", "--server", gone.url, "--db", db,
             "--include-streams", "CQ,ONE"]
     if mode == "jsz":
         args += ["--monitor-url", ",".join(str(n.monitor_url) for n in nodes)]
@@ -281,25 +283,32 @@ def test_a_hung_server_is_left_and_the_consumer_it_alone_serves_is_named(nodes, 
     try:
         wait_until(lambda: Path(db).exists() and {r["consumer"] for r in status_json(db)} == {"busy", "idle", "solo"},
                    timeout=60, message="the three consumers judged")
-        assert hung.proc is not None
-        hung.proc.send_signal(signal.SIGSTOP)
-        stopped, hung_at = True, time.monotonic()
+        assert gone.proc is not None
+        if how == "hung":
+            gone.proc.send_signal(signal.SIGSTOP)
+            stopped = True
+        else:
+            gone.stop(signal.SIGTERM)
+        signalled = time.monotonic()
         said = _until(lambda: (v := _verdicts(db))["solo"][0] == "NO_LEADER" and v, timeout=NAMED_WITHIN + 15,
-                      message="solo, whose only server hangs, judged NO_LEADER")
-        _named_in_time(hung_at, tmp_path / "collector.log")
-        assert home in said["solo"][1] or "missing" in said["solo"][1], said["solo"]
+                      message=f"solo, whose only server is {how}, judged NO_LEADER")
+        _named_in_time(signalled, tmp_path / "collector.log")
+        assert home in said["solo"][1] or "missing" in said["solo"][1] or "placeholder" in said["solo"][1], said
         assert said["busy"][0] not in CLUSTER_RED and said["idle"][0] not in CLUSTER_RED, said
         _stays_named(db, {"solo"}, 30.0)
         assert "reconnected to NATS" in (tmp_path / "collector.log").read_text(errors="replace")
 
-        hung.proc.send_signal(signal.SIGCONT)
-        stopped = False
+        if how == "hung":
+            gone.proc.send_signal(signal.SIGCONT)
+            stopped = False
+        else:
+            gone.start()
         _until(lambda: {c: v for c, v in _verdicts(db).items() if v[0] in CLUSTER_RED} == {}
                and set(LAST_SEEN) == {"busy", "idle", "solo"}, timeout=120,
-               message="every consumer served again once the server resumes")
+               message="every consumer served again once the server is back")
     finally:
-        if stopped and hung.proc is not None:
-            hung.proc.send_signal(signal.SIGCONT)
+        if stopped and gone.proc is not None:
+            gone.proc.send_signal(signal.SIGCONT)
         collector.send_signal(signal.SIGTERM)
         collector.wait(30)
         with contextlib.suppress(Exception):
