@@ -32,8 +32,10 @@ SAMPLE_COLUMNS = (
     "oldest_undelivered_age_seconds", "oldest_undelivered_age_kind",
     # Seconds until the stream's limits remove the oldest unacknowledged message (health/loss.py).
     "time_to_loss_seconds",
+    # Messages the stream still takes before discard new refuses publishes (health/loss.py).
+    "stream_room_messages",
 )
-LAG_COLUMNS = SAMPLE_COLUMNS[-5:]
+LAG_COLUMNS = SAMPLE_COLUMNS[-6:]
 
 
 class MalformedState(ValueError):
@@ -225,7 +227,7 @@ def add_consumer(batch: SampleBatch, info: dict[str, Any], scope: Scope, now_iso
         delivered.get("consumer_seq"), delivered.get("stream_seq"), delivered.get("last_active"),
         ack_floor.get("consumer_seq"), ack_floor.get("stream_seq"), ack_floor.get("last_active"),
         bool(info.get("paused", False)), config.get("pause_until") if info.get("paused") else None,
-        group, pinned_id, pinned_ts, cluster.get("leader"), None, None, None, None, None,
+        group, pinned_id, pinned_ts, cluster.get("leader"), *([None] * len(LAG_COLUMNS)),
     )
     for column, value in zip(SAMPLE_COLUMNS, row):
         batch.samples[column].append(value)

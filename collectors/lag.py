@@ -15,6 +15,10 @@ this way is an estimate, interpolated over the stream's sequence/time history (t
 read so far, the stream's first and last message), and says so. A stream whose reads are refused
 (the server sends no reply to a denied request) is read again after `RETRY_DENIED` seconds and
 estimated meanwhile.
+
+The same stream listing gives every consumer of the account, idle ones too, the room its stream
+has before discard new refuses publishes (`stream_room_messages`): a full stream leaves its
+consumers with nothing to do, which no consumer number shows.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from jetwatch.collectors.consumer_state import SampleBatch
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, check_name
 from jetwatch.core.jsinfo import StreamInfo
-from jetwatch.health.loss import StreamLimits, time_to_loss
+from jetwatch.health.loss import StreamLimits, room_before_refused, time_to_loss
 
 log = logging.getLogger("jetwatch.lag")
 
@@ -218,7 +222,7 @@ class LagReader:
         self.last = LagStats()
         self._points: dict[str, tuple[list[int], list[float]]] = {}  # this cycle's interpolation lists
         self._facts: asyncio.Task[None] | None = None  # STREAM.LIST, begun beside the cycle's sampling
-        self._listed_last = False  # the last cycle had consumers whose ages needed the stream listing
+        self._listed_last = False  # the last cycle had consumers of this account (their streams were listed)
 
     def begin(self) -> None:
         """Start the cycle's stream listing beside the sampling, where the last cycle needed one: in
@@ -411,9 +415,11 @@ class LagReader:
         refresh = self._last_refresh is None or now - self._last_refresh >= self.every
         rows: list[tuple[int, Target, Target | None, float]] = []
         wanted: dict[Target, bool] = {}
+        mine: list[int] = []  # this account's consumers, idle ones too: a full stream leaves them idle
         for i in range(n):
             if s["account"][i] != self.account:
                 continue
+            mine.append(i)
             pending, in_flight = s["num_pending"][i] or 0, s["num_ack_pending"][i] or 0
             if pending + in_flight <= 0:
                 continue
@@ -431,9 +437,9 @@ class LagReader:
             for target in (unacked, undelivered):
                 if target is not None:
                     wanted[target] = wanted.get(target, False) or due
-        if (rows and refresh) or self._facts is not None:  # one begun and not needed after all ends too
+        if (mine and refresh) or self._facts is not None:  # one begun and not needed after all ends too
             await self._listed()
-        self._listed_last = bool(rows)
+        self._listed_last = bool(mine)
         if refresh:
             self._last_refresh = now
             reads = [t for t, due in wanted.items() if due and self._cached(t) is None]
@@ -453,6 +459,9 @@ class LagReader:
                 elif kind == ESTIMATE:
                     stats.estimated += 1
             s["time_to_loss_seconds"][i] = self._time_to_loss(s, i, unacked, at)
+        for i in mine:
+            facts = self.streams.get(s["stream"][i])
+            s["stream_room_messages"][i] = None if facts is None else room_before_refused(facts.limits)
         self._floor_rate.keep({(s["stream"][i], s["consumer"][i]) for i, *_ in rows})
         self.cycle += 1
         stats.seconds = time.monotonic() - began

@@ -39,7 +39,7 @@ KEY = ("account", "stream", "consumer")
 SAMPLE_STATE = ("ts", "server", "cluster", "num_pending", "num_ack_pending", "num_waiting", "num_redelivered",
                 "paused", "pause_until", "pin_group", "pinned_id", "pinned_ts", "leader",
                 "oldest_unacked_age_seconds", "oldest_unacked_age_kind", "oldest_undelivered_age_seconds",
-                "oldest_undelivered_age_kind", "time_to_loss_seconds")
+                "oldest_undelivered_age_kind", "time_to_loss_seconds", "stream_room_messages")
 # ... and from the latest config.
 CONFIG_STATE = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy", "priority_groups",
                 "ack_wait_ns", "max_deliver", "priority_timeout_ns",
@@ -47,7 +47,7 @@ CONFIG_STATE = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priori
                 *(thresholds.INPUT + name for name in thresholds.OVERRIDABLE))
 STATE = SAMPLE_STATE + CONFIG_STATE
 # The columns judging reads as numbers (LiveState.numbers).
-NUMERIC_STATE = ("num_pending", "num_ack_pending", "time_to_loss_seconds", "max_ack_pending", "max_waiting",
+NUMERIC_STATE = ("num_pending", "num_ack_pending", "time_to_loss_seconds", "stream_room_messages", "max_ack_pending", "max_waiting",
                  "ack_wait_ns", "priority_timeout_ns", *(thresholds.INPUT + name for name in thresholds.OVERRIDABLE))
 TIMES = ("ts", "pause_until", "pinned_ts")
 # What the collector kept of each consumer's verdict (verdicts_previous.sql).

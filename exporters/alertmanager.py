@@ -45,7 +45,7 @@ class ConsumerAlert:
 
 CONSUMER_ALERTS: tuple[ConsumerAlert, ...] = (
     ConsumerAlert("JetwatchConsumerNotServed", ("NO_LEADER", "API_UNAVAILABLE"), "critical"),
-    ConsumerAlert("JetwatchConsumerUnhealthy", ("STALLED", "NO_PULLERS", "PIN_IDLE", "SATURATED"), "critical"),
+    ConsumerAlert("JetwatchConsumerUnhealthy", ("STALLED", "NO_PULLERS", "PIN_IDLE", "SATURATED", "STREAM_FULL"), "critical"),
     ConsumerAlert("JetwatchConsumerUnhealthy", ("REDELIVERING", "LAGGING"), "warning"),
     ConsumerAlert("JetwatchConsumerLosingMessages", ("LOSING",), "critical"),
     ConsumerAlert("JetwatchPinnedGroupUnpinned", ("UNPINNED",), "warning"),

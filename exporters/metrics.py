@@ -64,6 +64,7 @@ METRICS: tuple[MetricDef, ...] = (
     _c("jetwatch_consumer_paused", "gauge", "1 while the consumer is paused."),
     _c("jetwatch_consumer_config_finding", "gauge", "1 for each config finding of the consumer (settings that defeat themselves, a reset; never its verdict), by kind: `max_ack_pending_reached`, `max_waiting_reached`, `ack_wait_short`, `reset`, or from the workers' announced pull settings `pull_expires_past_pin_timeout`, `min_ack_pending_unreachable`, `min_pending_without_overflow`; absent without one. Under `--metrics-cardinality non_ok` an OK consumer with a config finding is exported too.", "kind"),
     _c("jetwatch_consumer_time_to_loss_seconds", "gauge", "Seconds until the stream's limits (max_age, max_msgs, max_bytes with discard old) remove messages the consumer has not processed, at the current arrival and acknowledgement rates; 0: they already have; absent where no loss is in sight."),
+    _c("jetwatch_consumer_stream_room_messages", "gauge", "Messages the consumer's stream still takes before its max_msgs or max_bytes refuses publishes (discard new; max_bytes in messages of the stream's mean size); under 1: full, every publish refused (the STREAM_FULL verdict); absent where the stream discards old messages or has no such limit."),
     _c("jetwatch_consumer_oldest_unacked_age_seconds", "gauge", "Age of the oldest unacknowledged message (the first after the ack floor that the filter matches), from the stream's timestamp or, where it could not be read, an estimate (the store and the pages say which); absent with nothing unacknowledged."),
     _c("jetwatch_consumer_oldest_undelivered_age_seconds", "gauge", "Age of the oldest message not yet delivered (the first after the delivered sequence that the filter matches); absent with nothing pending."),
     _c("jetwatch_consumer_drain_eta_seconds", "gauge", "Time until the backlog (pending + in flight) is gone at the net drain rate of the health window; pull consumers that drain only (absent when not draining, paused, nobody pulls or the pin holder is idle)."),
@@ -242,7 +243,8 @@ class CycleCollector(Collector):
         for name, column in (("jetwatch_consumer_oldest_unacked_age_seconds", "oldest_unacked_age_seconds"),
                              ("jetwatch_consumer_oldest_undelivered_age_seconds", "oldest_undelivered_age_seconds"),
                              ("jetwatch_consumer_drain_eta_seconds", "eta_seconds"),
-                             ("jetwatch_consumer_time_to_loss_seconds", "time_to_loss_seconds")):
+                             ("jetwatch_consumer_time_to_loss_seconds", "time_to_loss_seconds"),
+                             ("jetwatch_consumer_stream_room_messages", "stream_room_messages")):
             if column in f:
                 yield gauge(name, f[column])
         verdict, since = self._series("jetwatch_consumer_verdict"), self._series("jetwatch_consumer_verdict_since_timestamp_seconds")

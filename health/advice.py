@@ -194,6 +194,12 @@ def _losing(numbers: Mapping[str, Any], c: Context) -> str:
             "then; pausing the consumer does not stop the limits")
 
 
+def _stream_full(numbers: Mapping[str, Any], c: Context) -> str:
+    return ("make room: raise the stream's max_msgs or max_bytes (`nats stream edit`), or, where its consumers have "
+            "processed them, remove old messages (`nats stream purge --keep`); a work-queue or interest stream frees "
+            "what its consumers acknowledge, so a full one means they fall behind")
+
+
 def _lagging(numbers: Mapping[str, Any], c: Context) -> str:
     return "messages arrive faster than they are acknowledged: add workers, or make each message cheaper"
 
@@ -227,7 +233,7 @@ def _collecting(numbers: Mapping[str, Any], c: Context) -> str:
 NEXT_STEP: dict[str, Callable[[Mapping[str, Any], Context], str]] = {
     "NO_LEADER": _no_leader, "API_UNAVAILABLE": _api_unavailable,
     "NO_PULLERS": _no_pullers, "STALLED": _stalled, "PIN_IDLE": _pin_idle, "SATURATED": _saturated, "UNPINNED": _unpinned,
-    "FLAPPING": _flapping, "REDELIVERING": _redelivering, "LOSING": _losing, "LAGGING": _lagging, "PAUSED": _paused,
+    "FLAPPING": _flapping, "REDELIVERING": _redelivering, "STREAM_FULL": _stream_full, "LOSING": _losing, "LAGGING": _lagging, "PAUSED": _paused,
     "OK": _ok, "COLLECTING": _collecting,
 }
 

@@ -19,6 +19,10 @@ unacknowledged, the stream discards new messages instead (publishers are refused
 lost from the stream), or the rates are not known yet. Work-queue and interest streams remove
 acknowledged messages as well, which `messages`/`bytes` already show: the same projection holds.
 `max_msgs_per_subject` is not projected (its front is per subject).
+
+A stream with `discard: new` loses nothing: it refuses what would exceed `max_msgs` or
+`max_bytes`. Once full, every publish fails while its consumers look idle, which no consumer
+number shows: `room_before_refused` says how many messages still fit.
 """
 
 from __future__ import annotations
@@ -81,3 +85,23 @@ def _by_count(limits: StreamLimits, oldest: int, arrivals: float, floor_rate: fl
         return None
     ahead = max(0, oldest - limits.first_seq)
     return max(0.0, min(rooms) + ahead) / (arrivals - floor_rate)
+
+
+def room_before_refused(limits: StreamLimits) -> float | None:
+    """Messages a stream with `discard: new` still takes before it refuses publishes (a message
+    that would exceed `max_msgs` or `max_bytes` is rejected, and the stream keeps what it has):
+    under 1 when the next message does not fit; for `max_bytes` in messages of the stream's
+    mean size. None where the stream discards old messages instead, has no count or size limit,
+    or is empty under a size limit alone (no mean size yet, and not full). Publishers learn of
+    it from their errors; a consumer of the stream only sees no new work."""
+    if limits.discard != "new":
+        return None
+    rooms: list[float] = []
+    if limits.max_msgs > 0:
+        rooms.append(max(0, limits.max_msgs - limits.messages))
+    if limits.max_bytes > 0:
+        if limits.messages > 0 and limits.bytes > 0:
+            rooms.append(max(0.0, (limits.max_bytes - limits.bytes) / (limits.bytes / limits.messages)))
+        elif limits.bytes >= limits.max_bytes:
+            rooms.append(0.0)
+    return float(min(rooms)) if rooms else None

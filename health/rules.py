@@ -637,6 +637,24 @@ def _losing_says(c: Ctx, th: Thresholds) -> Finding:
                    f"consumer has not processed in ~{_seconds_text(seconds)}", {"seconds": round(seconds)})
 
 
+# A stream with discard new refuses a message that does not fit: less room than one message is full.
+FULL_BELOW_MESSAGES = 1.0
+
+
+def _stream_full(f: Columns, th: Thresholds) -> np.ndarray:
+    """The consumer's stream refuses publishes (health/loss.py `room_before_refused`): a cause
+    outside the consumer, after the worker verdicts, which would be what fills a work-queue stream."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray(f["stream_room_messages"] < FULL_BELOW_MESSAGES, dtype=bool)
+
+
+def _stream_full_says(c: Ctx, th: Thresholds) -> Finding:
+    return Finding("STREAM_FULL", "the stream holds all its max_msgs or max_bytes allow and discards new messages: "
+                   "every publish to it is refused (publishers get \"maximum messages exceeded\" or \"maximum "
+                   "bytes exceeded\"), so no new work reaches this consumer",
+                   {"room_messages": round(float(c["stream_room_messages"]), 2)})
+
+
 def _paused(f: Columns, th: Thresholds) -> np.ndarray:
     return f["paused_last"]
 
@@ -664,6 +682,7 @@ RULES: tuple[Rule, ...] = (
     Rule(BY_NAME["NO_PULLERS"], _no_pullers, _no_pullers_says, pull_only=True, suppressed_by_pause=True, since=_onset("idle_onset")),
     Rule(BY_NAME["PIN_IDLE"], _pin_idle, _pin_idle_says, pull_only=True, suppressed_by_pause=True, since=_onset("pin_idle_onset")),
     Rule(BY_NAME["SATURATED"], _saturated, _saturated_says),
+    Rule(BY_NAME["STREAM_FULL"], _stream_full, _stream_full_says),
     Rule(BY_NAME["LOSING"], _losing, _losing_says, since=_losing_since),
     Rule(BY_NAME["UNPINNED"], _unpinned, _unpinned_says, pull_only=True, since=_unpinned_since),
     Rule(BY_NAME["FLAPPING"], _flapping, _flapping_says, pull_only=True),
@@ -771,7 +790,7 @@ def _judge(f: Columns, n: int, th: Thresholds) -> tuple[list[list[Finding]], np.
 
 
 LIMIT_COLUMNS = ["is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy", "ack_wait_ns",
-                 "priority_timeout_ns", "time_to_loss_seconds"]
+                 "priority_timeout_ns", "time_to_loss_seconds", "stream_room_messages"]
 COUNT_COLUMNS = ["pin_switches", "nak_count", "max_deliveries_count"]
 VERDICT_COLUMNS = KEY + ["verdict", "reason", "findings", "samples", "last_ts", "since", "delivered_per_second",
                          "acked_per_second", "redelivered_per_second"]
@@ -815,6 +834,7 @@ NUMBERS = ("samples", "span_seconds", "pending_first", "pending_last", "pending_
 # Features without onsets (a frame with only window_features.sql's columns): unknown, so no onset rule fires.
 DEFAULTS = {"unacked_age_last": 0.0, "max_ack_pending": np.nan, "max_waiting": np.nan, "ack_wait_ns": np.nan,
             "priority_timeout_ns": np.nan, "time_to_loss_seconds": np.nan, "loss_seen_since": np.nan,
+            "stream_room_messages": np.nan,
             **{c: 0.0 for c in COUNT_COLUMNS},
             **{c: np.nan for c in ONSET_FEATURES if c not in FLAGS},
             # a batch consumer's rhythm beyond the window (health/pull_rhythm.py): none known

@@ -37,6 +37,9 @@ VERDICTS: tuple[Verdict, ...] = (
             "the pinned client stopped pulling while work waits and another client's pull waits"),
     Verdict("SATURATED", "red", "critical",
             "in-flight work or waiting pulls at their limit"),
+    Verdict("STREAM_FULL", "red", "critical",
+            "the stream is full under its max_msgs or max_bytes with discard new: every publish is refused, so no "
+            "new work arrives"),
     Verdict("LOSING", "red", "critical",
             "the stream's limits will remove messages the consumer has not processed within --loss-within"),
     Verdict("UNPINNED", "orange", "warning",

@@ -22,13 +22,13 @@ _SAMPLE_TYPES = {
     "delivered_stream_seq": pa.int64(), "ack_floor_consumer_seq": pa.int64(),
     "ack_floor_stream_seq": pa.int64(), "paused": pa.bool_(),
     "oldest_unacked_age_seconds": pa.float64(), "oldest_undelivered_age_seconds": pa.float64(),
-    "time_to_loss_seconds": pa.float64(),
+    "time_to_loss_seconds": pa.float64(), "stream_room_messages": pa.float64(),
 }
 _ONE_VALUE_COLUMNS = ("cluster", "domain", "account")
 _TIME_COLUMNS = ("ts", "created", "delivered_last_active", "ack_floor_last_active", "pause_until", "pinned_ts")
 _MICROS = pa.timestamp("us", tz="UTC")
 _LAG_COLUMNS = ("oldest_unacked_age_seconds", "oldest_unacked_age_kind", "oldest_undelivered_age_seconds",
-                "oldest_undelivered_age_kind", "time_to_loss_seconds")
+                "oldest_undelivered_age_kind", "time_to_loss_seconds", "stream_room_messages")
 _CONFIG_TYPES = {
     "is_pull": pa.bool_(), "filtered": pa.bool_(), "max_waiting": pa.int64(),
     "max_ack_pending": pa.int64(), "ack_wait_ns": pa.int64(), "max_deliver": pa.int64(),
