@@ -6,6 +6,9 @@ LEADER_ELECTED. The capture stream stores both, but it may have lost its own quo
 server in the same failure, so the collector also reads them with a plain subscription on the
 account's connection: what arrives is evidence for that consumer (health/cluster.py), NO_LEADER
 in the server's own words, held until a leader is elected or the consumer is sampled afresh.
+The server sends a copy of each to the system account with the account named in it: where the
+collector has a system-account connection (it samples every account), that copy names the
+consumers of accounts its own connection is not in.
 Anyone allowed to publish on the advisory subjects could send one: the evidence is only ever
 about the consumer it names, and a fresh sample of it ends it.
 """
@@ -42,8 +45,9 @@ class QuorumWatch:
     the server's clock) and the replicas it named, until a leader is elected or it is sampled."""
 
     def __init__(self, nc: Client, account: str, watched: Callable[[str | None, str | None], bool],
-                 now: Callable[[], float]) -> None:
+                 now: Callable[[], float], system_nc: Client | None = None) -> None:
         self.nc = nc
+        self.system_nc = system_nc
         self.account = account
         self.watched = watched
         self.now = now  # epoch seconds on the server's clock, as the collector last measured it
@@ -53,6 +57,8 @@ class QuorumWatch:
     async def open(self) -> None:
         for subject in SUBJECTS:
             self._subs.append(await self.nc.subscribe(subject, cb=self._arrived))
+            if self.system_nc is not None:
+                self._subs.append(await self.system_nc.subscribe(subject, cb=self._arrived_system))
 
     async def close(self) -> None:
         for sub in self._subs:
@@ -65,30 +71,38 @@ class QuorumWatch:
     async def _arrived(self, msg: Msg) -> None:
         self.take(msg.data, self.now())
 
-    def take(self, data: bytes, received: float) -> None:
-        """One advisory as published, received at `received` (epoch seconds, the server's clock);
-        anything that is not a well-formed one of the two kinds about a watched consumer is
-        ignored (the capture stream keeps and rejects it with words). Its time is taken as said
-        only within TRUSTED_SKEW_S before its receipt: a forged or skewed time can neither date
-        the loss long before nor keep it from ending."""
+    async def _arrived_system(self, msg: Msg) -> None:
+        self.take(msg.data, self.now(), system=True)
+
+    def take(self, data: bytes, received: float, system: bool = False) -> None:
+        """One advisory as published, received at `received` (epoch seconds, the server's clock),
+        on the account's connection or (`system`) the system account's, whose copy names the
+        account; anything that is not a well-formed one of the two kinds about a watched consumer
+        is ignored (the capture stream keeps and rejects it with words). Its time is taken as
+        said only within TRUSTED_SKEW_S before its receipt: a forged or skewed time can neither
+        date the loss long before nor keep it from ending. A loss is said in the log once, not
+        again for each copy or repeat while it lasts."""
         try:
             doc = json.loads(data)
             kind, stream, consumer = doc["type"], doc["stream"], doc["consumer"]
             said = parse_rfc3339(doc["timestamp"]).timestamp()
+            account = doc["account"] if system else self.account
         except (ValueError, KeyError, TypeError):
             return
         at = min(max(said, received - TRUSTED_SKEW_S), received)
-        if not (isinstance(stream, str) and isinstance(consumer, str) and self.watched(stream, consumer)):
+        if not (isinstance(account, str) and account and isinstance(stream, str) and isinstance(consumer, str)
+                and self.watched(stream, consumer)):
             return
-        key = (self.account, stream, consumer)
+        key = (account, stream, consumer)
+        words = {"account": account, "stream": stream, "consumer": consumer}
         if kind == LOST and (key in self.lost or len(self.lost) < MAX_REMEMBERED):
-            self.lost[key] = (at, _silent(doc.get("replicas")))
-            log.warning("%s > %s lost its quorum (QUORUM_LOST): its leader stepped down; replicas not current: %s",
-                        stream, consumer, ", ".join(self.lost[key][1]) or "not named",
-                        extra={"account": self.account, "stream": stream, "consumer": consumer})
+            first = self.lost.get(key)
+            self.lost[key] = (at if first is None else first[0], _silent(doc.get("replicas")))
+            if first is None:
+                log.warning("%s > %s lost its quorum (QUORUM_LOST): its leader stepped down; replicas not current: "
+                            "%s", stream, consumer, ", ".join(self.lost[key][1]) or "not named", extra=words)
         elif kind == ELECTED and self.lost.pop(key, None) is not None:
-            log.info("%s > %s has a leader again (LEADER_ELECTED: %s)", stream, consumer, doc.get("leader"),
-                     extra={"account": self.account, "stream": stream, "consumer": consumer})
+            log.info("%s > %s has a leader again (LEADER_ELECTED: %s)", stream, consumer, doc.get("leader"), extra=words)
 
     def sampled(self, keys: Iterable[tuple[str, str, str]], since: float) -> None:
         """Consumers sampled afresh by a cycle that began at `since` (epoch seconds): a leader

@@ -220,7 +220,8 @@ class Collector:
         self.last_capture_gap_at = await self.write(writes.last_capture_gap)
         self.capture = await self._open_capture()
         await self._open_pin_holders()
-        self.quorum = QuorumWatch(self.nc, self.scope.account, self._watched, lambda: self.server_now().timestamp())
+        self.quorum = QuorumWatch(self.nc, self.scope.account, self._watched, lambda: self.server_now().timestamp(),
+                                  self.system_nc)
         await self.quorum.open()
         if s.capture_unpin_requests:
             self.unpin_requests = UnpinRequestCapture(self.nc, self.scope.account, self.write, self.clock,

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import io
+import json
 import signal
 import subprocess
 import sys
@@ -42,9 +43,7 @@ NAMED_WITHIN = 30.0  # seconds from the kill
 CLUSTER_RED = {"NO_LEADER", "API_UNAVAILABLE"}
 
 
-@pytest.fixture
-def nodes(tmp_path) -> Iterator[list[NatsServer]]:
-    servers = cluster(tmp_path / "cluster")
+def _started(servers: list[NatsServer]) -> list[NatsServer]:
     for node in servers:
         for attempt in range(3):  # a free port can be taken by another test before the server binds it
             node.monitor_port = free_port()
@@ -54,7 +53,35 @@ def nodes(tmp_path) -> Iterator[list[NatsServer]]:
             except ServerStartError:
                 if attempt == 2 or "address already in use" not in (node.log_path or Path()).read_text():
                     raise
+    return servers
+
+
+@pytest.fixture
+def nodes(tmp_path) -> Iterator[list[NatsServer]]:
+    servers = _started(cluster(tmp_path / "cluster"))
     yield servers
+    for node in servers:
+        node.stop(signal.SIGKILL)
+
+
+ACCOUNTS = """accounts {
+  APP: { jetstream: enabled, users: [{user: app, password: app-pw}] }
+  BILLING: { jetstream: enabled, users: [{user: billing, password: billing-pw}] }
+  SYS: { users: [{user: ops, password: ops-pw}] }
+}
+system_account: SYS
+"""
+
+
+@pytest.fixture
+def account_nodes(tmp_path) -> Iterator[list[NatsServer]]:
+    """The three nodes with accounts APP and BILLING, and SYS as the system account."""
+    conf = tmp_path / "accounts.conf"
+    conf.write_text(ACCOUNTS)
+    servers = cluster(tmp_path / "cluster")
+    for node in servers:
+        node.extra_args = ["-c", str(conf)]
+    yield _started(servers)
     for node in servers:
         node.stop(signal.SIGKILL)
 
@@ -314,4 +341,61 @@ def test_a_server_hung_or_stopped_is_left_and_the_consumer_it_alone_serves_is_na
         with contextlib.suppress(Exception):
             loop.call(asyncio.wait_for(worker.stop(), 15))
         loop.close()
+    assert collector.returncode == 0, (tmp_path / "collector.log").read_text()[-3000:]
+
+
+async def _billing_held(urls: list[str]) -> str:
+    """Account BILLING's R3 stream QB with one consumer, `held`; the server that leads the consumer."""
+    nc = await nats.connect(urls, user="billing", password="billing-pw")
+    api = JetStreamAPI(nc, timeout=10)
+    deadline = time.monotonic() + 60
+    while True:  # the meta group elects its leader after the servers start
+        try:
+            await api.add_stream({"name": "QB", "subjects": ["qb.>"], "num_replicas": 3})
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+    await make_consumer(api, "QB", "held")
+    leader = (await api.consumer_info("QB", "held"))["cluster"]["leader"]
+    await nc.close()
+    return leader
+
+
+def test_a_lost_quorum_in_an_account_the_collector_is_not_in_is_named_from_the_system_copy(account_nodes, tmp_path):
+    """The collector connects as APP and samples every account through the system account; a
+    BILLING consumer's leader loses its peers and steps down. QUORUM_LOST reaches APP's
+    connection only for APP's consumers: the system account's copy, which names the account, is
+    what names BILLING's consumer in the server's own words."""
+    nodes = account_nodes
+    loop = LoopThread()
+    try:
+        leader = loop.call(_billing_held([n.url for n in nodes]))
+    finally:
+        loop.close()
+    survivor = next(n for n in nodes if n.name == leader)
+    contexts = tmp_path / "cfg" / "nats" / "context"
+    contexts.mkdir(parents=True)
+    (contexts / "ops.json").write_text(json.dumps({"url": survivor.url, "user": "ops", "password": "ops-pw"}))
+    db = str(tmp_path / "jetwatch.duckdb")
+    args = [sys.executable, "-m", "jetwatch.cli", "collect", "--server", survivor.url, "--user", "app",
+            "--password", "app-pw", "--system-context", "ops", "--db", db, "--include-streams", "QB"]
+    with open(tmp_path / "collector.log", "wb") as log:
+        collector = subprocess.Popen(args, env=clean_env(XDG_CONFIG_HOME=str(tmp_path / "cfg")), stdout=log,
+                                     stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: Path(db).exists() and {(r["account"], r["consumer"]) for r in status_json(db)}
+                   == {("BILLING", "held")}, timeout=60, message="BILLING's consumer judged")
+        for node in nodes:
+            if node is not survivor:
+                node.stop(signal.SIGKILL)
+        killed = time.monotonic()
+        said = _until(lambda: (v := _verdicts(db))["held"][0] == "NO_LEADER" and "QUORUM_LOST" in v["held"][1]
+                      and v, timeout=NAMED_WITHIN + 15, message="held named NO_LEADER for its lost quorum")
+        _named_in_time(killed, tmp_path / "collector.log")
+        assert any(n.name in said["held"][1] for n in nodes if n is not survivor), said
+    finally:
+        collector.send_signal(signal.SIGTERM)
+        collector.wait(30)
     assert collector.returncode == 0, (tmp_path / "collector.log").read_text()[-3000:]

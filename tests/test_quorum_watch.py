@@ -72,3 +72,20 @@ def test_consumers_the_collector_does_not_know_are_forgotten():
     w.take(advisory(LOST, consumer="forged"), T)
     w.keep_only({("A", "CQ", "busy")})
     assert list(w.evidence(T)) == [("A", "CQ", "busy")]
+
+
+def test_the_system_accounts_copy_names_the_account_and_one_loss_is_said_once(caplog):
+    """The server sends each advisory to the account and a copy to the system account with the
+    account in it: the copy is about that account's consumer (one the collector's own connection
+    may not be in), a copy without an account is nobody's, and the loss heard twice (and again
+    while it lasts) is one loss, dated from the first, one line in the log."""
+    w = watch()
+    w.take(advisory(LOST, consumer="billing", account="BILLING"), T, system=True)
+    w.take(advisory(LOST, consumer="orphan"), T, system=True)  # no account named
+    w.take(advisory(LOST, replicas=REPLICAS), T)
+    w.take(advisory(LOST, replicas=REPLICAS, account="A"), T + 1, system=True)
+    w.take(advisory(LOST, at="2027-01-15T08:00:05Z", replicas=REPLICAS), T + 5)
+    assert sorted(w.evidence(T + 10)) == [("A", "CQ", "busy"), ("BILLING", "CQ", "billing")]
+    assert w.evidence(T + 10)[("A", "CQ", "busy")].held_s == 10
+    said = [r.getMessage() for r in caplog.records if "QUORUM_LOST" in r.getMessage()]
+    assert len(said) == 2 and any(m.startswith("CQ > billing") for m in said), said
