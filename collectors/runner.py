@@ -208,7 +208,7 @@ class Collector:
         if self.settings.metrics_address:
             if self.outputs.metrics is None:
                 self.outputs.serve_metrics(self.settings.metrics_address, self.settings.metrics_cardinality,
-                                           self.probes)
+                                           self.probes, self.settings.metrics_all_up_to)
             self.cycle_hooks.append(Collector._export_metrics)
         if self.settings.alertmanager:
             self.outputs.post_alerts(self.settings.alertmanager, self.settings.alert_after,

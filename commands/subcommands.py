@@ -101,7 +101,7 @@ async def _collect(settings: Settings) -> None:
     beat = asyncio.create_task(probes.beat())
     metrics = None
     if settings.metrics_address:
-        metrics = MetricsExporter(settings.metrics_cardinality, probes)
+        metrics = MetricsExporter(settings.metrics_cardinality, probes, settings.metrics_all_up_to)
         metrics.serve(settings.metrics_address)
     try:
         await _collect_connected(settings, store, stop, probes, metrics)

@@ -98,11 +98,11 @@ def parse_bool(text: str | bool) -> bool:
 
 
 def parse_cardinality(text: str) -> str:
-    """How many per-consumer series /metrics exports: `non_ok` or `all`."""
+    """How many per-consumer series /metrics exports: `auto`, `non_ok` or `all`."""
     value = str(text).strip().lower().replace("-", "_")
-    if value not in ("non_ok", "all"):
-        raise SettingsError(f"'{text}' is not a metrics cardinality: write non_ok (per-consumer series for "
-                            "non-OK consumers only) or all")
+    if value not in ("auto", "non_ok", "all"):
+        raise SettingsError(f"'{text}' is not a metrics cardinality: write auto (every consumer up to "
+                            "--metrics-all-up-to, non-OK ones above), non_ok (non-OK consumers only) or all")
     return value
 
 
@@ -268,7 +268,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("stale_after", 30.0, "A cluster whose newest data is older than this is named as stale: on every page, by `status` (on stderr) and by `check` (UNKNOWN). Each cluster is judged on its own.", parse_duration, "dashboard", minimum=0.0),
     # exporters: /metrics and Alertmanager, fed by the collector's verdicts each cycle
     Setting("metrics_address", None, "Serve Prometheus metrics at HOST:PORT/metrics (PORT alone: 127.0.0.1:PORT). Off when empty.", parse_host_port, "exporters"),
-    Setting("metrics_cardinality", "non_ok", "Per-consumer series for `non_ok` consumers only, or for `all`; fleet totals are always exported.", parse_cardinality, "exporters"),
+    Setting("metrics_cardinality", "auto", "Per-consumer series for `all` consumers, for `non_ok` consumers only, or `auto`: all while the fleet has at most --metrics-all-up-to consumers (a dashboard then has every consumer's history from before it went wrong), non-OK only above; fleet totals are always exported.", parse_cardinality, "exporters"),
+    Setting("metrics_all_up_to", 1000, "Under `--metrics-cardinality auto`, the most consumers whose every series is exported: about 25 series each, so 25,000 at the default, which one Prometheus holds at ease; above it, only non-OK consumers (and findings) are.", int, "exporters", minimum=0, maximum=10_000_000),
     Setting("alertmanager", None, "Alertmanager URL: post firing and resolved alerts to its /api/v2/alerts each cycle. Off when empty.", str, "exporters"),
     Setting("alert_after", 0.0, "How long a consumer stays non-OK before its alert fires, beyond its verdict's own duration (the rules' `for`: none by default, as each verdict already holds for its rule's duration).", parse_duration, "exporters", minimum=0.0),
     Setting("dashboard_url", "http://127.0.0.1:8501/", "The dashboard's address, for the alerts' runbook links.", str, "exporters"),
@@ -363,6 +364,7 @@ class _Typed:
     stale_after: float
     metrics_address: str | None
     metrics_cardinality: str
+    metrics_all_up_to: int
     alertmanager: str | None
     alert_after: float
     dashboard_url: str

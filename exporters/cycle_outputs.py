@@ -20,6 +20,7 @@ import pandas as pd
 from jetwatch.core.pin_announce import HolderKey
 from jetwatch.exporters.alertmanager import AlertmanagerClient
 from jetwatch.exporters.cycle_snapshot import Snapshot
+from jetwatch.exporters.metrics import ALL_UP_TO
 from jetwatch.exporters.metrics_server import MetricsExporter
 from jetwatch.exporters.probes import Probes
 
@@ -40,8 +41,9 @@ class CycleOutputs:
         self._alerts_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetwatch-alerts")
         self.alert_post: asyncio.Future[None] | None = None  # the latest post, under way or done
 
-    def serve_metrics(self, address: str, cardinality: str, probes: Probes | None = None) -> None:
-        self.metrics = MetricsExporter(cardinality, probes)
+    def serve_metrics(self, address: str, cardinality: str, probes: Probes | None = None,
+                      all_up_to: int = ALL_UP_TO) -> None:
+        self.metrics = MetricsExporter(cardinality, probes, all_up_to)
         self.metrics_bound = self.metrics.serve(address)
 
     def post_alerts(self, url: str, after_s: float, dashboard_url: str, interval_s: float) -> None:

@@ -27,13 +27,16 @@ from prometheus_client.registry import Collector
 from jetwatch.core.errors import JetwatchError
 from jetwatch.core.pin_announce import holder_key
 from jetwatch.core.pin_words import pin_holder
+from jetwatch.core.settings import SETTINGS
 from jetwatch.exporters.cycle_snapshot import DURATION_BUCKETS, Snapshot
 from jetwatch.health import failover
 from jetwatch.health.config_findings import KINDS as CONFIG_KINDS
 from jetwatch.health.verdicts import VERDICT_NAMES
 
 CONSUMER_LABELS = ("cluster", "account", "stream", "consumer", "group")
-CARDINALITIES = ("non_ok", "all")
+CARDINALITIES = ("auto", "non_ok", "all")
+# Under `auto`, every consumer's series up to this many consumers: the setting's default.
+ALL_UP_TO: int = next(s.default for s in SETTINGS if s.name == "metrics_all_up_to")
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("jetwatch_collector_cycles", "counter", "Sampling cycles completed since start.", (), "collector"),
     MetricDef("jetwatch_collector_last_cycle_timestamp_seconds", "gauge", "When the last successful cycle ended (Unix time, on the NATS server's clock), by the collector's `cluster`: how fresh that cluster's data is (`JetwatchCollectorSilent` names the cluster).", ("cluster",), "collector"),
     MetricDef("jetwatch_collector_capture_backlog_messages", "gauge", "Advisories in the capture stream not yet stored.", (), "collector"),
+    MetricDef("jetwatch_collector_every_consumer_exported", "gauge", "1 while every consumer's series are exported (`--metrics-cardinality all`, or `auto` with at most --metrics-all-up-to consumers); 0 while only non-OK consumers' are, so a panel without a consumer means it is OK, not gone.", (), "collector"),
     MetricDef("jetwatch_collector_rejects", "counter", "Inputs rejected (malformed samples or advisories) since start.", (), "collector"),
     MetricDef("jetwatch_collector_capture_gaps", "counter", "Gaps found in the advisory capture since start: advisories the capture stream dropped or lost before they were stored.", (), "collector"),
     MetricDef("jetwatch_collector_last_capture_gap_timestamp_seconds", "gauge", "When the newest gap in the stored advisory record was found (Unix time; kept across restarts, absent while there is none): pin history is incomplete around it.", (), "collector"),
@@ -138,10 +142,11 @@ def _group(frame: pd.DataFrame) -> np.ndarray:
 class CycleCollector(Collector):
     """A custom prometheus-client collector over the latest Snapshot."""
 
-    def __init__(self, cardinality: str = "non_ok") -> None:
+    def __init__(self, cardinality: str = "auto", all_up_to: int = ALL_UP_TO) -> None:
         if cardinality not in CARDINALITIES:
             raise JetwatchError(f"--metrics-cardinality must be one of {', '.join(CARDINALITIES)}, not {cardinality!r}")
         self.cardinality = cardinality
+        self.all_up_to = all_up_to
         self.snapshot: Snapshot | None = None
 
     def _family(self, name: str, **kw: Any) -> Metric:
@@ -171,8 +176,12 @@ class CycleCollector(Collector):
         yield from self._fleet_families(snap)
         yield from self._collector_families(snap)
 
+    def every_consumer(self, consumers: int) -> bool:
+        """Whether every consumer's series are exported for a fleet of this size."""
+        return self.cardinality == "all" or (self.cardinality == "auto" and consumers <= self.all_up_to)
+
     def _shown(self, frame: pd.DataFrame) -> pd.DataFrame:
-        if self.cardinality == "all" or frame.empty:
+        if frame.empty or self.every_consumer(len(frame)):
             return frame
         # Non-OK consumers, and those with a config finding (few: a finding is the exception).
         shown = (frame["verdict"] != "OK").to_numpy()
@@ -338,6 +347,8 @@ class CycleCollector(Collector):
         yield fresh
         if snap.capture_backlog is not None:
             yield self._family("jetwatch_collector_capture_backlog_messages", value=snap.capture_backlog)
+        yield self._family("jetwatch_collector_every_consumer_exported",
+                           value=int(self.every_consumer(len(snap.consumers))))
         yield self._family("jetwatch_collector_rejects", value=snap.rejects)
         yield self._family("jetwatch_collector_capture_gaps", value=snap.capture_gaps)
         if snap.last_capture_gap_at is not None:

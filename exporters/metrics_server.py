@@ -18,7 +18,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from jetwatch.core.errors import JetwatchError
 from jetwatch.exporters.cycle_snapshot import Snapshot
-from jetwatch.exporters.metrics import CycleCollector
+from jetwatch.exporters.metrics import ALL_UP_TO, CycleCollector
 from jetwatch.exporters.probes import Probe, Probes
 
 log = logging.getLogger("jetwatch.metrics")
@@ -66,10 +66,10 @@ class MetricsExporter:
     """The /metrics endpoint: its own registry with one custom collector; render() once per
     cycle (in a worker thread), scrapes served the cached text from a small HTTP server."""
 
-    def __init__(self, cardinality: str = "non_ok", probes: Probes | None = None) -> None:
+    def __init__(self, cardinality: str = "auto", probes: Probes | None = None, all_up_to: int = ALL_UP_TO) -> None:
         self.probes = probes  # /healthz and /readyz, when given
         self.registry = CollectorRegistry(auto_describe=False)
-        self.collector = CycleCollector(cardinality)
+        self.collector = CycleCollector(cardinality, all_up_to)
         self.registry.register(self.collector)
         self.text = b"# jetwatch: no cycle completed yet\n"
         self._server: ThreadingHTTPServer | None = None

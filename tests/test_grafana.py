@@ -122,13 +122,13 @@ def test_the_dashboard_is_jetwatchs_with_chained_variables_and_rates_over_the_ra
             assert all(r == "$__rate_interval" for r in ranges), (p["title"], t["expr"])
 
 
-def test_every_panel_says_what_it_shows_and_the_per_consumer_ones_that_ok_consumers_are_not_exported():
+def test_every_panel_says_what_it_shows_and_the_per_consumer_ones_when_ok_consumers_are_not_exported():
     panels = [p for p in committed()["panels"] if p["type"] != "row"]
     assert len({p["id"] for p in committed()["panels"]}) == len(committed()["panels"])
     for p in panels:
         assert len(p.get("description", "")) > 60, f"{p['title']}: say what it shows and what to do"
         if any("jetwatch_consumer_" in t["expr"] for t in p["targets"]):
-            assert "--metrics-cardinality non_ok" in p["description"], p["title"]
+            assert "--metrics-all-up-to" in p["description"] and "`non_ok`" in p["description"], p["title"]
 
 
 def test_every_metric_a_query_names_is_one_the_collector_declares():

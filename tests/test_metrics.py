@@ -50,12 +50,20 @@ async def _idle_and_ok(nc, uid: str) -> str:
     return stream
 
 
-def test_metrics_serve_the_cycles_verdicts_with_bounded_cardinality_and_fleet_totals(nats_server, db_path, uid, run):
+@pytest.mark.parametrize("cardinality,shown,every", [
+    # the default, `auto`: a fleet of two is within --metrics-all-up-to, so both have history
+    ({}, ["fine", "idle"], 1.0),
+    # `auto` over a fleet larger than --metrics-all-up-to: the non-OK one alone
+    ({"metrics_cardinality": "auto", "metrics_all_up_to": 1}, ["idle"], 0.0),
+    ({"metrics_cardinality": "non_ok"}, ["idle"], 0.0),
+])
+def test_metrics_serve_the_cycles_verdicts_with_bounded_cardinality_and_fleet_totals(nats_server, db_path, uid, run,
+                                                                                     cardinality, shown, every):
     async def scenario() -> None:
         nc = await nats.connect(nats_server.url)
         stream = await _idle_and_ok(nc, uid)
         settings = collector_settings(nats_server.url, db_path, (stream,), interval=0.3,
-                                      metrics_address=f"127.0.0.1:{free_port()}", **FAST)
+                                      metrics_address=f"127.0.0.1:{free_port()}", **FAST, **cardinality)
         async with collecting(settings) as collector:
             def stalled() -> dict | None:
                 got = scrape(collector.metrics_bound)
@@ -65,9 +73,11 @@ def test_metrics_serve_the_cycles_verdicts_with_bounded_cardinality_and_fleet_to
             got = await eventually(stalled, message="NO_PULLERS on /metrics")
             idle = {"cluster": "default", "account": "$G", "stream": stream, "consumer": "idle", "group": ""}
             verdict = [s for s in got["jetwatch_consumer_verdict"] if s.labels["stream"] == stream]
-            assert [(s.labels, s.value) for s in verdict] == [({**idle, "verdict": "NO_PULLERS"}, 1.0)]
+            assert ({**idle, "verdict": "NO_PULLERS"}, 1.0) in [(s.labels, s.value) for s in verdict]
+            assert sorted(s.labels["consumer"] for s in verdict) == shown
             pending = [s for s in got["jetwatch_consumer_pending_messages"] if s.labels["stream"] == stream]
-            assert [(s.labels["consumer"], s.value) for s in pending] == [("idle", 3.0)], "OK consumers not exported"
+            assert sorted(s.labels["consumer"] for s in pending) == shown
+            assert got["jetwatch_collector_every_consumer_exported"][0].value == every
             totals = {s.labels["verdict"]: s.value for s in got["jetwatch_consumers"]}
             assert totals["NO_PULLERS"] >= 1 and totals["OK"] >= 1, "fleet totals count every consumer"
             assert got["jetwatch_collector_cycles"][0].value >= 1

@@ -42,9 +42,10 @@ DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 CHAIN = ("cluster", "account", "stream", "consumer")  # the query variables, each filtered by those before it
 PER_CONSUMER = ", ".join(f'{label}=~"${label}"' for label in CHAIN)
 CONSUMER_LEGEND = "{{stream}} / {{consumer}}"
-NON_OK_ONLY = ("Per-consumer series exist only for consumers that are not OK under the collector's default "
-               "`--metrics-cardinality non_ok` (docs/metrics.md); an empty panel there means every consumer "
-               "is OK. Run the collector with `--metrics-cardinality all` to see every consumer.")
+NON_OK_ONLY = ("Under the collector's default `--metrics-cardinality auto`, every consumer has its series up to "
+               "--metrics-all-up-to consumers (1,000); above that, or under `non_ok`, only consumers that are "
+               "not OK do, and an empty panel means every consumer is OK (docs/metrics.md). "
+               "`--metrics-cardinality all` shows every consumer of any fleet.")
 
 
 class UndeclaredMetric(LookupError):
@@ -107,7 +108,8 @@ def chained_variable(label: str) -> dashboard.QueryVariable:
     """A multi-value variable, its values filtered by the variables before it in CHAIN. The
     clusters are read from the collectors' freshness gauge, which every collector exports, so a
     cluster whose consumers are all OK is still listed and its fleet panels still chosen; the
-    rest from the verdicts, which under `non_ok` name only consumers that are not OK."""
+    rest from the verdicts, which above --metrics-all-up-to (or under `non_ok`) name only
+    consumers that are not OK."""
     before = CHAIN[:CHAIN.index(label)]
     if label == "cluster":
         source = metric("jetwatch_collector_last_cycle_timestamp_seconds")
@@ -115,8 +117,8 @@ def chained_variable(label: str) -> dashboard.QueryVariable:
     else:
         selector = ", ".join(f'{b}=~"${b}"' for b in before)
         source = f"{metric('jetwatch_consumer_verdict')}{{{selector}}}"
-        said = (f"The {label}s of the consumers that have a verdict series: under the default "
-                "--metrics-cardinality non_ok, those that are not OK.")
+        said = (f"The {label}s of the consumers that have a verdict series: every consumer up to "
+                "--metrics-all-up-to, only those not OK above it (--metrics-cardinality auto).")
     return (dashboard.QueryVariable(label).label(label.capitalize()).description(said).datasource(DATASOURCE)
             .query(f"label_values({source}, {label})").refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
             .sort(VariableSort.ALPHABETICAL_ASC).multi(True).include_all(True).all_value(".*")
