@@ -31,11 +31,11 @@ SAMPLE_COLUMNS = (
     "oldest_unacked_age_seconds", "oldest_unacked_age_kind",
     "oldest_undelivered_age_seconds", "oldest_undelivered_age_kind",
     # Seconds until the stream's limits remove the oldest unacknowledged message (health/loss.py).
-    "time_to_loss_seconds",
+    "time_to_loss_seconds", "loss_limit",
     # Messages the stream still takes before discard new refuses publishes (health/loss.py).
     "stream_room_messages",
 )
-LAG_COLUMNS = SAMPLE_COLUMNS[-6:]
+LAG_COLUMNS = SAMPLE_COLUMNS[-7:]
 
 
 class MalformedState(ValueError):

@@ -60,7 +60,7 @@ NO_SAMPLES = "no samples in the window yet"
 NO_SAMPLES_FINDINGS = [{"verdict": "COLLECTING", "reason": NO_SAMPLES, "numbers": {"samples": 0}}]
 QUIET = ("NO_PULLERS", "STALLED")  # verdicts whose reason says since when: their activity is kept fresh
 LIMITS = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy", "ack_wait_ns",
-          "priority_timeout_ns", "time_to_loss_seconds", "stream_room_messages")
+          "priority_timeout_ns", "time_to_loss_seconds", "loss_limit", "stream_room_messages")
 RATES = ("delivered_per_second", "acked_per_second", "redelivered_per_second")
 CHANGE_COLUMNS = ["ts", *KEY, "from_verdict", "to_verdict", "reason", "from_since"]
 LEVELS = {name: v.level for name, v in BY_NAME.items()}

@@ -40,7 +40,7 @@ from jetwatch.collectors.consumer_state import SampleBatch
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, check_name
 from jetwatch.core.jsinfo import StreamInfo
-from jetwatch.health.loss import StreamLimits, room_before_refused, time_to_loss
+from jetwatch.health.loss import Loss, StreamLimits, projected_loss, room_before_refused
 
 log = logging.getLogger("jetwatch.lag")
 
@@ -458,7 +458,9 @@ class LagReader:
                     stats.exact += 1
                 elif kind == ESTIMATE:
                     stats.estimated += 1
-            s["time_to_loss_seconds"][i] = self._time_to_loss(s, i, unacked, at)
+            loss = self._loss(s, i, unacked, at)
+            s["time_to_loss_seconds"][i], s["loss_limit"][i] = (None, None) if loss is None else (loss.seconds,
+                                                                                                 loss.limit)
         for i in mine:
             facts = self.streams.get(s["stream"][i])
             s["stream_room_messages"][i] = None if facts is None else room_before_refused(facts.limits)
@@ -468,7 +470,7 @@ class LagReader:
         self.last = stats
         return stats
 
-    def _time_to_loss(self, s: dict[str, list[Any]], i: int, unacked: Target, at: float) -> float | None:
+    def _loss(self, s: dict[str, list[Any]], i: int, unacked: Target, at: float) -> Loss | None:
         """health/loss.py's projection for one consumer of a stream whose limits can remove what it
         has not processed; None for the others."""
         stream = unacked[0]
@@ -477,8 +479,8 @@ class LagReader:
             return None
         floor = unacked[2] - 1
         floor_rate = self._floor_rate.update((stream, s["consumer"][i]), at, floor)
-        return time_to_loss(facts.limits, floor, s["oldest_unacked_age_seconds"][i], self.arrivals.get(stream),
-                            floor_rate)
+        return projected_loss(facts.limits, floor, s["oldest_unacked_age_seconds"][i], self.arrivals.get(stream),
+                              floor_rate)
 
     def _age(self, target: Target, at: float) -> tuple[float | None, str | None]:
         found = self._cached(target)

@@ -39,7 +39,7 @@ KEY = ("account", "stream", "consumer")
 SAMPLE_STATE = ("ts", "server", "cluster", "num_pending", "num_ack_pending", "num_waiting", "num_redelivered",
                 "paused", "pause_until", "pin_group", "pinned_id", "pinned_ts", "leader",
                 "oldest_unacked_age_seconds", "oldest_unacked_age_kind", "oldest_undelivered_age_seconds",
-                "oldest_undelivered_age_kind", "time_to_loss_seconds", "stream_room_messages")
+                "oldest_undelivered_age_kind", "time_to_loss_seconds", "loss_limit", "stream_room_messages")
 # ... and from the latest config.
 CONFIG_STATE = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy", "priority_groups",
                 "ack_wait_ns", "max_deliver", "priority_timeout_ns",

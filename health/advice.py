@@ -187,11 +187,13 @@ def _redelivering(numbers: Mapping[str, Any], c: Context) -> str:
 
 
 def _losing(numbers: Mapping[str, Any], c: Context) -> str:
+    limit = numbers.get("limit")
+    raise_it = f"the stream's {limit}" if isinstance(limit, str) and limit else "the stream's max_age, max_msgs or max_bytes"
     if _n(numbers, "seconds") <= 0:
-        return ("messages are being removed unprocessed: add workers now, or raise the stream's max_age, max_msgs "
-                "or max_bytes; what was removed can only be published again from its source")
-    return ("add workers or make each message cheaper, or raise the stream's max_age, max_msgs or max_bytes before "
-            "then; pausing the consumer does not stop the limits")
+        return (f"messages are being removed unprocessed: add workers now, or raise {raise_it}; what was removed "
+                "can only be published again from its source")
+    return (f"add workers or make each message cheaper, or raise {raise_it} before then; pausing the consumer does "
+            "not stop the limits")
 
 
 def _stream_full(numbers: Mapping[str, Any], c: Context) -> str:

@@ -44,47 +44,67 @@ class StreamLimits:
     last_seq: int = 0
 
 
-def time_to_loss(limits: StreamLimits, floor: int, oldest_age: float | None, arrivals: float | None,
-                 floor_rate: float | None) -> float | None:
-    """Seconds until the stream's limits remove the consumer's oldest unacknowledged message
+@dataclass(frozen=True)
+class Loss:
+    """A projected loss: in how many seconds (0: already), and by which limit (`max_age`,
+    `max_msgs`, `max_bytes`; for a loss already made, the limits the stream has, joined by "or",
+    since what removed a message is not told after the fact)."""
+
+    seconds: float
+    limit: str
+
+
+def projected_loss(limits: StreamLimits, floor: int, oldest_age: float | None, arrivals: float | None,
+                   floor_rate: float | None) -> Loss | None:
+    """When and by which limit the stream removes the consumer's oldest unacknowledged message
     (stream sequence `floor` + 1, `oldest_age` seconds old), at the stream's arrival rate and the
-    floor's rate (stream sequences a second); 0 when they already have; None when no loss is in
-    sight (or the rates are not known)."""
+    floor's rate (stream sequences a second); None when no loss is in sight (or the rates are
+    not known)."""
     oldest = floor + 1
     if limits.discard != "old" or oldest > limits.last_seq:
         return None
-    if limits.first_seq > oldest:
-        return 0.0  # the front has passed the floor already: messages were removed unprocessed
+    if limits.first_seq > oldest:  # the front has passed the floor already: messages were removed unprocessed
+        return Loss(0.0, " or ".join(n for n, v in (("max_age", limits.max_age), ("max_msgs", limits.max_msgs),
+                                                     ("max_bytes", limits.max_bytes)) if v > 0) or "limits")
     if arrivals is None or floor_rate is None:
         return None
-    found = [t for t in (_by_age(limits, oldest_age, arrivals, floor_rate), _by_count(limits, oldest, arrivals,
-                                                                                    floor_rate)) if t is not None]
-    return min(found) if found else None
+    found = [loss for loss in (_by_age(limits, oldest_age, arrivals, floor_rate),
+                               _by_count(limits, oldest, arrivals, floor_rate)) if loss is not None]
+    return min(found, key=lambda loss: loss.seconds) if found else None
 
 
-def _by_age(limits: StreamLimits, oldest_age: float | None, arrivals: float, floor_rate: float) -> float | None:
+def time_to_loss(limits: StreamLimits, floor: int, oldest_age: float | None, arrivals: float | None,
+                 floor_rate: float | None) -> float | None:
+    """Seconds until the stream's limits remove the consumer's oldest unacknowledged message;
+    0 when they already have; None when no loss is in sight (`projected_loss`)."""
+    loss = projected_loss(limits, floor, oldest_age, arrivals, floor_rate)
+    return None if loss is None else loss.seconds
+
+
+def _by_age(limits: StreamLimits, oldest_age: float | None, arrivals: float, floor_rate: float) -> Loss | None:
     if limits.max_age <= 0 or oldest_age is None:
         return None
     if arrivals <= 0:  # nothing arrives: the floor's message ages with the clock unless the floor moves
-        return max(0.0, limits.max_age - oldest_age) if floor_rate <= 0 else None
+        return Loss(max(0.0, limits.max_age - oldest_age), "max_age") if floor_rate <= 0 else None
     growth = 1.0 - floor_rate / arrivals
     if growth <= 0:
         return None
-    return max(0.0, limits.max_age - oldest_age) / growth
+    return Loss(max(0.0, limits.max_age - oldest_age) / growth, "max_age")
 
 
-def _by_count(limits: StreamLimits, oldest: int, arrivals: float, floor_rate: float) -> float | None:
+def _by_count(limits: StreamLimits, oldest: int, arrivals: float, floor_rate: float) -> Loss | None:
     if arrivals <= floor_rate:
         return None
-    rooms: list[float] = []
+    rooms: list[tuple[float, str]] = []
     if limits.max_msgs > 0:
-        rooms.append(limits.max_msgs - limits.messages)
+        rooms.append((limits.max_msgs - limits.messages, "max_msgs"))
     if limits.max_bytes > 0 and limits.messages > 0 and limits.bytes > 0:
-        rooms.append((limits.max_bytes - limits.bytes) / (limits.bytes / limits.messages))
+        rooms.append(((limits.max_bytes - limits.bytes) / (limits.bytes / limits.messages), "max_bytes"))
     if not rooms:
         return None
+    room, limit = min(rooms)
     ahead = max(0, oldest - limits.first_seq)
-    return max(0.0, min(rooms) + ahead) / (arrivals - floor_rate)
+    return Loss(max(0.0, room + ahead) / (arrivals - floor_rate), limit)
 
 
 def room_before_refused(limits: StreamLimits) -> float | None:

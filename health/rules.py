@@ -630,11 +630,16 @@ def _losing_since(f: Columns, th: Thresholds) -> np.ndarray:
 
 def _losing_says(c: Ctx, th: Thresholds) -> Finding:
     seconds = float(c["time_to_loss_seconds"])
+    limit = c["loss_limit"] if isinstance(c["loss_limit"], str) and c["loss_limit"] else None
+    named = f"the stream's {limit}" if limit else "the stream's limits (max_age, max_msgs or max_bytes)"
+    numbers: dict[str, float | int | str] = {"seconds": 0 if seconds <= 0 else round(seconds)}
+    if limit:
+        numbers["limit"] = limit
     if seconds <= 0:
-        return Finding("LOSING", "the stream's limits (max_age, max_msgs or max_bytes) have removed messages the "
-                       "consumer had not processed: its oldest unacknowledged message is gone", {"seconds": 0})
-    return Finding("LOSING", f"at this rate the stream's limits (max_age, max_msgs or max_bytes) remove messages the "
-                   f"consumer has not processed in ~{_seconds_text(seconds)}", {"seconds": round(seconds)})
+        return Finding("LOSING", f"{named} removed messages the consumer had not processed: its oldest "
+                       "unacknowledged message is gone", numbers)
+    return Finding("LOSING", f"at this rate {named} removes messages the consumer has not processed in "
+                   f"~{_seconds_text(seconds)}", numbers)
 
 
 # A stream with discard new refuses a message that does not fit: less room than one message is full.
@@ -790,7 +795,7 @@ def _judge(f: Columns, n: int, th: Thresholds) -> tuple[list[list[Finding]], np.
 
 
 LIMIT_COLUMNS = ["is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_policy", "ack_wait_ns",
-                 "priority_timeout_ns", "time_to_loss_seconds", "stream_room_messages"]
+                 "priority_timeout_ns", "time_to_loss_seconds", "loss_limit", "stream_room_messages"]
 COUNT_COLUMNS = ["pin_switches", "nak_count", "max_deliveries_count"]
 VERDICT_COLUMNS = KEY + ["verdict", "reason", "findings", "samples", "last_ts", "since", "delivered_per_second",
                          "acked_per_second", "redelivered_per_second"]
@@ -872,7 +877,8 @@ def _inputs(feats: pd.DataFrame | Mapping[str, Any], th: Thresholds) -> dict[str
         out[name] = np.nan_to_num(out[name], nan=0.0)
     for name, missing in FLAGS.items():
         out[name] = _flags(feats[name], missing) if name in feats else np.full(n, missing)
-    out["priority_policy"] = _texts(feats["priority_policy"]) if "priority_policy" in feats else np.full(n, None)
+    for name in ("priority_policy", "loss_limit"):
+        out[name] = _texts(feats[name]) if name in feats else np.full(n, None)
     for name in OVERRIDABLE:
         setting = float(getattr(th, name))
         own = floats(feats[THRESHOLD_INPUT + name]) if THRESHOLD_INPUT + name in feats else None

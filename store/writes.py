@@ -28,7 +28,7 @@ _ONE_VALUE_COLUMNS = ("cluster", "domain", "account")
 _TIME_COLUMNS = ("ts", "created", "delivered_last_active", "ack_floor_last_active", "pause_until", "pinned_ts")
 _MICROS = pa.timestamp("us", tz="UTC")
 _LAG_COLUMNS = ("oldest_unacked_age_seconds", "oldest_unacked_age_kind", "oldest_undelivered_age_seconds",
-                "oldest_undelivered_age_kind", "time_to_loss_seconds", "stream_room_messages")
+                "oldest_undelivered_age_kind", "time_to_loss_seconds", "loss_limit", "stream_room_messages")
 _CONFIG_TYPES = {
     "is_pull": pa.bool_(), "filtered": pa.bool_(), "max_waiting": pa.int64(),
     "max_ack_pending": pa.int64(), "ack_wait_ns": pa.int64(), "max_deliver": pa.int64(),

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.workers import PullWorker
-from jetwatch.health.loss import StreamLimits, time_to_loss
+from jetwatch.health.loss import StreamLimits, projected_loss, time_to_loss
 from jetwatch.store.database import Store
 from tests.helpers import collecting, collector_settings, eventually, make_consumer, make_stream, rows
 from tests.test_dashboard import APP
@@ -57,6 +57,25 @@ BYTES = StreamLimits(max_bytes=10_000, messages=40, bytes=4_000, first_seq=1, la
 def test_time_to_loss(limits, floor, age, arrivals, floor_rate, expected):
     got = time_to_loss(limits, floor, age, arrivals, floor_rate)
     assert got == expected if expected is None else got == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("limits,floor,age,expected", [
+    (AGE, 10, 20.0, "max_age"),
+    (COUNT, 10, None, "max_msgs"),
+    (BYTES, 10, None, "max_bytes"),
+    # both: the one that removes the floor's message first (max_age here)
+    (StreamLimits(max_age=20.0, max_msgs=100, messages=40, first_seq=1, last_seq=40), 10, 15.0, "max_age"),
+    # the tighter of max_msgs and max_bytes: 10 messages fit by count, 60 by size
+    (StreamLimits(max_msgs=50, max_bytes=10_000, messages=40, bytes=4_000, first_seq=1, last_seq=40), 10, None,
+     "max_msgs"),
+    # already removed: what removed it is not told after the fact, so the limits it has
+    (StreamLimits(max_age=60.0, max_msgs=100, messages=100, first_seq=30, last_seq=129), 10, None,
+     "max_age or max_msgs"),
+])
+def test_the_projected_loss_names_the_limit_that_makes_it(limits, floor, age, expected):
+    loss = projected_loss(limits, floor, age, 4.0, 1.0)
+    assert loss is not None and loss.limit == expected
+    assert loss.seconds == time_to_loss(limits, floor, age, 4.0, 1.0)
 
 
 @pytest.mark.serial  # compares projected and observed times: it runs after the parallel lane, on a worker of its own
@@ -129,8 +148,10 @@ def test_a_slow_consumer_on_limited_streams_is_named_losing_before_the_loss_it_p
         # A rate-based projection: right to a share of how far ahead it looks, and the server's
         # limit checks and the test's polling add a few seconds.
         assert abs(when - seen) <= 0.25 * ahead + 4.0, (key, "projected", when, "observed", seen, "ahead", ahead)
-    losing = rows(store, "SELECT reason FROM verdicts_current")
-    assert all("removed messages the consumer had not processed" in r or "remove messages" in r for (r,) in losing)
+    # Each names the limit that makes its loss.
+    losing = dict(rows(store, "SELECT stream, reason FROM verdicts_current"))
+    assert "the stream's max_age remove" in losing[streams["age"][0]], losing
+    assert "the stream's max_msgs remove" in losing[streams["count"][0]], losing
 
     # Said where on-call looks: `status --json`, the Consumer page.
     out = subprocess.run([sys.executable, "-m", "jetwatch", "status", "--db", db_path, "--json"], capture_output=True,

@@ -4,5 +4,5 @@ SELECT account, stream, consumer, ts, server, cluster, num_pending, num_ack_pend
        filtered, max_ack_pending, max_waiting, priority_policy, priority_groups, ack_wait_ns,
        max_deliver, priority_timeout_ns, oldest_unacked_age_seconds, oldest_unacked_age_kind,
        oldest_undelivered_age_seconds, oldest_undelivered_age_kind, time_to_loss_seconds,
-       stream_room_messages
+       loss_limit, stream_room_messages
 FROM consumer_latest;

@@ -11,5 +11,5 @@ SELECT ts::TIMESTAMPTZ AS ts, server, cluster, domain, account, stream, consumer
        pinned_ts::TIMESTAMPTZ AS pinned_ts, leader,
        oldest_unacked_age_seconds, oldest_unacked_age_kind,
        oldest_undelivered_age_seconds, oldest_undelivered_age_kind, time_to_loss_seconds,
-       stream_room_messages
+       loss_limit, stream_room_messages
 FROM batch;

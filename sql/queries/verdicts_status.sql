@@ -5,7 +5,7 @@
 SELECT v.account, v.stream, v.consumer, v.verdict, v.level, v.reason, v.since, v.judged_at, v.findings,
        coalesce(v.config_findings::VARCHAR, '[]') AS config_findings,
        c.oldest_unacked_age_seconds, c.oldest_unacked_age_kind, c.oldest_undelivered_age_seconds,
-       c.oldest_undelivered_age_kind, c.time_to_loss_seconds, c.stream_room_messages, v.eta_state, v.eta_seconds, v.eta_low_seconds, v.eta_high_seconds,
+       c.oldest_undelivered_age_kind, c.time_to_loss_seconds, c.loss_limit, c.stream_room_messages, v.eta_state, v.eta_seconds, v.eta_low_seconds, v.eta_high_seconds,
        c.pinned_id, h.name AS holder_name, h.verification AS holder_verification, h.host AS holder_host,
        h.pid AS holder_pid, h.version AS holder_version,
        CASE WHEN contains(cfg.config_json::VARCHAR, '"io.') THEN json_extract(cfg.config_json, '$.metadata')::VARCHAR
