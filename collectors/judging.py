@@ -309,6 +309,7 @@ class _Said:
     calmer_since: np.ndarray = field(default_factory=lambda: np.zeros(0))
     findings_json: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
     since: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    unhealthy_since: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # Set by _cluster_verdicts: since when the cluster has shown, without a break, that it cannot serve each;
     # of those, the ones first shown this cycle; and when the earliest not yet named is due.
     cluster_seen: dict[tuple[str, str, str], float] = field(default_factory=dict)
@@ -445,6 +446,7 @@ def _settle(state: LiveState, live: np.ndarray, said: _Said, now_s: float, thres
     said.findings_json = _findings_json(said.findings)
     same = kept == said.verdict
     said.since = easing.since(said.onset, same & ~said.recreated, state.kept_since[live], now_s)
+    said.unhealthy_since = easing.unhealthy_since(said.verdict, said.since, unkept, state.kept_unhealthy_since[live])
 
 
 def _changed(state: LiveState, live: np.ndarray, said: _Said) -> tuple[np.ndarray, np.ndarray]:
@@ -456,6 +458,7 @@ def _changed(state: LiveState, live: np.ndarray, said: _Said) -> tuple[np.ndarra
     worded |= said.config_json != state.kept_text["config_findings"][live]
     worded |= said.eta["eta_state"] != state.kept_text["eta_state"][live]
     worded |= _differ(said.calmer_since, state.calmer_since[live])
+    worded |= _differ(said.unhealthy_since, state.kept_unhealthy_since[live])
     changed = worded.copy()
     numbers = said.numbers
     for c in KEPT_NUMBERS:
@@ -490,6 +493,7 @@ def _written(state: LiveState, live: np.ndarray, at: np.ndarray, said: _Said) ->
         **{c: (_stamp_array(activity[c][at]) if c == "pull_wait_ended" else
                pa.array(activity[c][at], pa.float64(), from_pandas=True)) for c in pull_rhythm.KEPT},
         "calmer_since": _stamp_array(said.calmer_since[at]),
+        "unhealthy_since": _stamp_array(said.unhealthy_since[at]),
     })
 
 
@@ -536,6 +540,7 @@ def _consumers_frame(keys: tuple[np.ndarray, np.ndarray, np.ndarray], snapshot: 
     for c in ETA_COLUMNS:
         out[c] = said.eta[c]
     out["since"], out["judged_at"] = stamps(said.since).array, stamps(said.judged_at).array
+    out["unhealthy_since"] = stamps(said.unhealthy_since).array
     for c in ACTIVITY:
         out[c] = stamps(said.activity[c]).array
     return pd.DataFrame(out, copy=False)
@@ -565,6 +570,7 @@ class _Remember:
         state.kept_since[live] = said.since
         state.kept_judged_at[live] = said.judged_at
         state.calmer_since[live] = said.calmer_since
+        state.kept_unhealthy_since[live] = said.unhealthy_since
         for c in ACTIVITY:
             state.activity[c][live] = said.activity[c]
         for c in pull_rhythm.WAITS:

@@ -100,6 +100,7 @@ class LiveState:
         self.kept_since = np.empty(0)  # epoch seconds, NaN: never judged
         self.kept_judged_at = np.empty(0)
         self.calmer_since = np.empty(0)  # since when a calmer verdict than the kept one was judged (NaN: none)
+        self.kept_unhealthy_since = np.empty(0)  # epoch seconds, NaN: healthy (health/easing.py)
         self.activity = {c: np.empty(0) for c in ACTIVITY}
         self.waits = pull_rhythm.empty(0)  # each consumer's waits for a pull (health/pull_rhythm.py)
         self.written = np.zeros(0, dtype=bool)  # has a row in verdicts_current
@@ -134,7 +135,7 @@ class LiveState:
 
     def _all(self) -> list[np.ndarray]:
         return [self.live, self.written, self.activity_seeded, self.kept_since, self.kept_judged_at, self.calmer_since,
-                self.folded,
+                self.kept_unhealthy_since, self.folded,
                 *self.state.values(), *self.kept_text.values(), *self.kept_numbers.values(), *self.activity.values(),
                 *self.waits.values()]
 
@@ -155,6 +156,7 @@ class LiveState:
                                                          grown(self.activity_seeded))
         self.kept_since, self.kept_judged_at = grown(self.kept_since), grown(self.kept_judged_at)
         self.calmer_since = grown(self.calmer_since)
+        self.kept_unhealthy_since = grown(self.kept_unhealthy_since)
         self.folded = grown(self.folded)
         for group in (self.state, self.kept_text, self.kept_numbers, self.activity, self.waits):
             for c in group:
@@ -275,6 +277,7 @@ class LiveState:
             state.kept_since[rows] = epoch(previous["since"])
             state.kept_judged_at[rows] = epoch(previous["judged_at"])
             state.calmer_since[rows] = epoch(previous["calmer_since"])
+            state.kept_unhealthy_since[rows] = epoch(previous["unhealthy_since"])
             for c in ACTIVITY:
                 state.activity[c][rows] = epoch(previous[c])
             for c in pull_rhythm.KEPT:

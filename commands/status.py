@@ -232,7 +232,7 @@ def _next_step(r: Any) -> str | None:
 def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{"cluster": r.cluster, "account": r.account, "stream": r.stream, "consumer": r.consumer,
              "verdict": r.verdict, "level": r.level, "reason": _reason(r), "next_step": _next_step(r),
-             "since": _iso(r.since),
+             "since": _iso(r.since), "unhealthy_since": _iso(r.unhealthy_since),
              "judged_at": _iso(r.judged_at), "findings": json.loads(r.findings),
              "config_findings": json.loads(getattr(r, "config_findings", None) or "[]"),
              "oldest_unacked": {"age_seconds": _num(r.oldest_unacked_age_seconds),

@@ -39,7 +39,7 @@ FLEET_COLUMNS = KEY + [
     "verdict", "reason", "num_pending", "num_ack_pending", "max_ack_pending", "num_waiting",
     "max_waiting", "redelivered_per_second", "delivered_per_second", "acked_per_second",
     "priority_policy", "pin_group", "pinned_id", "pinned_ts", "holder_name", "holder_verification", "paused",
-    "findings", "ts", "since", "oldest_unacked_age_seconds", "oldest_unacked_age_kind", "eta_state", "eta_seconds",
+    "findings", "ts", "since", "unhealthy_since", "oldest_unacked_age_seconds", "oldest_unacked_age_kind", "eta_state", "eta_seconds",
     "eta_low_seconds", "eta_high_seconds",
     "last_pull", "last_ack", "first_seen", "unpins", "moves",
     # Settings that defeat themselves and resets (health/config_findings.py): beside the verdict, never in it.

@@ -77,6 +77,20 @@ def since_cell(ts: object, now: dt.datetime) -> str:
     return f"{clock} ({duration((n - t).total_seconds())} ago)"
 
 
+def _since_words(f: pd.DataFrame, now: dt.datetime) -> list[str]:
+    """The verdict's since, and where an unhealthy run began earlier (the consumer moved between
+    verdicts in it), that start too: one "unhealthy since" however the verdict changes."""
+    run = f["unhealthy_since"] if "unhealthy_since" in f else [None] * len(f)
+    out = []
+    for since, began in zip(f["since"], run):
+        said = since_cell(since, now)
+        if began is not None and not pd.isna(began) and (since is None or pd.isna(since)
+                                                          or pd.Timestamp(began) < pd.Timestamp(since)):
+            said = f"{said}; unhealthy since {since_cell(began, now)}" if said else f"unhealthy since {since_cell(began, now)}"
+        out.append(said)
+    return out
+
+
 def _pinned_for(f: pd.DataFrame, now: dt.datetime) -> list[str]:
     return [duration((pd.Timestamp(now) - pd.Timestamp(t)).total_seconds()) if isinstance(p, str) and p and not pd.isna(t)
             else "" for p, t in zip(f["pinned_id"], f["pinned_ts"])]
@@ -229,8 +243,9 @@ FLEET: list[Column] = [
                 "otherwise why it will not drain (not draining, paused, no pullers, holder idle); empty: nothing owed"),
     Column("Why", reasons, width="medium", help="the verdict's reason, with its numbers"),
     Column("Next step", next_steps, width="medium", help="what to do about it"),
-    Column("Since (UTC)", lambda f, now: [since_cell(t, now) for t in f["since"]], width=150,
-           help="when the consumer entered this verdict, and how long ago"),
+    Column("Since (UTC)", lambda f, now: _since_words(f, now), width=150,
+           help="when the consumer entered this verdict, and how long ago; where it was unhealthy before, under "
+                "another verdict, since when it has been unhealthy without a break"),
     Column("Age is", lambda f, now: f["oldest_unacked_age_kind"], width="small",
            help="exact: the message's own timestamp; estimate: interpolated from the stream's history"),
     Column("Pulls waiting / max", lambda f, now: limit(f["num_waiting"], f["max_waiting"]), width="small",

@@ -11,9 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jetwatch.health.verdicts import SEVERITY
+from jetwatch.health.verdicts import SEVERITY, VERDICTS
 
 _UNRANKED = len(SEVERITY)
+# The verdicts an alert fires for: a consumer in any of them is unhealthy (OK, COLLECTING and
+# PAUSED are not).
+UNHEALTHY = np.array([v.name for v in VERDICTS if v.level in ("critical", "warning")], dtype=object)
 
 _NAMES = sorted(SEVERITY, key=SEVERITY.__getitem__)
 
@@ -43,3 +46,13 @@ def since(onset: np.ndarray, same: np.ndarray, kept_since: np.ndarray, now: floa
     while the verdict holds, the earlier since it was first judged with stands."""
     began = np.where(same, kept_since, now)
     return np.where(np.isnan(onset), began, np.where(same, np.fmin(onset, began), onset))
+
+
+def unhealthy_since(verdict: np.ndarray, since: np.ndarray, kept: np.ndarray, kept_unhealthy: np.ndarray) -> np.ndarray:
+    """Since when each consumer has been unhealthy without a break (epoch seconds; NaN while it is
+    not): a run of verdicts that moves between STALLED, NO_PULLERS, LOSING, ... keeps one start,
+    the earliest of the run's and the current verdict's since, however often the verdict changes
+    within it; it starts again only after the consumer was healthy (`kept` is the verdict judged
+    before, `kept_unhealthy` its unhealthy since)."""
+    carried = np.where(np.isin(kept, UNHEALTHY), kept_unhealthy, np.nan)
+    return np.where(np.isin(verdict, UNHEALTHY), np.fmin(carried, since), np.nan)

@@ -7,12 +7,14 @@ import datetime as dt
 import json
 
 import nats
+import numpy as np
 import pandas as pd
 import pytest
 
 from jetwatch.collectors.judging import judge_cycle
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.dashboard import data
+from jetwatch.health import easing
 from jetwatch.health.rules import Thresholds
 from jetwatch.store import writes
 from jetwatch.store.database import Store
@@ -336,3 +338,51 @@ def test_a_cause_older_than_the_window_is_said_as_at_least_the_window_beside_its
     row = data.fleet(store).consumers.iloc[0]
     assert row["verdict"] == "NO_PULLERS" and row["since"] == t0, row[["verdict", "since"]].to_dict()
     assert "no client has pulled for at least 1 min" in row["reason"], row["reason"]
+
+
+@pytest.mark.parametrize("verdict,since,kept,kept_unhealthy,expected", [
+    # healthy now: no run
+    (["OK", "COLLECTING", "PAUSED"], [5.0] * 3, ["STALLED"] * 3, [1.0] * 3, [None] * 3),
+    # a run begins: the verdict's since
+    (["STALLED", "LAGGING"], [5.0, 7.0], ["OK", None], [float("nan")] * 2, [5.0, 7.0]),
+    # the run goes on under another verdict: its start stays (or the new since, where that is earlier)
+    (["LOSING", "LAGGING", "NO_LEADER"], [9.0, 2.0, 9.0], ["NO_PULLERS", "STALLED", "LAGGING"], [3.0, 4.0, 3.0],
+     [3.0, 2.0, 3.0]),
+    # after a healthy spell, a new run
+    (["STALLED"], [9.0], ["OK"], [3.0], [9.0]),
+])
+def test_unhealthy_since_is_one_start_per_run_of_unhealthy_verdicts(verdict, since, kept, kept_unhealthy, expected):
+    got = easing.unhealthy_since(np.array(verdict, dtype=object), np.array(since), np.array(kept, dtype=object),
+                                 np.array(kept_unhealthy))
+    assert [None if np.isnan(g) else g for g in got] == expected
+
+
+def test_a_consumer_moving_between_unhealthy_verdicts_keeps_one_unhealthy_since_on_every_surface(db_path, capsys):
+    """NO_PULLERS, then (a pull waits, the stream's limits removed what it owed) LOSING, then healthy,
+    then NO_PULLERS again: the first run keeps its start through the change of verdict, on the
+    Fleet and in `status --json`; the next run starts afresh."""
+    from jetwatch import cli
+
+    store, t0 = Store(db_path), dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    phases = [(5, 0, None)] * 16 + [(5, 1, 0.0)] * 10 + [(0, 1, None)] * 12 + [(5, 0, None)] * 16
+    seen: list[tuple[str, object, object]] = []
+    for i, (pending, waiting, loss) in enumerate(phases):
+        _cycle(store, t0 + dt.timedelta(seconds=2 * i), pending, waiting, time_to_loss=loss)
+        row = data.fleet(store).consumers.iloc[0]
+        seen.append((row["verdict"], row["since"], row["unhealthy_since"]))
+    verdicts = [v for v, _, _ in seen]
+    first = next(i for i, v in enumerate(verdicts) if v == "NO_PULLERS")
+    losing = next(i for i, v in enumerate(verdicts) if v == "LOSING")
+    healthy = next(i for i, v in enumerate(verdicts) if i > losing and v == "OK")
+    again = next(i for i, v in enumerate(verdicts) if i > healthy and v == "NO_PULLERS")
+    run_start = seen[first][1]
+    assert all(u == run_start for _, _, u in seen[first:healthy]), seen[first:healthy]
+    assert seen[losing][1] > run_start  # LOSING's own since is later: the run's start is not
+    assert pd.isna(seen[healthy][2])
+    assert seen[again][2] == seen[again][1] > seen[healthy][1]
+    # Said the same by status, and beside the verdict's since on the Fleet's cell.
+    capsys.readouterr()
+    _cycle(store, t0 + dt.timedelta(seconds=2 * len(phases)), 5, 0)
+    cli.main(["status", "--json", "--db", db_path])
+    [said] = json.loads(capsys.readouterr().out)
+    assert said["unhealthy_since"] is not None and said["unhealthy_since"] == said["since"]

@@ -68,6 +68,17 @@ def test_a_since_cell_is_short_and_still_absolute(ts, words):
     assert tables.since_cell(ts, NOW) == words
 
 
+def test_the_fleets_since_says_where_an_unhealthy_run_began_under_another_verdict():
+    ago = [NOW - dt.timedelta(minutes=m) for m in (5, 24)]
+    frame = pd.DataFrame({"since": [ago[0], ago[0], ago[0], None], "unhealthy_since": [ago[1], ago[0], None, None]})
+    assert tables._since_words(frame, NOW) == [
+        "07:25:00 (5 min ago); unhealthy since 07:06:00 (24 min ago)",  # the run began under another verdict
+        "07:25:00 (5 min ago)",  # the run began with this verdict
+        "07:25:00 (5 min ago)",  # healthy: nothing more
+        "",
+    ]
+
+
 def test_utc_converts_from_any_zone():
     assert utc(pd.Timestamp("2026-11-23 09:00:00+02:00")) == "2026-11-23 07:00:00 UTC"
 

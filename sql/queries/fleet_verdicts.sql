@@ -8,7 +8,7 @@
 SELECT l.account, l.stream, l.consumer, l.ts, l.num_pending, l.num_ack_pending, l.num_waiting,
        l.paused, l.pin_group, l.pinned_id, l.pinned_ts, l.max_ack_pending, l.max_waiting,
        l.priority_policy, v.verdict, v.reason, v.findings::VARCHAR AS findings,
-       coalesce(v.config_findings::VARCHAR, '[]') AS config_findings, v.since,
+       coalesce(v.config_findings::VARCHAR, '[]') AS config_findings, v.since, v.unhealthy_since,
        v.delivered_per_second, v.acked_per_second, v.redelivered_per_second,
        l.oldest_unacked_age_seconds, l.oldest_unacked_age_kind, v.eta_state, v.eta_seconds,
        v.eta_low_seconds, v.eta_high_seconds, v.last_pull, v.last_ack, v.first_seen,

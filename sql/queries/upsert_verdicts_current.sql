@@ -13,7 +13,7 @@ SET verdict = b.verdict, level = b.level, reason = b.reason, findings = b.findin
     eta_state = b.eta_state, eta_seconds = b.eta_seconds, eta_low_seconds = b.eta_low_seconds,
     eta_high_seconds = b.eta_high_seconds,
     last_pull = b.last_pull::TIMESTAMPTZ, last_ack = b.last_ack::TIMESTAMPTZ, first_seen = b.first_seen::TIMESTAMPTZ,
-    calmer_since = b.calmer_since::TIMESTAMPTZ,
+    calmer_since = b.calmer_since::TIMESTAMPTZ, unhealthy_since = b.unhealthy_since::TIMESTAMPTZ,
     pull_wait_last = b.pull_wait_last, pull_wait_prev = b.pull_wait_prev,
     pull_wait_ended = b.pull_wait_ended::TIMESTAMPTZ, pull_waits_in_row = b.pull_waits_in_row::INTEGER
 FROM verdict_batch b
@@ -26,6 +26,7 @@ SELECT account, stream, consumer, verdict, level, reason, findings::JSON AS find
        eta_state, eta_seconds, eta_low_seconds, eta_high_seconds,
        last_pull::TIMESTAMPTZ AS last_pull, last_ack::TIMESTAMPTZ AS last_ack,
        first_seen::TIMESTAMPTZ AS first_seen, calmer_since::TIMESTAMPTZ AS calmer_since,
+       unhealthy_since::TIMESTAMPTZ AS unhealthy_since,
        pull_wait_last, pull_wait_prev, pull_wait_ended::TIMESTAMPTZ AS pull_wait_ended,
        pull_waits_in_row::INTEGER AS pull_waits_in_row
 FROM verdict_batch b

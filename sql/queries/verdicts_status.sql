@@ -2,7 +2,8 @@
 -- its pin's announced holder, and the metadata of those whose config names an `io.` key (their own
 -- thresholds, health/thresholds.py), and what failover readiness reads (waiting pulls, pending, in
 -- flight, max_ack_pending, policy).
-SELECT v.account, v.stream, v.consumer, v.verdict, v.level, v.reason, v.since, v.judged_at, v.findings,
+SELECT v.account, v.stream, v.consumer, v.verdict, v.level, v.reason, v.since, v.unhealthy_since, v.judged_at,
+       v.findings,
        coalesce(v.config_findings::VARCHAR, '[]') AS config_findings,
        c.oldest_unacked_age_seconds, c.oldest_unacked_age_kind, c.oldest_undelivered_age_seconds,
        c.oldest_undelivered_age_kind, c.time_to_loss_seconds, c.loss_limit, c.stream_room_messages, v.eta_state, v.eta_seconds, v.eta_low_seconds, v.eta_high_seconds,
