@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -27,7 +28,7 @@ import pytest
 import streamlit as st
 
 from jetwatch import cli
-from jetwatch.core.embedded_server import NatsServer, ServerStartError, cluster, free_port
+from jetwatch.core.embedded_server import NatsServer, ServerStartError, cluster, free_port, nats_server_binary
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.workers import PullWorker
 from tests.helpers import LoopThread, clean_env, make_consumer, pages_on, publish, status_json, wait_until
@@ -399,3 +400,81 @@ def test_a_lost_quorum_in_an_account_the_collector_is_not_in_is_named_from_the_s
         collector.send_signal(signal.SIGTERM)
         collector.wait(30)
     assert collector.returncode == 0, (tmp_path / "collector.log").read_text()[-3000:]
+
+
+LDM_CONF = 'lame_duck_duration: "30s"\nlame_duck_grace_period: "1s"\n'  # 30 s: the least the server takes
+
+
+def _healthy(node: NatsServer) -> bool:
+    """The server is up and its JetStream assets are current (its /healthz answers 200)."""
+    try:
+        with urllib.request.urlopen(f"{node.monitor_url}/healthz", timeout=2) as reply:
+            return bool(reply.status == 200)
+    except OSError:
+        return False
+
+
+def test_a_rolling_restart_and_a_server_in_lame_duck_mode_raise_no_red_verdict(tmp_path):
+    """Maintenance, not an incident: each server restarted in turn (SIGTERM, started again once the
+    one before is current), then the consumer leader's server put in lame-duck mode (its leaders
+    move away, it stops). Elections take seconds: no consumer is ever red, none leaves the list."""
+    conf = tmp_path / "ldm.conf"
+    conf.write_text(LDM_CONF)
+    nodes = cluster(tmp_path / "cluster")
+    for node in nodes:
+        node.extra_args = ["-c", str(conf)]
+    _started(nodes)
+    urls = [n.url for n in nodes]
+    db = str(tmp_path / "jetwatch.duckdb")
+    loop = LoopThread()
+    seen_red: list[tuple[str, str, str]] = []
+    collector = None
+    try:
+        home, worker = loop.call(_workload(urls, loop))
+        args = [sys.executable, "-m", "jetwatch.cli", "collect", "--server", ",".join(urls), "--db", db,
+                "--include-streams", "CQ,ONE"]
+        with open(tmp_path / "collector.log", "wb") as log:
+            collector = subprocess.Popen(args, env=clean_env(), stdout=log, stderr=subprocess.STDOUT)
+        wait_until(lambda: Path(db).exists() and {r["consumer"] for r in status_json(db)} == {"busy", "idle", "solo"},
+                   timeout=60, message="the three consumers judged")
+
+        def watched(done: Callable[[], bool], timeout: float, message: str) -> None:
+            """Wait for `done`, reading the verdicts every second meanwhile: any red one is kept."""
+            def check() -> bool:
+                said = status_json(db)
+                assert {r["consumer"] for r in said} == {"busy", "idle", "solo"}, said
+                seen_red.extend((r["consumer"], r["verdict"], r["reason"]) for r in said if r["level"] == "critical")
+                return done()
+            wait_until(check, timeout=timeout, interval=1.0, message=message)
+
+        for node in nodes:
+            node.stop(signal.SIGTERM)
+            node.start()
+            watched(lambda n=node: _healthy(n), 90, f"{node.name} current again after its restart")
+        busy_leader = loop.call(_leader_of(urls, "CQ", "busy"))
+        ldm = next(n for n in nodes if n.name == busy_leader)
+        assert ldm.proc is not None
+        subprocess.run([nats_server_binary(), "--signal", f"ldm={ldm.proc.pid}"], check=True, timeout=10)
+        watched(lambda: ldm.proc is not None and ldm.proc.poll() is not None, 90, "the lame-duck server gone")
+        assert ldm.log_path is not None and "entering lame duck mode" in ldm.log_path.read_text().lower()
+        ldm.start()
+        watched(lambda: _healthy(ldm), 90, f"{ldm.name} current again after lame duck")
+        after = time.monotonic() + 20  # longer than --no-leader-after: what the last step began would show
+        watched(lambda: time.monotonic() > after, 40, "twenty seconds more")
+        assert not seen_red, seen_red
+    finally:
+        if collector is not None:
+            collector.send_signal(signal.SIGTERM)
+            collector.wait(30)
+        loop.close()
+        for node in nodes:
+            node.stop(signal.SIGKILL)
+    assert collector.returncode == 0, (tmp_path / "collector.log").read_text()[-3000:]
+
+
+async def _leader_of(urls: list[str], stream: str, consumer: str) -> str:
+    nc = await nats.connect(urls)
+    try:
+        return str((await JetStreamAPI(nc, timeout=10).consumer_info(stream, consumer))["cluster"]["leader"])
+    finally:
+        await nc.close()
