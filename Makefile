@@ -3,16 +3,16 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: up lint test test-heavy screenshots fuzz system-deps deploy-deps images bench bench-detector bench-incidents lint-docker
+.PHONY: up lint test test-heavy test-cluster screenshots fuzz system-deps deploy-deps images bench bench-detector bench-incidents lint-docker
 
 # The test runs keep Python's bytecode in the venv (never in the source tree) and write it even where
 # the environment says not to (PYTHONDONTWRITEBYTECODE=1): otherwise every pytest worker rewrites
 # and compiles every test module again, and every jetwatch command a test starts compiles the package
 # (0.4 s of CPU each, hundreds of them a run, on two cores).
-test test-heavy screenshots fuzz: export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
-test test-heavy screenshots fuzz: export PYTHONDONTWRITEBYTECODE :=
+test test-heavy test-cluster screenshots fuzz: export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
+test test-heavy test-cluster screenshots fuzz: export PYTHONDONTWRITEBYTECODE :=
 # numba's compiled window pass is cached there too (else beside health/window_pass.py).
-test test-heavy screenshots fuzz: export NUMBA_CACHE_DIR := $(abspath $(VENV))/numba_cache
+test test-heavy test-cluster screenshots fuzz: export NUMBA_CACHE_DIR := $(abspath $(VENV))/numba_cache
 
 # --no-compile: the test runs never read the bytecode pip would write beside the packages (they keep
 # theirs under PYTHONPYCACHEPREFIX), and `jetwatch up` compiles what it imports on first use.
@@ -103,6 +103,11 @@ test: $(STAMP) system-deps deploy-deps
 # smoke runs of every bench, the screenshot-only browser runs (without writing them).
 test-heavy: $(STAMP) system-deps
 	$(PY) -m pytest -m heavy
+
+# The three-node cluster's tests with each incident held named for 5 minutes (`make test` holds
+# 30 s): tens of minutes of wall clock, little CPU.
+test-cluster: $(STAMP) system-deps
+	$(PY) -m pytest -n 4 --dist loadgroup -m cluster --cluster-hold 300
 
 # The docs' screenshots (README.md, docs/pages.md), rewritten in docs/screenshots/ from the live pages.
 screenshots: $(STAMP) system-deps

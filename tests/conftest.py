@@ -41,6 +41,8 @@ LEFTOVER_GRACE = 15.0
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--screenshots", action="store_true",
                      help="write the docs' screenshots to docs/screenshots/ (`make screenshots`)")
+    parser.addoption("--cluster-hold", type=float, default=30.0,
+                     help="seconds each cluster incident must stay named at every cycle (`make test-cluster`: 300)")
 
 
 # The suite's JVMs (spark-submit's launcher and driver, the local SparkSession) live for seconds to a
@@ -131,6 +133,12 @@ def nats_server(tmp_path_factory: pytest.TempPathFactory):
     server = NatsServer(store_dir=tmp_path_factory.mktemp("nats") / "js", monitor_port=free_port()).start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def cluster_hold(request: pytest.FixtureRequest) -> float:
+    """How long a cluster incident must stay named: 30 s in `make test`, 5 minutes in `make test-cluster`."""
+    return float(request.config.getoption("cluster_hold"))
 
 
 @pytest.fixture(scope="session")

@@ -140,13 +140,14 @@ def _named_in_time(killed: float, log: Path) -> None:
                          "\n".join(line[:300] for line in lines[-60:]))
 
 
-def _stays_named(db: str, names: set[str], seconds: float) -> None:
+def _stays_named(db: str, names: set[str], seconds: float, listed: frozenset[str] = frozenset({"busy", "idle", "solo"})
+                 ) -> None:
     """Every judged cycle for `seconds`: each of `names` keeps a cluster verdict, and every
-    consumer stays listed."""
+    consumer (`listed`) stays listed."""
     deadline, judged = time.monotonic() + seconds, set()
     while time.monotonic() < deadline:
         rows = status_json(db)
-        assert {r["consumer"] for r in rows} == {"busy", "idle", "solo"}, rows
+        assert {r["consumer"] for r in rows} == listed, rows
         for r in rows:
             if r["consumer"] in names:
                 assert r["verdict"] in CLUSTER_RED, r
@@ -165,7 +166,8 @@ def _fleet_outages(monkeypatch: pytest.MonkeyPatch, db: str, server: str) -> lis
 
 @pytest.mark.parametrize("mode", ["list", "jsz"])
 def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_nothing_vanishes(nodes, tmp_path,
-                                                                                             mode, monkeypatch):
+                                                                                             mode, monkeypatch,
+                                                                                             cluster_hold):
     urls = [n.url for n in nodes]
     db = str(tmp_path / "jetwatch.duckdb")
     loop = LoopThread()
@@ -202,7 +204,7 @@ def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_noth
         assert sorted(c for b in blocks for c in ("busy", "idle", "solo") if f" {c}" in b or f"({c}" in b) == \
             ["busy", "idle", "solo"], blocks
         assert all(" since " in b and ("no server leads" in b or "does not answer" in b) for b in blocks), blocks
-        _stays_named(db, {"busy", "idle", "solo"}, 30.0)
+        _stays_named(db, {"busy", "idle", "solo"}, cluster_hold)
         code, text = _check(db)
         assert code == 2 and "collector stopped" not in text, text
         assert any(v in text for v in CLUSTER_RED), text
@@ -253,7 +255,7 @@ async def _held_by_one(urls: list[str]) -> str:
     return leader
 
 
-def test_a_leader_that_lost_its_quorum_is_named_in_the_servers_own_words(nodes, tmp_path):
+def test_a_leader_that_lost_its_quorum_is_named_in_the_servers_own_words(nodes, tmp_path, cluster_hold):
     """The consumer's leader survives, its two peers die: it steps down and says QUORUM_LOST on the
     account, which the collector (connected to that server) hears by subscription even though the
     capture stream and the meta group are gone with the peers."""
@@ -281,6 +283,7 @@ def test_a_leader_that_lost_its_quorum_is_named_in_the_servers_own_words(nodes, 
         others = {n.name for n in nodes if n is not survivor}
         assert any(name in said["held"][1] for name in others), said  # the peers it lost, by name
         assert "lost its quorum (QUORUM_LOST)" in (tmp_path / "collector.log").read_text()
+        _stays_named(db, {"held"}, cluster_hold, frozenset({"held"}))
     finally:
         collector.send_signal(signal.SIGTERM)
         collector.wait(30)
@@ -290,7 +293,8 @@ def test_a_leader_that_lost_its_quorum_is_named_in_the_servers_own_words(nodes, 
 # A hung server keeps its socket open and answers nothing, in both modes; a stopped one (SIGTERM)
 # is at once a placeholder in CONSUMER.LIST's reply (JSZ mode sees it as the killed one above).
 @pytest.mark.parametrize(("how", "mode"), [("hung", "list"), ("hung", "jsz"), ("stopped", "list")])
-def test_a_server_hung_or_stopped_is_left_and_the_consumer_it_alone_serves_is_named(nodes, tmp_path, how, mode):
+def test_a_server_hung_or_stopped_is_left_and_the_consumer_it_alone_serves_is_named(nodes, tmp_path, how, mode,
+                                                                                  cluster_hold):
     """The server the collector is connected to, which alone holds the R1 stream, hangs (SIGSTOP:
     requests time out rather than fail) or stops (SIGTERM). The collector leaves it for a live
     server by itself, names the R1 consumer NO_LEADER within 30 s and keeps it named; the R3
@@ -323,7 +327,7 @@ def test_a_server_hung_or_stopped_is_left_and_the_consumer_it_alone_serves_is_na
         _named_in_time(signalled, tmp_path / "collector.log")
         assert home in said["solo"][1] or "missing" in said["solo"][1] or "placeholder" in said["solo"][1], said
         assert said["busy"][0] not in CLUSTER_RED and said["idle"][0] not in CLUSTER_RED, said
-        _stays_named(db, {"solo"}, 30.0)
+        _stays_named(db, {"solo"}, cluster_hold)
         assert "reconnected to NATS" in (tmp_path / "collector.log").read_text(errors="replace")
 
         if how == "hung":
@@ -364,7 +368,8 @@ async def _billing_held(urls: list[str]) -> str:
     return leader
 
 
-def test_a_lost_quorum_in_an_account_the_collector_is_not_in_is_named_from_the_system_copy(account_nodes, tmp_path):
+def test_a_lost_quorum_in_an_account_the_collector_is_not_in_is_named_from_the_system_copy(account_nodes, tmp_path,
+                                                                                           cluster_hold):
     """The collector connects as APP and samples every account through the system account; a
     BILLING consumer's leader loses its peers and steps down. QUORUM_LOST reaches APP's
     connection only for APP's consumers: the system account's copy, which names the account, is
@@ -396,6 +401,7 @@ def test_a_lost_quorum_in_an_account_the_collector_is_not_in_is_named_from_the_s
                       and v, timeout=NAMED_WITHIN + 15, message="held named NO_LEADER for its lost quorum")
         _named_in_time(killed, tmp_path / "collector.log")
         assert any(n.name in said["held"][1] for n in nodes if n is not survivor), said
+        _stays_named(db, {"held"}, cluster_hold, frozenset({"held"}))
     finally:
         collector.send_signal(signal.SIGTERM)
         collector.wait(30)
