@@ -28,6 +28,7 @@ class PendingCycle:
     dropped_rejects: dict[str, Any] | None = None  # the minute's count over the reject budget
     kept: list[tuple[str, ...]] = field(default_factory=list)  # streams/consumers keeping their last state
     evidence: dict[EvidenceKey, Evidence] = field(default_factory=dict)  # the cluster cannot serve these
+    cluster_findings: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)  # serving, at risk
     arrow: dict[str, Any] | None = None  # the samples as read into Arrow (SampleBatch.arrow)
     # What the store is told with this cycle when it is the newest one written (collectors/runner.py):
     status: dict[str, Any] = field(kw_only=True)  # the collector's status as of this cycle

@@ -15,7 +15,7 @@ from typing import Any
 
 from jetwatch.core.clock import parse_rfc3339
 from jetwatch.health import thresholds
-from jetwatch.health.cluster import NO_LEADER, Evidence, EvidenceKey, without_quorum
+from jetwatch.health.cluster import NO_LEADER, Evidence, EvidenceKey, replicas_at_risk, without_quorum
 
 log = logging.getLogger("jetwatch.collector")
 
@@ -154,6 +154,8 @@ class SampleBatch:
     # What showed that the cluster cannot serve a consumer, a stream's or an account's (health/cluster.py);
     # each consumer named keeps its last known state too.
     evidence: dict[EvidenceKey, Evidence] = field(default_factory=dict)
+    # Consumers whose leader serves with some replicas not current: a finding each (health/cluster.py).
+    cluster_findings: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
 
     def reject(self, subject: str, error: MalformedState, info: object, account: str, stream: str) -> None:
         """Set one malformed entry aside with the reason; its consumer keeps its last state."""
@@ -184,10 +186,13 @@ class SampleBatch:
 
 
 def note_quorum(batch: SampleBatch, key: tuple[str, str, str], replicas: object) -> None:
-    """Evidence that a consumer's leader has no quorum, read from its own report of its replicas."""
+    """Evidence that a consumer's leader has no quorum, or a finding that it keeps one with some
+    replicas not current, read from its own report of its replicas."""
     lost = without_quorum(replicas)
     if lost is not None:
         batch.evidence.setdefault(key, Evidence(NO_LEADER, lost[0], held_s=lost[1]))
+    elif (at_risk := replicas_at_risk(replicas)) is not None:
+        batch.cluster_findings[key] = at_risk
 
 
 def config_hash(config: dict[str, Any]) -> str:

@@ -345,10 +345,11 @@ def _positions(state: LiveState, live: np.ndarray) -> np.ndarray:
 
 def _config(state: LiveState, live: np.ndarray, position: np.ndarray, columns: dict[str, np.ndarray],
             pos: np.ndarray, pulls: PullsAnnounced | None, now_s: float, thresholds: Thresholds,
-            recreated: np.ndarray) -> list[Any]:
+            recreated: np.ndarray, cluster_findings: Mapping[tuple[str, str, str], dict[str, Any]]) -> list[Any]:
     """Config findings beside the verdict (never changing it), from the same features and limits,
-    the pull settings the workers announced, and a reset the window has moved past, shown for a
-    while (reset_shown_for) from what was kept."""
+    the pull settings the workers announced, the cluster's replicas not current under a leader
+    that still serves, and a reset the window has moved past, shown for a while
+    (reset_shown_for) from what was kept."""
     config: list[Any] = [NONE] * len(live)
     if len(pos):
         for p, f in zip(pos.tolist(), config_findings(columns)):
@@ -356,11 +357,15 @@ def _config(state: LiveState, live: np.ndarray, position: np.ndarray, columns: d
                 config[p] = f
     if pulls is not None and pulls.by_consumer:
         _pull_findings(state, position, config, pulls)
+    for key, found in cluster_findings.items():  # few: only while a replica is not current
+        row = state.window.rows.get(key)
+        if row is not None and row < len(position) and position[row] >= 0:
+            config[int(position[row])] = [*config[int(position[row])], found]
     return held_resets(config, state.kept_text["config_findings"][live], now_s, thresholds.reset_shown_for, recreated)
 
 
 def _said(state: LiveState, live: np.ndarray, now: dt.datetime, thresholds: Thresholds, counts: pd.DataFrame,
-          pulls: PullsAnnounced | None) -> _Said:
+          pulls: PullsAnnounced | None, cluster_findings: Mapping[tuple[str, str, str], dict[str, Any]]) -> _Said:
     """The rules over the live consumers' features, limits and event counts beside: what they say
     now, before what was kept is held or eased into."""
     now_s = now.timestamp()
@@ -379,7 +384,7 @@ def _said(state: LiveState, live: np.ndarray, now: dt.datetime, thresholds: Thre
     _loss_seen(state, columns, at_row, thresholds, now_s - thresholds.health_window, recreated_at[pos])
     verdict, reason, findings, samples, onset, rates = _rules(state, live, columns, at_row, pos, counts, thresholds)
     eta = _eta(state, live, columns, at_row, pos, verdict, thresholds)
-    config = _config(state, live, position, columns, pos, pulls, now_s, thresholds, recreated)
+    config = _config(state, live, position, columns, pos, pulls, now_s, thresholds, recreated, cluster_findings)
     _say_recreated(verdict, reason, findings, recreated_at)
     return _Said(verdict, reason, findings, samples, onset, rates, eta, config, _findings_json(config), activity,
                  folded, recreated, np.full(len(live), now_s))
@@ -584,14 +589,16 @@ class _Remember:
 
 
 def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd.DataFrame,
-          pulls: PullsAnnounced | None = None, evidence: Mapping[EvidenceKey, Evidence] | None = None) -> JudgedCycle:
+          pulls: PullsAnnounced | None = None, evidence: Mapping[EvidenceKey, Evidence] | None = None,
+          cluster_findings: Mapping[tuple[str, str, str], dict[str, Any]] | None = None) -> JudgedCycle:
     """Judge every live consumer from the in-memory state and find what changed against the
     verdicts kept: pure, nothing is written and `state` is unchanged until `commit`. `pulls`: the
     pull settings the workers announced lately, per consumer, and the server's version; `evidence`:
-    what the cycle showed of the cluster's trouble serving consumers (health/cluster.py)."""
+    what the cycle showed of the cluster's trouble serving consumers (health/cluster.py);
+    `cluster_findings`: those it serves with some replicas not current, a finding each."""
     live = np.flatnonzero(state.live[:len(state.keys)])
     now_s = now.timestamp()
-    said = _said(state, live, now, thresholds, counts, pulls)
+    said = _said(state, live, now, thresholds, counts, pulls, cluster_findings or {})
     _cluster_verdicts(state, live, said, evidence or {}, now_s, thresholds)
     _settle(state, live, said, now_s, thresholds)
     changed, worded = _changed(state, live, said)

@@ -414,6 +414,7 @@ class Collector:
                 *(key for key in batch.evidence if len(key) == 3)]
         cycle = PendingCycle(now, sorted(batch.accounts), batch.samples, batch.configs, state_rejects.rows,
                              state_rejects.dropped, kept, arrow=batch.arrow, evidence=batch.evidence,
+                             cluster_findings=batch.cluster_findings,
                              status=self._status(now, time.monotonic() - began, batch.streams, batch.consumers),
                              server_now=self.server_now(now), caught_up=self.caught_up, began=began)
         # Behind any cycles the store could not take yet: written together, oldest first.
@@ -496,7 +497,7 @@ class Collector:
                     state.add(cycle.samples, cycle.accounts, cycle.kept, cycle.configs)
             try:
                 verdicts = judge(state, server_now, thresholds, event_counts(con, server_now, thresholds), pulls,
-                                 newest.evidence)
+                                 newest.evidence, newest.cluster_findings)
             except Exception as exc:  # a fault in judging costs the verdicts, never the samples
                 return state, exc
             keep(con, verdicts)

@@ -275,7 +275,8 @@ CONFIG_TITLES = {"max_ack_pending_reached": "max_ack_pending always reached", "m
                  "max_waiting reached: pulls refused", "ack_wait_short": "ack_wait shorter than the work",
                  "reset": "consumer reset", "pull_expires_past_pin_timeout": "pull expiry outlasts priority_timeout",
                  "min_ack_pending_unreachable": "min_ack_pending never reached",
-                 "min_pending_without_overflow": "min_pending on a consumer that is not overflow: pulls refused"}
+                 "min_pending_without_overflow": "min_pending on a consumer that is not overflow: pulls refused",
+                 "replica_not_current": "a replica not current: one more failure stops the consumer"}
 
 
 def config_findings(row: pd.Series) -> None:

@@ -69,7 +69,9 @@ from jetwatch.core.pin_announce import verification_words
 from jetwatch.health.columns import floats
 
 KINDS = ("max_ack_pending_reached", "max_waiting_reached", "ack_wait_short", "reset",
-         "pull_expires_past_pin_timeout", "min_ack_pending_unreachable", "min_pending_without_overflow")
+         "pull_expires_past_pin_timeout", "min_ack_pending_unreachable", "min_pending_without_overflow",
+         # from the cluster, not the config: the leader serves with a replica not current (health/cluster.py)
+         "replica_not_current")
 NONE: list[dict[str, Any]] = []  # shared by every consumer without a config finding
 MIN_SAMPLES = 3
 

@@ -121,6 +121,12 @@ def _until(predicate: Callable[[], T], timeout: float, message: str) -> T:
         raise AssertionError(f"{exc}; the consumers as last seen: {LAST_SEEN}") from None
 
 
+def _replica_findings(db: str) -> dict[str, str]:
+    """consumer -> the replicas its replica_not_current finding names, as `status --json` says."""
+    return {r["consumer"]: f["numbers"]["replicas"] for r in status_json(db) for f in r["config_findings"]
+            if f.get("kind") == "replica_not_current"}
+
+
 def _check(db: str) -> tuple[int, str]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -191,6 +197,10 @@ def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_noth
         _named_in_time(killed, tmp_path / "collector.log")
         assert home in said["solo"][1] or "missing" in said["solo"][1], said["solo"]
         assert said["busy"][0] not in CLUSTER_RED and said["idle"][0] not in CLUSTER_RED, said  # re-elected, serving
+        # Serving on two of three: each R3 consumer carries the finding that one more failure stops it.
+        at_risk = _until(lambda: (r := _replica_findings(db)).keys() >= {"busy", "idle"} and r,
+                         timeout=NAMED_WITHIN, message="the R3 consumers' replica finding")
+        assert all(home in at_risk[c] for c in ("busy", "idle")), at_risk
 
         # A second server dies: the R3 consumers lose their quorum, the cluster its meta leader.
         second = next(n for n in nodes if n is not doomed and n.url != urls[-1])

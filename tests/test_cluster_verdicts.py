@@ -95,6 +95,25 @@ def test_a_leader_that_reaches_too_few_of_its_replicas_has_no_quorum_since_it_la
     assert said is None or ("no quorum" in said[0] and "n2" in said[0])
 
 
+@pytest.mark.parametrize("replicas,named", [
+    (None, None),  # one replica
+    ([REPLICA, {**REPLICA, "name": "n2"}], None),  # every peer current
+    ([REPLICA, LOST], "n2"),  # a slow or dead follower: serving, one failure from stopping
+    ([REPLICA, {**REPLICA, "name": "n2", "offline": True}], "n2"),
+    ([{**REPLICA, "current": False}, LOST], None),  # no quorum: NO_LEADER's, not a finding
+    ([LOST, {**LOST, "name": "n3"}, REPLICA, {**REPLICA, "name": "n4"}], "n2, n3"),  # R5 with two down
+])
+def test_a_leader_serving_with_a_replica_not_current_is_a_finding_not_a_verdict(replicas, named):
+    from jetwatch.health.cluster import REPLICA_AT_RISK, replicas_at_risk
+
+    found = replicas_at_risk(replicas)
+    if named is None:
+        assert found is None, found
+    else:
+        assert found is not None and found["kind"] == REPLICA_AT_RISK and found["numbers"]["replicas"] == named
+        assert "one more failure stops it" in found["reason"] and named in found["fix"]
+
+
 def _row(consumer: str, verdict: str, stream: str = "CQ", since: float | None = 100.0, servers: str = "n1, n2",
          account: str = "APP", cluster: str | None = None) -> dict[str, object]:
     return {"cluster": cluster, "account": account, "stream": stream, "consumer": consumer, "verdict": verdict,
