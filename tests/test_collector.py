@@ -17,6 +17,7 @@ from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.workers import PullWorker
 from jetwatch.store.database import Store
 from tests.helpers import (
+    clean_env,
     collecting,
     collector_settings,
     eventually,
@@ -368,3 +369,41 @@ def test_system_account_jsz_mode_samples_every_account_in_one_request(tmp_path, 
         out, _ = proc.communicate(timeout=30)
         server.stop()
     assert proc.returncode == 0, out.decode()[-3000:]
+
+
+def test_a_cold_start_compiles_the_window_pass_before_it_holds_the_store(nats_server, tmp_path, uid, run):
+    """numba's cache empty (a new container): the collector compiles its window pass before its
+    first write, not inside it, so a reader that waits 3 s for the store is never turned away
+    while the collector starts."""
+    db = str(tmp_path / "jw.duckdb")
+    stream = f"{uid}_COLD"
+
+    async def setup() -> None:
+        nc = await nats.connect(nats_server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, stream, [f"{uid.lower()}.cold.>"])
+        await make_consumer(api, stream, "work")
+        await publish(nc, f"{uid.lower()}.cold.x", 3)
+        await nc.close()
+
+    run(setup())
+    env = clean_env(NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
+    with open(tmp_path / "collector.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "jetwatch.cli", "collect", "--server", nats_server.url,
+                                 "--db", db, "--include-streams", stream, "--interval", "0.5s"],
+                                env=env, stdout=log, stderr=subprocess.STDOUT)
+    refused: list[str] = []
+
+    def judged() -> bool:
+        out = subprocess.run([sys.executable, "-m", "jetwatch.cli", "status", "--json", "--db", db,
+                              "--lock-timeout", "3s"], env=clean_env(), capture_output=True, text=True, timeout=60)
+        if out.returncode != 0 and "locked" in out.stderr:
+            refused.append(out.stderr[-300:])
+        return out.returncode == 0 and stream in out.stdout
+
+    try:
+        wait_until(judged, timeout=120, interval=0.2, message="the consumer judged")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    assert not refused, refused
