@@ -223,6 +223,7 @@ class LagReader:
         self._points: dict[str, tuple[list[int], list[float]]] = {}  # this cycle's interpolation lists
         self._facts: asyncio.Task[None] | None = None  # STREAM.LIST, begun beside the cycle's sampling
         self._listed_last = False  # the last cycle had consumers of this account (their streams were listed)
+        self.listing_failed = False  # the last stream listing failed: `streams` is older than it looks
 
     def begin(self) -> None:
         """Start the cycle's stream listing beside the sampling, where the last cycle needed one: in
@@ -250,8 +251,9 @@ class LagReader:
         except (NoReply, JetStreamAPIError, ValueError) as exc:
             log.warning("lag: listing streams failed (%s); may the collector's user publish to "
                         "$JS.API.STREAM.LIST? Ages are estimated from earlier reads meanwhile", exc)
+            self.listing_failed = True
             return
-        self.streams = facts
+        self.streams, self.listing_failed = facts, False
         now = self.clock()
         self.arrivals = {name: self._stream_rate.update(name, now, f.last_seq) for name, f in facts.items()}
         self._stream_rate.keep(set(facts))
@@ -461,8 +463,8 @@ class LagReader:
             loss = self._loss(s, i, unacked, at)
             s["time_to_loss_seconds"][i], s["loss_limit"][i] = (None, None) if loss is None else (loss.seconds,
                                                                                                  loss.limit)
-        for i in mine:
-            facts = self.streams.get(s["stream"][i])
+        for i in mine:  # a room is a fact of the last listing only while that listing is the latest tried
+            facts = None if self.listing_failed else self.streams.get(s["stream"][i])
             s["stream_room_messages"][i] = None if facts is None else room_before_refused(facts.limits)
         self._floor_rate.keep({(s["stream"][i], s["consumer"][i]) for i, *_ in rows})
         self.cycle += 1

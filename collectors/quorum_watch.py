@@ -51,7 +51,8 @@ class QuorumWatch:
         self.account = account
         self.watched = watched
         self.now = now  # epoch seconds on the server's clock, as the collector last measured it
-        self.lost: dict[tuple[str, str, str], tuple[float, tuple[str, ...]]] = {}
+        # (first said, last said, the replicas it names): dated from the first, ended by a sample after the last
+        self.lost: dict[tuple[str, str, str], tuple[float, float, tuple[str, ...]]] = {}
         self._subs: list[Subscription] = []
 
     async def open(self) -> None:
@@ -97,19 +98,19 @@ class QuorumWatch:
         words = {"account": account, "stream": stream, "consumer": consumer}
         if kind == LOST and (key in self.lost or len(self.lost) < MAX_REMEMBERED):
             first = self.lost.get(key)
-            self.lost[key] = (at if first is None else first[0], _silent(doc.get("replicas")))
+            self.lost[key] = (at if first is None else min(first[0], at), at, _silent(doc.get("replicas")))
             if first is None:
                 log.warning("%s > %s lost its quorum (QUORUM_LOST): its leader stepped down; replicas not current: "
-                            "%s", stream, consumer, ", ".join(self.lost[key][1]) or "not named", extra=words)
+                            "%s", stream, consumer, ", ".join(self.lost[key][2]) or "not named", extra=words)
         elif kind == ELECTED and self.lost.pop(key, None) is not None:
             log.info("%s > %s has a leader again (LEADER_ELECTED: %s)", stream, consumer, doc.get("leader"), extra=words)
 
     def sampled(self, keys: Iterable[tuple[str, str, str]], since: float) -> None:
         """Consumers sampled afresh by a cycle that began at `since` (epoch seconds): a leader
-        answered for each, so a quorum lost before then is over."""
+        answered for each, so a quorum lost before then is over (one said again after it is not)."""
         for key in keys:
             lost = self.lost.get(key)
-            if lost is not None and lost[0] < since:
+            if lost is not None and lost[1] < since:
                 del self.lost[key]
 
     def keep_only(self, known: Container[tuple[str, str, str]]) -> None:
@@ -121,7 +122,7 @@ class QuorumWatch:
     def evidence(self, now: float) -> Mapping[EvidenceKey, Evidence]:
         """The evidence of each consumer still without a leader since its QUORUM_LOST, dated from it."""
         return {key: Evidence(NO_LEADER, _words(at, silent), silent, held_s=max(0.0, now - at))
-                for key, (at, silent) in self.lost.items()}
+                for key, (at, _, silent) in self.lost.items()}
 
 
 def _silent(replicas: object) -> tuple[str, ...]:

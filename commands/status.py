@@ -239,7 +239,7 @@ def as_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
                                 "kind": _text(r.oldest_unacked_age_kind)},
              "oldest_undelivered": {"age_seconds": _num(r.oldest_undelivered_age_seconds),
                                     "kind": _text(r.oldest_undelivered_age_kind)},
-             "time_to_loss_seconds": _num(r.time_to_loss_seconds),
+             "time_to_loss_seconds": _num(r.time_to_loss_seconds), "loss_limit": _text(r.loss_limit),
              "stream_room_messages": _num(r.stream_room_messages),
              "pin": _pin(r), "silence": _silence(r), "thresholds": _thresholds(r),
              "dropped": getattr(r, "dropped", None) or {"count": 0, "latest": []},

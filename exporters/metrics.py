@@ -67,7 +67,7 @@ METRICS: tuple[MetricDef, ...] = (
     _c("jetwatch_consumer_paused", "gauge", "1 while the consumer is paused."),
     _c("jetwatch_consumer_config_finding", "gauge", "1 for each config finding of the consumer (settings that defeat themselves, a reset; never its verdict), by kind: `max_ack_pending_reached`, `max_waiting_reached`, `ack_wait_short`, `reset`, or from the workers' announced pull settings `pull_expires_past_pin_timeout`, `min_ack_pending_unreachable`, `min_pending_without_overflow`, or from the cluster `replica_not_current` (its leader serves with a replica offline or behind: one more failure stops it); absent without one. Where only non-OK consumers are exported, an OK consumer with a config finding is exported too.", "kind"),
     _c("jetwatch_consumer_time_to_loss_seconds", "gauge", "Seconds until the stream's limits (max_age, max_msgs, max_bytes with discard old) remove messages the consumer has not processed, at the current arrival and acknowledgement rates; 0: they already have; absent where no loss is in sight."),
-    _c("jetwatch_consumer_stream_room_messages", "gauge", "Messages the consumer's stream still takes before its max_msgs or max_bytes refuses publishes (discard new; max_bytes in messages of the stream's mean size); under 1: full, every publish refused (the STREAM_FULL verdict); absent where the stream discards old messages or has no such limit."),
+    _c("jetwatch_consumer_stream_room_messages", "gauge", "Messages the consumer's stream still takes before its max_msgs or max_bytes refuses publishes (discard new; max_bytes in messages of the stream's mean size); under 1: full, every publish refused (the STREAM_FULL verdict); absent where the stream discards old messages or has no such limit, and for consumers of accounts other than the collector's own (their streams are not listed)."),
     _c("jetwatch_consumer_oldest_unacked_age_seconds", "gauge", "Age of the oldest unacknowledged message (the first after the ack floor that the filter matches), from the stream's timestamp or, where it could not be read, an estimate (the store and the pages say which); absent with nothing unacknowledged."),
     _c("jetwatch_consumer_oldest_undelivered_age_seconds", "gauge", "Age of the oldest message not yet delivered (the first after the delivered sequence that the filter matches); absent with nothing pending."),
     _c("jetwatch_consumer_drain_eta_seconds", "gauge", "Time until the backlog (pending + in flight) is gone at the net drain rate of the health window; pull consumers that drain only (absent when not draining, paused, nobody pulls or the pin holder is idle)."),
@@ -147,6 +147,7 @@ class CycleCollector(Collector):
             raise JetwatchError(f"--metrics-cardinality must be one of {', '.join(CARDINALITIES)}, not {cardinality!r}")
         self.cardinality = cardinality
         self.all_up_to = all_up_to
+        self.all_now = cardinality != "non_ok"  # every consumer's series in this render (decided per render)
         self.snapshot: Snapshot | None = None
 
     def _family(self, name: str, **kw: Any) -> Metric:
@@ -172,16 +173,23 @@ class CycleCollector(Collector):
         snap = self.snapshot
         if snap is None:
             return
+        self.decide_all(len(snap.consumers))
         yield from self._consumer_families(snap)
         yield from self._fleet_families(snap)
         yield from self._collector_families(snap)
 
-    def every_consumer(self, consumers: int) -> bool:
-        """Whether every consumer's series are exported for a fleet of this size."""
-        return self.cardinality == "all" or (self.cardinality == "auto" and consumers <= self.all_up_to)
+    def decide_all(self, consumers: int) -> bool:
+        """Whether every consumer's series are exported in this render, for a fleet of this size. Under `auto`, a
+        fleet that grew past --metrics-all-up-to gets them all again only below nine tenths of it:
+        one that hovers at the limit (consumers made and deleted) would otherwise drop and restore
+        every OK consumer's series cycle after cycle, leaving gaps in every graph."""
+        if self.cardinality != "auto":
+            return self.cardinality == "all"
+        self.all_now = consumers <= (self.all_up_to if self.all_now else 0.9 * self.all_up_to)
+        return self.all_now
 
     def _shown(self, frame: pd.DataFrame) -> pd.DataFrame:
-        if frame.empty or self.every_consumer(len(frame)):
+        if frame.empty or self.all_now:
             return frame
         # Non-OK consumers, and those with a config finding (few: a finding is the exception).
         shown = (frame["verdict"] != "OK").to_numpy()
@@ -347,8 +355,7 @@ class CycleCollector(Collector):
         yield fresh
         if snap.capture_backlog is not None:
             yield self._family("jetwatch_collector_capture_backlog_messages", value=snap.capture_backlog)
-        yield self._family("jetwatch_collector_every_consumer_exported",
-                           value=int(self.every_consumer(len(snap.consumers))))
+        yield self._family("jetwatch_collector_every_consumer_exported", value=int(self.all_now))
         yield self._family("jetwatch_collector_rejects", value=snap.rejects)
         yield self._family("jetwatch_collector_capture_gaps", value=snap.capture_gaps)
         if snap.last_capture_gap_at is not None:

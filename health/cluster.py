@@ -65,24 +65,31 @@ REPLICA_AT_RISK = "replica_not_current"
 
 
 def replicas_at_risk(replicas: object) -> dict[str, Any] | None:
-    """The finding for a leader that keeps its quorum while some of its peers are offline, behind
-    or not heard from lately: it still serves, and one more failure stops it (not a verdict; a
-    restart of another of its servers now is an outage). None when every peer is current, or when
-    too few are for a quorum (that is `without_quorum`'s NO_LEADER)."""
+    """The finding for a leader that keeps its quorum while some of its peers are offline or not
+    heard from for PEER_SILENT_S: it still serves, and one more failure stops it (not a verdict; a
+    restart of another of its servers now is an outage). A peer a few entries behind is not one:
+    under steady traffic a healthy follower often is, for a moment (`current` false). None when
+    every peer is heard from, or when too few are for a quorum (`without_quorum`'s NO_LEADER)."""
     if not isinstance(replicas, list) or not replicas or without_quorum(replicas) is not None:
         return None
     peers = [r for r in replicas if isinstance(r, dict)]
-    behind = [r for r in peers if not _reachable(r)]
+    behind = [r for r in peers if r.get("offline") or _silent_for(r) >= PEER_SILENT_S]
     if not behind:
         return None
     names = ", ".join(str(r.get("name")) for r in behind)
     return {"kind": REPLICA_AT_RISK,
             "reason": (f"{'replica' if len(behind) == 1 else 'replicas'} {names} of its {len(peers) + 1} "
-                       f"{'is' if len(behind) == 1 else 'are'} not current (offline, behind or not heard from "
-                       "lately): the consumer keeps its quorum and serves, but one more failure stops it"),
+                       f"{'is' if len(behind) == 1 else 'are'} offline or not heard from for {PEER_SILENT_S:.0f} s "
+                       "or more: the consumer keeps its quorum and serves, but one more failure stops it"),
                "fix": (f"bring {names} back or let it catch up (`nats server report jetstream` shows its lag); until "
                        "then, restart or upgrade none of the consumer's other servers"),
                "numbers": {"replicas": names, "peers": len(peers)}}
+
+
+def _silent_for(replica: dict[str, Any]) -> float:
+    """Seconds since the leader last heard from the peer (0 where its report does not say)."""
+    active = replica.get("active")
+    return active / 1e9 if isinstance(active, int) and not isinstance(active, bool) else 0.0
 
 
 def _reachable(replica: dict[str, Any]) -> bool:

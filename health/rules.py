@@ -631,7 +631,7 @@ def _losing_since(f: Columns, th: Thresholds) -> np.ndarray:
 def _losing_says(c: Ctx, th: Thresholds) -> Finding:
     seconds = float(c["time_to_loss_seconds"])
     limit = c["loss_limit"] if isinstance(c["loss_limit"], str) and c["loss_limit"] else None
-    named = f"the stream's {limit}" if limit else "the stream's limits (max_age, max_msgs or max_bytes)"
+    named = f"the stream's {limit}" if limit else "one of the stream's limits (max_age, max_msgs or max_bytes)"
     numbers: dict[str, float | int | str] = {"seconds": 0 if seconds <= 0 else round(seconds)}
     if limit:
         numbers["limit"] = limit
@@ -654,8 +654,8 @@ def _stream_full(f: Columns, th: Thresholds) -> np.ndarray:
 
 
 def _stream_full_says(c: Ctx, th: Thresholds) -> Finding:
-    return Finding("STREAM_FULL", "the stream holds all its max_msgs or max_bytes allow and discards new messages: "
-                   "every publish to it is refused (publishers get \"maximum messages exceeded\" or \"maximum "
+    return Finding("STREAM_FULL", "the stream holds all its max_msgs or max_bytes allow (no message of its mean "
+                   "size fits) and discards new messages: every publish to it is refused (publishers get \"maximum messages exceeded\" or \"maximum "
                    "bytes exceeded\"), so no new work reaches this consumer",
                    {"room_messages": round(float(c["stream_room_messages"]), 2)})
 

@@ -75,7 +75,6 @@ def test_time_to_loss(limits, floor, age, arrivals, floor_rate, expected):
 def test_the_projected_loss_names_the_limit_that_makes_it(limits, floor, age, expected):
     loss = projected_loss(limits, floor, age, 4.0, 1.0)
     assert loss is not None and loss.limit == expected
-    assert loss.seconds == time_to_loss(limits, floor, age, 4.0, 1.0)
 
 
 @pytest.mark.serial  # compares projected and observed times: it runs after the parallel lane, on a worker of its own

@@ -350,3 +350,16 @@ def test_unpin_reasons_from_advisories_are_bounded_to_the_known_ones_on_metrics(
         await nc.close()
 
     run(scenario())
+
+
+@pytest.mark.parametrize("fleet,expected", [
+    # grows to the limit (all), past it (non-OK only), hovers at it (still non-OK only), falls below
+    # nine tenths of it (all again)
+    ([10, 11, 10, 10, 9, 10], [True, False, False, False, True, True]),
+    ([5, 20, 8], [True, False, True]),
+])
+def test_auto_cardinality_exports_every_consumer_up_to_the_limit_without_flapping_at_it(fleet, expected):
+    exporter = metrics.CycleCollector("auto", all_up_to=10)
+    assert [exporter.decide_all(n) for n in fleet] == expected
+    assert all(metrics.CycleCollector("all", 10).decide_all(n) for n in fleet)
+    assert not any(metrics.CycleCollector("non_ok", 10).decide_all(n) for n in fleet)

@@ -89,3 +89,15 @@ def test_the_system_accounts_copy_names_the_account_and_one_loss_is_said_once(ca
     assert w.evidence(T + 10)[("A", "CQ", "busy")].held_s == 10
     said = [r.getMessage() for r in caplog.records if "QUORUM_LOST" in r.getMessage()]
     assert len(said) == 2 and any(m.startswith("CQ > billing") for m in said), said
+
+
+def test_a_loss_said_again_after_a_fresh_sample_stands_dated_from_its_first_word():
+    """A leader that answered (sampled at T+10) and then lost its quorum again (said at T+12): the
+    sample began before the newer word, so the loss stands; still dated from the first."""
+    w = watch()
+    w.take(advisory(LOST), T)
+    w.take(advisory(LOST, at="2027-01-15T08:00:12Z"), T + 12)
+    w.sampled([("A", "CQ", "busy")], since=T + 10)
+    assert w.evidence(T + 20)[("A", "CQ", "busy")].held_s == 20
+    w.sampled([("A", "CQ", "busy")], since=T + 13)
+    assert not w.evidence(T + 20)

@@ -93,3 +93,47 @@ def test_a_full_stream_refusing_publishes_is_named_while_its_consumers_look_idle
     # The server's own words for what the verdict says publishers get.
     assert refused == {f"{uid}_FULLMSGS": "maximum messages exceeded",
                        f"{uid}_FULLBYTES": "maximum bytes exceeded"}, refused
+
+
+def test_a_stream_listing_that_fails_leaves_no_room_standing_from_an_older_one(tmp_path, run):
+    """The room is a fact of the latest listing: when the next one fails (the server does not
+    answer), the consumer has no room figure, rather than the old "full" held for as long as
+    listings fail (a stream purged meanwhile would stay STREAM_FULL)."""
+    import signal
+
+    from jetwatch.collectors.consumer_list import ConsumerListCollector
+    from jetwatch.collectors.consumer_state import Scope
+    from jetwatch.collectors.filters import NameFilter
+    from jetwatch.collectors.lag import LagReader
+    from jetwatch.core.clock import rfc3339, utcnow
+    from jetwatch.core.embedded_server import NatsServer
+
+    server = NatsServer(store_dir=tmp_path / "js").start()
+
+    async def scenario() -> tuple[object, object]:
+        nc = await nats.connect(server.url)
+        api = JetStreamAPI(nc)
+        await make_stream(api, "FULL", ["full.>"], discard="new", max_msgs=3)
+        await make_consumer(api, "FULL", "work")
+        for _ in range(3):
+            await nc.request("full.x", b"x", timeout=5)
+        sampler = ConsumerListCollector(api, Scope("$G"), NameFilter(include_streams=("FULL",)),
+                                        lambda: rfc3339(utcnow()))
+        reader = LagReader(nc, "$G", timeout=1.0)
+        listed = await sampler.collect()
+        await reader.fill(listed)
+        later = await sampler.collect()
+        assert server.proc is not None
+        server.proc.send_signal(signal.SIGSTOP)
+        try:
+            await reader.fill(later)
+        finally:
+            server.proc.send_signal(signal.SIGCONT)
+        await nc.close()
+        return listed.samples["stream_room_messages"][0], later.samples["stream_room_messages"][0]
+
+    try:
+        full, unknown = run(scenario())
+    finally:
+        server.stop()
+    assert (full, unknown) == (0.0, None)
