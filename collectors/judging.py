@@ -53,6 +53,7 @@ from jetwatch.health.rules import (
     rhythm_after,
     verdict_columns,
 )
+from jetwatch.health.verdicts import CLUSTER_VERDICTS
 from jetwatch.store.database import Store
 
 KEY = ["account", "stream", "consumer"]
@@ -64,6 +65,7 @@ LIMITS = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_pol
 RATES = ("delivered_per_second", "acked_per_second", "redelivered_per_second")
 CHANGE_COLUMNS = ["ts", *KEY, "from_verdict", "to_verdict", "reason", "from_since"]
 LEVELS = {name: v.level for name, v in BY_NAME.items()}
+CLUSTER_NAMES = np.array([v.name for v in CLUSTER_VERDICTS], dtype=object)
 _NO_CHANGES = pd.DataFrame({c: pd.Series(dtype="datetime64[ns, UTC]" if c in ("ts", "from_since") else object)
                             for c in CHANGE_COLUMNS})
 
@@ -208,13 +210,20 @@ def _rules(state: LiveState, live: np.ndarray, columns: dict[str, np.ndarray], a
 
 
 def _hold_last_known(state: LiveState, live: np.ndarray, verdict: np.ndarray, reason: np.ndarray,
-                     findings: list[Any], judged_at: np.ndarray, recreated: np.ndarray) -> None:
+                     findings: list[Any], judged_at: np.ndarray, recreated: np.ndarray,
+                     cluster_seen: Mapping[tuple[str, str, str], float]) -> None:
     """Hold the last known verdict of a consumer that is COLLECTING only for lack of fresh samples
     (the collector was stopped longer than the health window, or a server did not answer): a
     STALLED consumer never turns grey because the collector died with it. Its reason says when
-    it was last judged; a consumer never judged before stays COLLECTING."""
+    it was last judged; a consumer never judged before stays COLLECTING. A cluster verdict is
+    over once a leader answered for the consumer since it was judged (a fresh sample naming one)
+    and the cluster no longer shows it (`cluster_seen`), whatever its samples are too few to say
+    yet; without a fresh sample it is held like any other."""
     kept = state.kept_text["verdict"][live]
     hold = (verdict == "COLLECTING") & pd.notna(kept) & (kept != "COLLECTING") & ~recreated
+    for i in np.flatnonzero(np.isin(kept, CLUSTER_NAMES) & hold):
+        row = live[i]
+        hold[i] = state.keys[row] in cluster_seen or not _served_since(state, row, state.kept_judged_at[row])
     for i in np.flatnonzero(hold):
         text = str(state.kept_text["reason"][live[i]])
         if not text.startswith(LAST_KNOWN):
@@ -223,6 +232,16 @@ def _hold_last_known(state: LiveState, live: np.ndarray, verdict: np.ndarray, re
                     f"the collector or the server was away): {text}")
         verdict[i], reason[i], findings[i] = kept[i], text, state.kept_text["findings"][live[i]]
         judged_at[i] = state.kept_judged_at[live[i]]
+
+
+def _served_since(state: LiveState, row: int, judged: float) -> bool:
+    """Whether the consumer's latest sample names a leader and was taken after `judged` (epoch s)."""
+    leader, ts = state.state["leader"][row], state.state["ts"][row]
+    try:
+        taken = pd.Timestamp(ts).timestamp()
+    except (ValueError, TypeError):
+        return False
+    return bool(leader) and taken == taken and taken > judged
 
 
 def _say_recreated(verdict: np.ndarray, reason: np.ndarray, findings: list[Any], recreated_at: np.ndarray) -> None:
@@ -440,7 +459,8 @@ def _settle(state: LiveState, live: np.ndarray, said: _Said, now_s: float, thres
     are missing; no false comfort (the kept verdict stands until the calmer one has held for
     clear_after); since, the incident's start, kept while the verdict stays."""
     kept = state.kept_text["verdict"][live]
-    _hold_last_known(state, live, said.verdict, said.reason, said.findings, said.judged_at, said.recreated)
+    _hold_last_known(state, live, said.verdict, said.reason, said.findings, said.judged_at, said.recreated,
+                     said.cluster_seen)
     unkept = np.where(said.recreated, np.array(None, dtype=object), kept)  # a recreated consumer eases from nothing
     held_back, said.calmer_since = easing.ease(said.verdict, unkept, state.calmer_since[live], now_s,
                                                thresholds.clear_after)

@@ -529,10 +529,13 @@ def _age_rising(x: Any, th: Thresholds) -> Any:
 def _never_caught_up(x: Any, th: Thresholds) -> Any:
     """Work waiting and the oldest message never fresh again since the onset, older by a share of
     the time passed, and the backlog's low point higher in the run's second half than in its first:
-    a sawtooth whose low points rise (Burrow's "the lag never reached zero")."""
+    a sawtooth whose low points rise (Burrow's "the lag never reached zero"). A consumer that
+    acknowledges in batches is never fresh by design (its oldest message waits out a batch) and its
+    age swings by its batch period: it is behind only once the age has risen by more than its own
+    rhythm between acknowledgements, doubled, as every rhythm here is read."""
     held = _held(x, "behind_onset")
     return ((held >= _rhythm(x["behind_gap_max"], _after(x, th, "lagging_after")))
-            & (x["behind_rise"] >= BEHIND_GROWTH * held) & (x["behind_backlog_rise"] > 0))
+            & (x["behind_rise"] >= _rhythm(x["ack_gap_max"], BEHIND_GROWTH * held)) & (x["behind_backlog_rise"] > 0))
 
 
 def _acks_came(x: Any) -> Any:

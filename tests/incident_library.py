@@ -324,6 +324,10 @@ def library() -> dict[str, Scenario]:
                           "(io.nats.monitor.last-delivery-critical 15m)", None, rate=1.0,
                           consumer={"metadata": {"io.nats.monitor.last-delivery-critical": "15m"}},
                           clients=[{"between_s": 360.0, "batch": 1000, "expires_s": 1.0}]),
+        "batchwork": Scenario("a batch worker: 50 pulled every 10 s and acknowledged together every 10 s, "
+                              "5 a second arriving (it keeps up, its oldest message always waits out a batch)", None,
+                              rate=5.0, consumer={"ack_wait": 60_000_000_000},
+                              clients=[{"batch": 50, "between_s": 10.0, "bulk_s": 10.0, "expires_s": 1.0}]),
         "overflow": Scenario("an overflow standby idling on min_pending beside a worker that keeps up", None,
                              policy="overflow", clients=[{}, {"min_pending": 1000}]),
         "ordered": Scenario("one message at a time, always at max_ack_pending = 1", None, rate=1.5,

@@ -57,6 +57,21 @@ def test_no_leader_is_named_once_the_evidence_held_since_it_was_first_seen_and_e
     assert all(s["a"][0] == "OK" for s in said[6:]), said
 
 
+def test_a_cluster_verdict_ends_once_a_leader_answers_though_its_fresh_samples_are_too_few_to_judge():
+    """An outage longer than the health window: NO_LEADER holds throughout on evidence alone. When
+    the cluster serves the consumer again its window holds one fresh sample, too few for a verdict:
+    it is COLLECTING in its own words (not NO_LEADER held as "last known", which outlived the
+    outage for as long as a never-pulled consumer takes to be judged), then OK."""
+    gone = [(t, {("A", "S1", "b"): MISSING}) for t in range(30, 125, 5)]
+    back = [(t, {}) for t in range(125, 165, 5)]
+    said = story(HEALTHY + gone + back)
+    b = [s["b"] for s in said]
+    assert {v for v, _, _ in b[len(HEALTHY) + 3:len(HEALTHY) + len(gone)]} == {NO_LEADER}, b
+    verdict, _, reason = b[len(HEALTHY) + len(gone)]
+    assert verdict == "COLLECTING" and "last known" not in reason, b[len(HEALTHY) + len(gone)]
+    assert b[-1][0] == "OK", b
+
+
 def test_an_election_that_ends_before_no_leader_after_names_nothing():
     said = story(HEALTHY + [(30, {("A", "S1", "b"): MISSING}), (35, {("A", "S1", "b"): MISSING})]
                  + [(t, {}) for t in range(40, 70, 5)])
