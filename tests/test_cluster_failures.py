@@ -162,6 +162,20 @@ def _stays_named(db: str, names: set[str], seconds: float, listed: frozenset[str
     assert len(judged) >= 2, "the collector judged no new cycle while the cluster was down"
 
 
+def _served_again(db: str, message: str) -> None:
+    """Every consumer leaves its cluster verdict once its servers are back, none dropped on the way."""
+    _until(lambda: {c: v for c, v in _verdicts(db).items() if v[0] in CLUSTER_RED} == {}
+           and set(LAST_SEEN) == {"busy", "idle", "solo"}, timeout=120, message=message)
+
+
+def _wind_down(collector: subprocess.Popen[bytes], loop: LoopThread, worker: PullWorker) -> None:
+    collector.send_signal(signal.SIGTERM)
+    collector.wait(30)
+    with contextlib.suppress(Exception):
+        loop.call(asyncio.wait_for(worker.stop(), 15))
+    loop.close()
+
+
 def _fleet_outages(monkeypatch: pytest.MonkeyPatch, db: str, server: str) -> list[str]:
     """The Fleet page's cluster-failure blocks, as the real page draws them on this store."""
     pages_on(monkeypatch, db, server)
@@ -238,17 +252,11 @@ def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_noth
         # the way; the collector started mid-outage reads the capture stream durably again.
         for node in (doomed, second):
             node.start()
-        _until(lambda: {c: v for c, v in _verdicts(db).items() if v[0] in CLUSTER_RED} == {}
-               and set(LAST_SEEN) == {"busy", "idle", "solo"}, timeout=120,
-               message="every consumer served again once its servers are back")
+        _served_again(db, "every consumer served again once its servers are back")
         wait_until(lambda: "captured durably" in (tmp_path / "collector-again.log").read_text(errors="replace"),
                    timeout=60, interval=1.0, message="the capture back on the capture stream")
     finally:
-        collector.send_signal(signal.SIGTERM)
-        collector.wait(30)
-        with contextlib.suppress(Exception):
-            loop.call(asyncio.wait_for(worker.stop(), 15))
-        loop.close()
+        _wind_down(collector, loop, worker)
     assert collector.returncode == 0, (tmp_path / "collector.log").read_text()[-3000:]
 
 
@@ -345,17 +353,11 @@ def test_a_server_hung_or_stopped_is_left_and_the_consumer_it_alone_serves_is_na
             stopped = False
         else:
             gone.start()
-        _until(lambda: {c: v for c, v in _verdicts(db).items() if v[0] in CLUSTER_RED} == {}
-               and set(LAST_SEEN) == {"busy", "idle", "solo"}, timeout=120,
-               message="every consumer served again once the server is back")
+        _served_again(db, "every consumer served again once the server is back")
     finally:
         if stopped and gone.proc is not None:
             gone.proc.send_signal(signal.SIGCONT)
-        collector.send_signal(signal.SIGTERM)
-        collector.wait(30)
-        with contextlib.suppress(Exception):
-            loop.call(asyncio.wait_for(worker.stop(), 15))
-        loop.close()
+        _wind_down(collector, loop, worker)
     assert collector.returncode == 0, (tmp_path / "collector.log").read_text()[-3000:]
 
 
