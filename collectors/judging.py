@@ -65,7 +65,7 @@ LIMITS = ("is_pull", "filtered", "max_ack_pending", "max_waiting", "priority_pol
 RATES = ("delivered_per_second", "acked_per_second", "redelivered_per_second")
 CHANGE_COLUMNS = ["ts", *KEY, "from_verdict", "to_verdict", "reason", "from_since"]
 LEVELS = {name: v.level for name, v in BY_NAME.items()}
-CLUSTER_NAMES = np.array([v.name for v in CLUSTER_VERDICTS], dtype=object)
+CLUSTER_NAMES = frozenset(v.name for v in CLUSTER_VERDICTS)
 _NO_CHANGES = pd.DataFrame({c: pd.Series(dtype="datetime64[ns, UTC]" if c in ("ts", "from_since") else object)
                             for c in CHANGE_COLUMNS})
 
@@ -221,11 +221,12 @@ def _hold_last_known(state: LiveState, live: np.ndarray, verdict: np.ndarray, re
     yet; without a fresh sample it is held like any other."""
     kept = state.kept_text["verdict"][live]
     hold = (verdict == "COLLECTING") & pd.notna(kept) & (kept != "COLLECTING") & ~recreated
-    for i in np.flatnonzero(np.isin(kept, CLUSTER_NAMES) & hold):
-        row = live[i]
-        hold[i] = state.keys[row] in cluster_seen or not _served_since(state, row, state.kept_judged_at[row])
     for i in np.flatnonzero(hold):
-        text = str(state.kept_text["reason"][live[i]])
+        row = live[i]
+        if kept[i] in CLUSTER_NAMES and state.keys[row] not in cluster_seen and \
+                _served_since(state, row, state.kept_judged_at[row]):
+            continue  # the cluster serves it again: COLLECTING in its own words
+        text = str(state.kept_text["reason"][row])
         if not text.startswith(LAST_KNOWN):
             when = pd.Timestamp(state.kept_judged_at[live[i]] * 1e6, unit="us", tz="UTC")
             text = (f"{LAST_KNOWN}{when:%Y-%m-%d %H:%M:%S} UTC (too few fresh samples to judge again, "

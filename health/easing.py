@@ -14,9 +14,11 @@ import pandas as pd
 from jetwatch.health.verdicts import SEVERITY, VERDICTS
 
 _UNRANKED = len(SEVERITY)
-# The verdicts an alert fires for: a consumer in any of them is unhealthy (OK, COLLECTING and
-# PAUSED are not).
-UNHEALTHY = np.array([v.name for v in VERDICTS if v.level in ("critical", "warning")], dtype=object)
+# The verdicts an alert fires for come first in the table: a consumer in any of them is
+# unhealthy (PAUSED, OK and COLLECTING, after them, are not).
+_ALERTING = [v.level in ("critical", "warning") for v in VERDICTS]
+_FIRST_HEALTHY = _ALERTING.index(False)
+assert not any(_ALERTING[_FIRST_HEALTHY:]), "an alerting verdict ranked after a healthy one"
 
 _NAMES = sorted(SEVERITY, key=SEVERITY.__getitem__)
 
@@ -54,5 +56,5 @@ def unhealthy_since(verdict: np.ndarray, since: np.ndarray, kept: np.ndarray, ke
     the earliest of the run's and the current verdict's since, however often the verdict changes
     within it; it starts again only after the consumer was healthy (`kept` is the verdict judged
     before, `kept_unhealthy` its unhealthy since)."""
-    carried = np.where(np.isin(kept, UNHEALTHY), kept_unhealthy, np.nan)
-    return np.where(np.isin(verdict, UNHEALTHY), np.fmin(carried, since), np.nan)
+    carried = np.where(severity(kept) < _FIRST_HEALTHY, kept_unhealthy, np.nan)
+    return np.where(severity(verdict) < _FIRST_HEALTHY, np.fmin(carried, since), np.nan)
