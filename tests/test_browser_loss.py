@@ -153,12 +153,12 @@ def test_what_will_be_lost_is_shown_in_words_at_1280(nats_server, chromium, uid,
 
             # 1. Time to data loss: the verdict with its projection, and the tile.
             page.goto(f"{base}/consumer?stream={loss}&consumer=work")
-            said = shown(page, "remove messages the consumer has not processed in ~")
-            assert said.inner_text().startswith("LOSING: at this rate the stream's limits"), said.inner_text()
+            said = shown(page, "removes messages the consumer has not processed in ~")
+            assert said.inner_text().startswith("LOSING: at this rate the stream's max_age"), said.inner_text()
             in_view(page, said)
             box = said.bounding_box()  # read without scrolling: the page opens on it
             assert box is not None and box["y"] + box["height"] <= LAPTOP["height"], box
-            shown(page, "raise the stream's max_age, max_msgs or max_bytes before then")
+            shown(page, "raise the stream's max_age before then")
             value, element = tile(page, "Time to loss")
             assert re.fullmatch(r"~\d+.*", value), value  # a projection; nothing was removed yet
             in_view(page, element)
