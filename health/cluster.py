@@ -65,15 +65,18 @@ REPLICA_AT_RISK = "replica_not_current"
 
 
 def replicas_at_risk(replicas: object) -> dict[str, Any] | None:
-    """The finding for a leader that keeps its quorum while some of its peers are offline or not
-    heard from for PEER_SILENT_S: it still serves, and one more failure stops it (not a verdict; a
-    restart of another of its servers now is an outage). A peer a few entries behind is not one:
-    under steady traffic a healthy follower often is, for a moment (`current` false). None when
-    every peer is heard from, or when too few are for a quorum (`without_quorum`'s NO_LEADER)."""
+    """The finding for a leader that keeps its quorum while some of its peers are offline, not
+    heard from for PEER_SILENT_S, or not current and never heard from since it leads (`active` 0:
+    a leader elected after the peer died has no time for it): it still serves, and one more
+    failure stops it (not a verdict; a restart of another of its servers now is an outage). A peer
+    a few entries behind and heard from lately is not one: under steady traffic a healthy follower
+    often is, for a moment. None when every peer is heard from, or when too few are for a quorum
+    (`without_quorum`'s NO_LEADER)."""
     if not isinstance(replicas, list) or not replicas or without_quorum(replicas) is not None:
         return None
     peers = [r for r in replicas if isinstance(r, dict)]
-    behind = [r for r in peers if r.get("offline") or _silent_for(r) >= PEER_SILENT_S]
+    behind = [r for r in peers if r.get("offline") or _silent_for(r) >= PEER_SILENT_S
+              or (not r.get("current") and _silent_for(r) == 0)]
     if not behind:
         return None
     names = ", ".join(str(r.get("name")) for r in behind)

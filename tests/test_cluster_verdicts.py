@@ -116,6 +116,7 @@ def test_a_leader_that_reaches_too_few_of_its_replicas_has_no_quorum_since_it_la
     ([REPLICA, LOST], "n2"),  # a slow or dead follower: serving, one failure from stopping
     ([REPLICA, {**REPLICA, "name": "n2", "offline": True}], "n2"),
     ([REPLICA, {**REPLICA, "name": "n2", "current": False}], None),  # a few entries behind, heard from: healthy
+    ([REPLICA, {"name": "n2", "current": False, "active": 0}], "n2"),  # never heard from since this leader leads
     ([{**REPLICA, "current": False}, LOST], None),  # no quorum: NO_LEADER's, not a finding
     ([LOST, {**LOST, "name": "n3"}, REPLICA, {**REPLICA, "name": "n4"}], "n2, n3"),  # R5 with two down
 ])
