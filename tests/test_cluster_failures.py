@@ -176,6 +176,19 @@ def _wind_down(collector: subprocess.Popen[bytes], loop: LoopThread, worker: Pul
     loop.close()
 
 
+def _peers_killed_and_held_named(nodes: list[NatsServer], survivor: NatsServer, db: str, log: Path) -> None:
+    """The survivor's two peers SIGKILLed: its consumer `held` is named NO_LEADER in the server's
+    own words (QUORUM_LOST) within NAMED_WITHIN, with the peers it lost, by name."""
+    for node in nodes:
+        if node is not survivor:
+            node.stop(signal.SIGKILL)
+    killed = time.monotonic()
+    said = _until(lambda: (v := _verdicts(db))["held"][0] == "NO_LEADER" and "QUORUM_LOST" in v["held"][1]
+                  and v, timeout=NAMED_WITHIN + 15, message="held named NO_LEADER for its lost quorum")
+    _named_in_time(killed, log)
+    assert any(n.name in said["held"][1] for n in nodes if n is not survivor), said
+
+
 def _fleet_outages(monkeypatch: pytest.MonkeyPatch, db: str, server: str) -> list[str]:
     """The Fleet page's cluster-failure blocks, as the real page draws them on this store."""
     pages_on(monkeypatch, db, server)
@@ -291,15 +304,7 @@ def test_a_leader_that_lost_its_quorum_is_named_in_the_servers_own_words(nodes, 
     try:
         wait_until(lambda: Path(db).exists() and {r["consumer"] for r in status_json(db)} == {"held"},
                    timeout=60, message="the consumer judged")
-        for node in nodes:
-            if node is not survivor:
-                node.stop(signal.SIGKILL)
-        killed = time.monotonic()
-        said = _until(lambda: (v := _verdicts(db))["held"][0] == "NO_LEADER" and "QUORUM_LOST" in v["held"][1]
-                      and v, timeout=NAMED_WITHIN + 15, message="held named NO_LEADER for its lost quorum")
-        _named_in_time(killed, tmp_path / "collector.log")
-        others = {n.name for n in nodes if n is not survivor}
-        assert any(name in said["held"][1] for name in others), said  # the peers it lost, by name
+        _peers_killed_and_held_named(nodes, survivor, db, tmp_path / "collector.log")
         assert "lost its quorum (QUORUM_LOST)" in (tmp_path / "collector.log").read_text()
         _stays_named(db, {"held"}, cluster_hold, frozenset({"held"}))
     finally:
@@ -405,14 +410,7 @@ def test_a_lost_quorum_in_an_account_the_collector_is_not_in_is_named_from_the_s
     try:
         wait_until(lambda: Path(db).exists() and {(r["account"], r["consumer"]) for r in status_json(db)}
                    == {("BILLING", "held")}, timeout=60, message="BILLING's consumer judged")
-        for node in nodes:
-            if node is not survivor:
-                node.stop(signal.SIGKILL)
-        killed = time.monotonic()
-        said = _until(lambda: (v := _verdicts(db))["held"][0] == "NO_LEADER" and "QUORUM_LOST" in v["held"][1]
-                      and v, timeout=NAMED_WITHIN + 15, message="held named NO_LEADER for its lost quorum")
-        _named_in_time(killed, tmp_path / "collector.log")
-        assert any(n.name in said["held"][1] for n in nodes if n is not survivor), said
+        _peers_killed_and_held_named(nodes, survivor, db, tmp_path / "collector.log")
         _stays_named(db, {"held"}, cluster_hold, frozenset({"held"}))
     finally:
         collector.send_signal(signal.SIGTERM)
