@@ -96,9 +96,7 @@ def _silent_for(replica: dict[str, Any]) -> float:
 
 
 def _reachable(replica: dict[str, Any]) -> bool:
-    active = replica.get("active")
-    recent = not isinstance(active, int) or isinstance(active, bool) or active < PEER_SILENT_S * 1e9
-    return bool(replica.get("current")) and not replica.get("offline") and recent
+    return bool(replica.get("current")) and not replica.get("offline") and _silent_for(replica) < PEER_SILENT_S
 
 
 def about(keys: Sequence[tuple[str, str, str]], evidence: Mapping[EvidenceKey, Evidence]) -> list[tuple[int, Evidence]]:
