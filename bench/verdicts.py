@@ -15,7 +15,8 @@ the kept verdicts costs, and what a /metrics render costs, on one synthetic stor
 - judging in the collector's own cycle: the runner's one transaction (samples, the cycle into
   the state, judged, kept, COMMIT and close) against the same cycle without judging, in turn;
 - Fleet page data from verdicts_current (data.fleet), with and without the since-when columns;
-- /metrics render of the judged cycle at the default cardinality (non-OK consumers) and in full.
+- /metrics render of the judged cycle for non-OK consumers only and in full (the default, `auto`,
+  is either, by the fleet's size).
 """
 
 from __future__ import annotations
