@@ -26,13 +26,14 @@ up: $(STAMP)
 	$(VENV)/bin/jetwatch up
 
 # Debian packages the tests drive: Chromium for the browser tests, a Java runtime for Spark,
-# Prometheus (with promtool) and Alertmanager for the metrics and alerting tests.
+# Prometheus (with promtool) and Alertmanager for the metrics and alerting tests, faketime, and nftables
+# and iproute2 for the partition test (its own network namespace, its own firewall table).
 system-deps:
 	@command -v chromium >/dev/null && command -v java >/dev/null && command -v prometheus >/dev/null \
 	  && command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null \
-	  && command -v faketime >/dev/null || { \
+	  && command -v faketime >/dev/null && command -v nft >/dev/null && command -v ip >/dev/null || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openjdk-17-jre-headless \
-	  prometheus prometheus-alertmanager faketime >/dev/null; }
+	  prometheus prometheus-alertmanager faketime nftables iproute2 >/dev/null; }
 
 # The Prometheus Operator's CRD schemas (npm, pinned in its package-lock.json) that the Kubernetes
 # manifests' tests validate the PodMonitor and PrometheusRule against; Node.js from Debian if absent.

@@ -17,7 +17,11 @@ from jetwatch.collectors.list_pages import RawFingerprints, read_pages
 from jetwatch.collectors.state_columns import Fingerprints, add_consumers
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 from jetwatch.core.text import loads_storable
-from jetwatch.health.cluster import API_UNAVAILABLE, NO_LEADER, Evidence, EvidenceKey
+from jetwatch.health.cluster import ANSWERED, API_UNAVAILABLE, NO_LEADER, Evidence, EvidenceKey
+
+# While the API cannot list, at most this many consumers that the connected server led are asked
+# for one by one (each INFO answered by that server itself, in a millisecond or so).
+ASKED_WHILE_UNLISTED = 1000
 
 
 class ConsumerListCollector:
@@ -34,6 +38,9 @@ class ConsumerListCollector:
         # Consumers the last listing named missing: still without a leader as far as anyone can tell
         # while the API does not answer (what was seen stays seen until a listing says otherwise).
         self.leaderless: dict[EvidenceKey, Evidence] = {}
+        # (stream, consumer, leader) of each consumer as last sampled whole: the ones the connected
+        # server led are asked for by name while the API cannot list.
+        self._led: tuple[Sequence[object], Sequence[object], Sequence[object]] = ((), (), ())
         self._took: dict[str, float] = {}  # how long each stream's listing took this cycle
         self._limit = asyncio.Semaphore(concurrency)
 
@@ -43,6 +50,8 @@ class ConsumerListCollector:
         stream and naming nothing. (Their leaders matter to JSZ sampling only.)"""
         account = self.scope.account
         self.known_streams = sorted({s for a, s, _ in keys if a == account and self.name_filter.stream_ok(s)})
+        mine = [(s, c, leader) for (a, s, c), leader in zip(keys, leaders) if a == account]
+        self._led = ([s for s, _, _ in mine], [c for _, c, _ in mine], [leader for _, _, leader in mine])
 
     async def collect(self) -> SampleBatch:
         began = time.monotonic()
@@ -51,10 +60,45 @@ class ConsumerListCollector:
         except (NoReply, JetStreamAPIError) as exc:
             if not (self.known_streams and unavailable(exc)):
                 raise
-            return self._api_unavailable(exc, time.monotonic() - began)
+            batch = self._api_unavailable(exc, time.monotonic() - began)
+            await self._asked_one_by_one(batch)
+            return batch
         names = [s for s in listed if self.name_filter.stream_ok(s)]
         self.known_streams = names
-        return self.batch_from_pages(await self.fetch(names))
+        batch = self.batch_from_pages(await self.fetch(names))
+        if not batch.failed_streams:
+            self._led = (batch.samples["stream"], batch.samples["consumer"], batch.samples["leader"])
+        return batch
+
+    async def _asked_one_by_one(self, batch: SampleBatch) -> None:
+        """While the API cannot list, the consumers the connected server led when last sampled are
+        asked for one by one: a consumer's leader answers for it without the meta group (an R1
+        consumer on a server cut off from its peers still delivers to the clients there). Each
+        that answers is a fresh sample, and the API's silence is no evidence about it."""
+        here = (getattr(self.api.nc, "_server_info", None) or {}).get("server_name")
+        streams, consumers, leaders = self._led
+        led = [(s, c) for s, c, leader in zip(streams, consumers, leaders)
+               if here and leader == here and isinstance(s, str) and isinstance(c, str)][:ASKED_WHILE_UNLISTED]
+        if not led:
+            return
+
+        async def ask(stream: str, name: str) -> object:
+            async with self._limit:
+                try:
+                    return await self.api.consumer_info(stream, name)
+                except (NoReply, JetStreamAPIError, ValueError, RecursionError):
+                    return None
+
+        now, account = self.clock(), self.scope.account
+        for (stream, name), info in zip(led, await asyncio.gather(*(ask(s, c) for s, c in led))):
+            if not isinstance(info, dict) or not isinstance(info.get("cluster"), dict) or not info["cluster"].get("leader"):
+                continue
+            try:
+                add_consumer(batch, info, self.scope, now, self.known_hashes)
+            except MalformedState as exc:
+                batch.reject(f"CONSUMER.INFO.{stream}.{name}", exc, info, account, stream)
+                continue
+            batch.evidence[(account, stream, name)] = ANSWERED
 
     def _api_unavailable(self, exc: Exception, waited: float) -> SampleBatch:
         """A cycle in which the account's streams could not even be named: every stream listed

@@ -30,7 +30,7 @@ from jetwatch.core.jsapi import NoReply
 from jetwatch.core.settings import MONITOR_MAX_BYTES
 from jetwatch.core.text import loads_storable
 from jetwatch.core.urls import split_userinfo
-from jetwatch.health.cluster import API_UNAVAILABLE, NO_LEADER, Evidence
+from jetwatch.health.cluster import API_UNAVAILABLE, NO_LEADER, PEER_SILENT_S, Evidence, silent_for
 
 log = logging.getLogger("jetwatch.jsz")
 
@@ -438,6 +438,7 @@ class JszCollector:
             else:
                 del self.led[server]
         self.led.update(led)
+        self._cut_off(batch, led, metas)
         found = dict(self.gone)
         found.update({(k[0], k[1], k[2]): ev for k, ev in batch.evidence.items() if len(k) == 3})
         self.gone = {key: ev for key, ev in found.items() if key not in seen and ev.verdict == NO_LEADER}
@@ -461,6 +462,34 @@ class JszCollector:
                 batch.evidence[key] = self.gone.get(key) or Evidence(
                     API_UNAVAILABLE, f"its leader's server {server} does not answer, and the cluster has no meta "
                                      "leader", (server,), held)
+
+
+    @staticmethod
+    def _cut_off(batch: SampleBatch, led: dict[str, set[tuple[str, str, str]]], metas: dict[str, Any]) -> None:
+        """A server that answers and sees no meta leader, while the meta leader has not heard from it
+        lately, is cut off from the rest of the cluster (a partition of its routes): what it leads
+        is served to the clients connected to it alone, and no other server can take it over (an
+        R1 stream's consumers). Evidence about each, dated from when the meta leader last heard
+        from it, for as long as it lasts."""
+        meta_leader = next((server for server, m in metas.items() if isinstance(m, dict) and m.get("leader") == server),
+                           None)
+        if meta_leader is None:
+            return
+        peers = {str(r.get("name")): r for r in _objects(metas[meta_leader].get("replicas"))}
+        for server in sorted(set(led) & set(peers)):
+            own, peer = metas.get(server), peers[server]
+            if not isinstance(own, dict) or own.get("leader"):
+                continue
+            silent = silent_for(peer)
+            if not (peer.get("offline") or peer.get("current") is False or silent >= PEER_SILENT_S):
+                continue
+            for key in led[server]:
+                batch.evidence.setdefault(key, Evidence(
+                    NO_LEADER, f"its leader {server} is cut off from the rest of the cluster (it sees no meta leader, "
+                               f"and the meta leader {meta_leader} has not heard from it for {silent:.0f} s)", (server,),
+                    held_s=silent, headline="no server the rest of the cluster reaches leads it",
+                    stops=f"only clients connected to {server} reach it; nothing published or pulled through the "
+                          "other servers does"))
 
 
 def _meta_view(metas: dict[str, Any]) -> tuple[set[str], bool]:

@@ -2,7 +2,8 @@
 on loopback, with JetStream.
 
 `jetwatch up` starts one when no `--server` is given (the demo's workload then runs on it); the tests
-and benches start theirs, and three-node clusters, the same way. Always binds 127.0.0.1. It lives in
+and benches start theirs, and three-node clusters, the same way. Binds a loopback address, 127.0.0.1
+unless told another (a cluster whose servers each have their own, as hosts do). It lives in
 core/, not demo/: it is the product's own server, and the demo is only one of its users.
 """
 
@@ -49,33 +50,34 @@ class NatsServer:
     """A nats-server process with JetStream in `store_dir`."""
 
     store_dir: Path
+    host: str = "127.0.0.1"
     port: int = 0
     monitor_port: int | None = None
     name: str | None = None
     cluster_name: str | None = None
     cluster_port: int | None = None
-    routes: list[int] = field(default_factory=list)
+    routes: list[str] = field(default_factory=list)  # host:port of each peer's cluster listener
     log_path: Path | None = None
     extra_args: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
+        return f"nats://{self.host}:{self.port}"
 
     @property
     def monitor_url(self) -> str | None:
-        return f"http://127.0.0.1:{self.monitor_port}" if self.monitor_port else None
+        return f"http://{self.host}:{self.monitor_port}" if self.monitor_port else None
 
     def command(self) -> list[str]:
-        cmd = [nats_server_binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", str(self.store_dir)]
+        cmd = [nats_server_binary(), "-js", "-a", self.host, "-p", str(self.port), "-sd", str(self.store_dir)]
         if self.monitor_port:
-            cmd += ["-m", str(self.monitor_port)]
+            cmd += ["-m", str(self.monitor_port)]  # on the -a address too
         if self.name:
             cmd += ["-n", self.name]
         if self.cluster_name:
-            cmd += ["--cluster_name", self.cluster_name, "--cluster", f"nats://127.0.0.1:{self.cluster_port}",
-                    "--routes", ",".join(f"nats://127.0.0.1:{p}" for p in self.routes)]
+            cmd += ["--cluster_name", self.cluster_name, "--cluster", f"nats://{self.host}:{self.cluster_port}",
+                    "--routes", ",".join(f"nats://{peer}" for peer in self.routes)]
         return cmd + self.extra_args
 
     def start(self, timeout: float = 15.0) -> NatsServer:
@@ -102,7 +104,7 @@ class NatsServer:
         if not re.search(r"Server is ready", text.split("Starting nats-server")[-1]):
             return False
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+            with socket.create_connection((self.host, self.port), timeout=0.5):
                 return True
         except OSError:
             return False
@@ -118,11 +120,13 @@ class NatsServer:
             self.proc.wait(5)
 
 
-def cluster(base_dir: Path, size: int = 3, name: str = "jw") -> list[NatsServer]:
-    """`size` routed servers on loopback, not yet started."""
-    cluster_ports = [free_port() for _ in range(size)]
+def cluster(base_dir: Path, size: int = 3, name: str = "jw", hosts: list[str] | None = None) -> list[NatsServer]:
+    """`size` routed servers on loopback, not yet started; each on its own address from `hosts`, if given."""
+    hosts = hosts or ["127.0.0.1"] * size
+    listeners = [f"{host}:{free_port()}" for host in hosts]
     return [
-        NatsServer(store_dir=base_dir / f"n{i}", name=f"n{i}", cluster_name=name,
-                   cluster_port=cluster_ports[i], routes=[p for j, p in enumerate(cluster_ports) if j != i])
+        NatsServer(store_dir=base_dir / f"n{i}", host=hosts[i], name=f"n{i}", cluster_name=name,
+                   cluster_port=int(listeners[i].rsplit(":", 1)[1]),
+                   routes=[peer for j, peer in enumerate(listeners) if j != i])
         for i in range(size)
     ]

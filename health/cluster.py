@@ -36,6 +36,16 @@ class Evidence:
     # How long before this cycle the sampling already saw what this rests on (a server silent for
     # a while before the cluster confirmed it gone): the verdict's since counts from then.
     held_s: float = 0.0
+    # What the verdict's words open with, and what it stops, where that is not "everything" (a leader cut off from its peers still serves
+    # the clients connected to it).
+    stops: str = "nothing is delivered or acknowledged until a leader is elected"
+    headline: str = "no server leads it"
+
+
+# What a consumer's leader showed by answering for it this cycle, while its stream's or account's
+# evidence says the cluster cannot serve: that evidence is not about this consumer (an R1 consumer
+# on a server that still runs delivers while the meta group has no leader).
+ANSWERED = Evidence("ANSWERED", "its leader answered for it")
 
 
 # A peer a leader has not heard from for this long is gone to it, whatever its `current` says yet:
@@ -75,8 +85,8 @@ def replicas_at_risk(replicas: object) -> dict[str, Any] | None:
     if not isinstance(replicas, list) or not replicas or without_quorum(replicas) is not None:
         return None
     peers = [r for r in replicas if isinstance(r, dict)]
-    behind = [r for r in peers if r.get("offline") or _silent_for(r) >= PEER_SILENT_S
-              or (not r.get("current") and _silent_for(r) == 0)]
+    behind = [r for r in peers if r.get("offline") or silent_for(r) >= PEER_SILENT_S
+              or (not r.get("current") and silent_for(r) == 0)]
     if not behind:
         return None
     names = ", ".join(str(r.get("name")) for r in behind)
@@ -89,26 +99,26 @@ def replicas_at_risk(replicas: object) -> dict[str, Any] | None:
                "numbers": {"replicas": names, "peers": len(peers)}}
 
 
-def _silent_for(replica: dict[str, Any]) -> float:
+def silent_for(replica: dict[str, Any]) -> float:
     """Seconds since the leader last heard from the peer (0 where its report does not say)."""
     active = replica.get("active")
     return active / 1e9 if isinstance(active, int) and not isinstance(active, bool) else 0.0
 
 
 def _reachable(replica: dict[str, Any]) -> bool:
-    return bool(replica.get("current")) and not replica.get("offline") and _silent_for(replica) < PEER_SILENT_S
+    return bool(replica.get("current")) and not replica.get("offline") and silent_for(replica) < PEER_SILENT_S
 
 
 def about(keys: Sequence[tuple[str, str, str]], evidence: Mapping[EvidenceKey, Evidence]) -> list[tuple[int, Evidence]]:
     """(position, evidence) of each consumer among `keys` the evidence is about: its own first,
-    else its stream's, else its account's."""
+    else its stream's, else its account's; none for a consumer whose own is ANSWERED."""
     if not evidence:
         return []
     found = []
     for i, (account, stream, consumer) in enumerate(keys):
         ev = (evidence.get((account, stream, consumer)) or evidence.get((account, stream))
               or evidence.get((account,)))
-        if ev is not None:
+        if ev is not None and ev is not ANSWERED:
             found.append((i, ev))
     return found
 
@@ -120,8 +130,7 @@ def finding(ev: Evidence, leader: object, as_of: object) -> dict[str, Any]:
     shown = f"shown as last known, sampled {as_of}" if as_of else "never sampled"
     down = f"; servers not answering: {', '.join(ev.servers)}" if ev.servers else ""
     if ev.verdict == NO_LEADER:
-        reason = (f"no server leads it: {ev.seen}; {led}; nothing is delivered or acknowledged until a leader is "
-                  f"elected ({shown}){down}")
+        reason = f"{ev.headline}: {ev.seen}; {led}; {ev.stops} ({shown}){down}"
     else:
         reason = (f"the cluster's JetStream API does not answer ({ev.seen}): this consumer's state is unknown "
                   f"({shown}); {led}; a consumer whose server still runs may still deliver{down}")
