@@ -9,6 +9,8 @@ import datetime as dt
 import pandas as pd
 import pytest
 
+from jetwatch.collectors.consumer_state import SampleBatch
+from jetwatch.collectors.jsz import JszCollector
 from jetwatch.collectors.judging import judge
 from jetwatch.collectors.live_state import LiveState
 from jetwatch.health import cluster
@@ -179,3 +181,39 @@ def test_a_cycle_says_who_the_cluster_first_showed_it_cannot_serve_and_when_thei
     # First shown at 30: said once, due at 45 until the cycle of 45 names it; nothing after.
     assert new[6] == [(("A", "S1", "b"), NO_LEADER, 45.0)] and not any(new[:6] + new[7:]), new
     assert due == [None] * 6 + [45.0, 45.0, 45.0, None, None], due
+
+
+def test_a_consumer_whose_leader_answered_is_out_of_its_accounts_api_evidence():
+    """While the API cannot list, a consumer its leader answered for is served: the account's
+    evidence names the others only."""
+    keys = [("A", "S1", "a"), ("A", "ONE", "solo")]
+    found = cluster.about(keys, {("A",): NO_API, ("A", "ONE", "solo"): cluster.ANSWERED})
+    assert [(keys[i][2], ev.verdict) for i, ev in found] == [("a", API_UNAVAILABLE)]
+
+
+def _meta(leader: str, **peers: dict) -> dict:
+    return {"leader": leader, "replicas": [{"name": name, **fields} for name, fields in peers.items()]}
+
+
+HEARD = {"current": True, "active": 300_000_000}
+CUT = {"current": False, "active": 12_000_000_000, "offline": True}
+
+
+@pytest.mark.parametrize(("metas", "named"), [
+    # n2 sees no meta leader, and the meta leader n0 last heard from it 12 s ago: cut off.
+    ({"n0": _meta("n0", n1=HEARD, n2=CUT), "n1": _meta("n0", n0=HEARD, n2=CUT), "n2": _meta("", n0=CUT, n1=CUT)}, 12.0),
+    # n2 sees the meta leader: not cut off, whatever else it says.
+    ({"n0": _meta("n0", n1=HEARD, n2=CUT), "n2": _meta("n0", n0=HEARD, n1=HEARD)}, None),
+    # No meta leader anywhere: the API cannot answer (API_UNAVAILABLE's evidence), nobody is cut off.
+    ({"n0": _meta("", n1=CUT, n2=CUT), "n2": _meta("", n0=CUT, n1=CUT)}, None),
+    # n2 between meta elections, the meta leader heard from it lately: no more than a moment.
+    ({"n0": _meta("n0", n1=HEARD, n2=HEARD), "n2": _meta("", n0=HEARD, n1=HEARD)}, None),
+])
+def test_a_server_is_cut_off_when_it_sees_no_meta_leader_and_the_meta_leader_has_not_heard_from_it(metas, named):
+    batch = SampleBatch()
+    JszCollector._cut_off(batch, {"n2": {("A", "ONE", "solo")}, "n0": {("A", "S1", "a")}}, metas)
+    found = batch.evidence.get(("A", "ONE", "solo"))
+    assert (found.held_s if found else None) == named
+    assert ("A", "S1", "a") not in batch.evidence
+    if found:
+        assert found.verdict == NO_LEADER and "cut off" in found.seen and "only clients connected to n2" in found.stops
