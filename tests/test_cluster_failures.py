@@ -494,3 +494,56 @@ async def _leader_of(urls: list[str], stream: str, consumer: str) -> str:
         return str((await JetStreamAPI(nc, timeout=10).consumer_info(stream, consumer))["cluster"]["leader"])
     finally:
         await nc.close()
+
+
+@pytest.mark.parametrize("mode", ["list", "jsz"])
+def test_a_slow_follower_stopped_for_a_minute_raises_no_red_verdict(nodes, tmp_path, mode):
+    """A follower of the worked consumer freezes for 60 s (SIGSTOP: a host paused, a long GC) and
+    comes back (SIGCONT): elections move what it led, the R3 consumers keep their quorum on the
+    other two, and the follower catches up. At most the finding that one more failure stops them;
+    never a red verdict, and no consumer leaves the list, in either sampling mode (in JSZ mode its
+    /jsz times out meanwhile)."""
+    urls = [n.url for n in nodes]
+    db = str(tmp_path / "jetwatch.duckdb")
+    loop = LoopThread()
+    home, worker = loop.call(_workload(urls, loop))
+    busy_leader = loop.call(_leader_of(urls, "CQ", "busy"))
+    slow = next(n for n in nodes if n.name not in (home, busy_leader))  # leads neither the R1 stream nor busy
+    others = [n for n in nodes if n is not slow]
+    args = [sys.executable, "-m", "jetwatch.cli", "collect", "--server", ",".join(n.url for n in others), "--db", db,
+            "--include-streams", "CQ,ONE"]
+    if mode == "jsz":
+        args += ["--monitor-url", ",".join(str(n.monitor_url) for n in nodes)]
+    with open(tmp_path / "collector.log", "wb") as log:
+        collector = subprocess.Popen(args, env=clean_env(), stdout=log, stderr=subprocess.STDOUT)
+    seen_red: list[tuple[str, str, str]] = []
+    findings: set[str] = set()
+
+    def watched(until: float) -> bool:
+        said = status_json(db)
+        assert {r["consumer"] for r in said} == {"busy", "idle", "solo"}, said
+        seen_red.extend((r["consumer"], r["verdict"], r["reason"]) for r in said if r["level"] == "critical")
+        findings.update(r["consumer"] for r in said for f in r["config_findings"] if f.get("kind") == "replica_not_current")
+        return time.monotonic() > until
+
+    assert slow.proc is not None
+    stopped = False
+    try:
+        wait_until(lambda: Path(db).exists() and {r["consumer"] for r in status_json(db)} == {"busy", "idle", "solo"},
+                   timeout=60, message="the three consumers judged")
+        slow.proc.send_signal(signal.SIGSTOP)
+        stopped = True
+        until = time.monotonic() + 60
+        wait_until(lambda: watched(until), timeout=90, interval=1.0, message="a minute with the follower stopped")
+        slow.proc.send_signal(signal.SIGCONT)
+        stopped = False
+        wait_until(lambda: watched(0) and _healthy(slow), timeout=90, interval=1.0, message="the follower current again")
+        after = time.monotonic() + 20  # longer than --no-leader-after: what the stop began would show by then
+        wait_until(lambda: watched(after), timeout=40, interval=1.0, message="twenty seconds more")
+        assert not seen_red, seen_red
+        assert "busy" in findings, "the worked consumer never carried the finding that one more failure stops it"
+    finally:
+        if stopped:
+            slow.proc.send_signal(signal.SIGCONT)
+        _wind_down(collector, loop, worker)
+    assert collector.returncode == 0, (tmp_path / "collector.log").read_text()[-3000:]
