@@ -258,24 +258,34 @@ def leads(leader: object, server_name: str, clustered: bool) -> bool:
 
 
 class _Leaderless:
-    """Consumers that clustered servers report and no entry names a leader for: no server leads
-    them (not one the collector merely failed to reach, whose followers still name it)."""
+    """Consumers that clustered servers report without a fresh entry from their leader: where no
+    entry names a leader, no server leads them (not one the collector merely failed to reach,
+    whose followers still name it); where entries name one whose report does not carry it (an
+    election under way, a leader restarting with its assets not yet loaded, a server outside
+    --monitor-url), it is still there: either way kept as last known, never dropped."""
 
     def __init__(self) -> None:
-        self.named: set[tuple[str, str, str]] = set()
+        self.named: dict[tuple[str, str, str], str] = {}
         self.unnamed: dict[tuple[str, str, str], set[str]] = {}
 
     def saw(self, key: tuple[str, str, str], leader: object, server: str, clustered: bool) -> None:
         if isinstance(leader, str) and leader:
-            self.named.add(key)
+            self.named[key] = leader
         elif clustered:
             self.unnamed.setdefault(key, set()).add(server)
 
     def into(self, batch: SampleBatch, taken: set[tuple[str, str, str]]) -> None:
-        for key in sorted(set(self.unnamed) - self.named - taken):
+        for key in sorted(set(self.unnamed) - set(self.named) - taken):
             reporters = ", ".join(sorted(self.unnamed[key]))
             batch.evidence[key] = Evidence(NO_LEADER, f"its /jsz entry on {reporters} names no leader")
             batch.unanswered.append(key)
+        elsewhere = sorted(set(self.named) - taken)
+        batch.unanswered.extend(elsewhere)
+        if elsewhere:
+            leaders = ", ".join(sorted({self.named[key] for key in elsewhere}))
+            batch.errors.append(f"{len(elsewhere)} consumer(s) are named led by {leaders} on other servers' /jsz, and "
+                                "no report of that leader carries them: they keep their last known state (stale) "
+                                "until it does; if this lasts, give --monitor-url that server's monitoring port too")
 
 
 class JszCollector:

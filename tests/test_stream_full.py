@@ -41,8 +41,10 @@ def test_room_before_a_full_stream_refuses(limits, expected):
 FULL = "STREAM_FULL"
 
 
-def test_a_full_stream_refusing_publishes_is_named_while_its_consumers_look_idle(nats_server, db_path, uid, run):
+@pytest.mark.parametrize("mode", ["list", "jsz"])
+def test_a_full_stream_refusing_publishes_is_named_while_its_consumers_look_idle(nats_server, db_path, uid, run, mode):
     store = Store(db_path)
+    sampling = {"monitor_url": (nats_server.monitor_url,)} if mode == "jsz" else {}
     streams = {  # name -> its limits, how many 100-byte messages are published to it
         f"{uid}_FULLMSGS": ({"discard": "new", "max_msgs": 20}, 25),
         f"{uid}_FULLBYTES": ({"discard": "new", "max_bytes": 3_000}, 40),
@@ -65,7 +67,7 @@ def test_a_full_stream_refusing_publishes_is_named_while_its_consumers_look_idle
                     refused[stream] = reply["error"]["description"]
             workers.append(PullWorker(nc, stream, "work", name=stream, batch=10).start())
         try:
-            async with collecting(collector_settings(nats_server.url, db_path, tuple(streams))):
+            async with collecting(collector_settings(nats_server.url, db_path, tuple(streams), **sampling)):
                 def verdicts() -> dict[str, str]:
                     return dict(rows(store, "SELECT stream, verdict FROM verdicts_current"))
 
