@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: up lint test test-heavy test-cluster screenshots fuzz system-deps deploy-deps images bench bench-detector bench-incidents lint-docker
+.PHONY: up lint test test-heavy test-cluster screenshots fuzz system-deps deploy-deps images bench bench-detector bench-incidents bench-cluster lint-docker
 
 # The test runs keep Python's bytecode in the venv (never in the source tree) and write it even where
 # the environment says not to (PYTHONDONTWRITEBYTECODE=1): otherwise every pytest worker rewrites
@@ -131,3 +131,7 @@ bench-detector: $(STAMP)
 # The same on a real server: the incident library, its look-alikes running 30 minutes beside it.
 bench-incidents: $(STAMP)
 	$(PY) -m bench.incidents --minutes 30
+
+# The cluster incidents' time to be named (the suite's cluster tests, timed) and the look-alikes' outcomes.
+bench-cluster: $(STAMP) system-deps
+	$(PY) -m bench.cluster_incidents

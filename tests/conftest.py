@@ -41,6 +41,9 @@ LEFTOVER_GRACE = 15.0
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--screenshots", action="store_true",
                      help="write the docs' screenshots to docs/screenshots/ (`make screenshots`)")
+    parser.addoption("--named-log", default=None,
+                     help="append each cluster incident's time to be named to this file, a JSON line each "
+                          "(`python -m bench.cluster_incidents` reads it)")
     parser.addoption("--cluster-hold", type=float, default=30.0,
                      help="seconds each cluster incident must stay named at every cycle (`make test-cluster`: 300)")
 
@@ -67,6 +70,8 @@ def pytest_configure(config: pytest.Config) -> None:
     _scan_installed_components_once()
     if config.getoption("screenshots"):
         os.environ["JW_SCREENSHOTS"] = "1"
+    if config.getoption("named_log"):
+        os.environ["JW_NAMED_LOG"] = str(Path(config.getoption("named_log")).resolve())
     if TEST_JVM_OPTIONS not in os.environ.get("JAVA_TOOL_OPTIONS", ""):
         os.environ["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {TEST_JVM_OPTIONS}".strip()
 

@@ -87,6 +87,16 @@ async def publish(nc: Any, subject: str, count: int) -> None:
         await nc.request(subject, str(i).encode(), timeout=5)
 
 
+def said_named(scenario: str, seconds: float | None, deadline: float) -> None:
+    """Note how long after its signal an incident was named (None: not named), where the run was
+    asked to (`--named-log`, for bench.cluster_incidents): one JSON line, appended whole."""
+    where = os.environ.get("JW_NAMED_LOG")
+    if where:
+        line = json.dumps({"scenario": scenario, "seconds": seconds, "deadline": deadline}) + "\n"
+        with open(where, "a") as out:
+            out.write(line)
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without JETWATCH_* settings, plus `extra`: what a child
     jetwatch process sees when a test means to set its options explicitly."""

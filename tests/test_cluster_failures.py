@@ -31,7 +31,7 @@ from jetwatch import cli
 from jetwatch.core.embedded_server import NatsServer, ServerStartError, cluster, free_port, nats_server_binary
 from jetwatch.core.jsapi import JetStreamAPI
 from jetwatch.demo.workers import PullWorker
-from tests.helpers import LoopThread, clean_env, make_consumer, pages_on, publish, status_json, wait_until
+from tests.helpers import LoopThread, clean_env, make_consumer, pages_on, publish, said_named, status_json, wait_until
 from tests.incident_library import cluster_ready
 from tests.test_dashboard import run_app
 
@@ -134,10 +134,11 @@ def _check(db: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def _named_in_time(killed: float, log: Path) -> None:
+def _named_in_time(killed: float, log: Path, scenario: str) -> None:
     """Named within NAMED_WITHIN of the kill at `killed` (monotonic); if not, the collector's log
-    since the kill says where the time went."""
+    since the kill says where the time went. The time is noted for bench.cluster_incidents."""
     took = time.monotonic() - killed
+    said_named(scenario, took, NAMED_WITHIN)
     if took <= NAMED_WITHIN:
         return
     since = (dt.datetime.now() - dt.timedelta(seconds=took)).strftime("%Y-%m-%d %H:%M:%S")
@@ -176,7 +177,8 @@ def _wind_down(collector: subprocess.Popen[bytes], loop: LoopThread, worker: Pul
     loop.close()
 
 
-def _peers_killed_and_held_named(nodes: list[NatsServer], survivor: NatsServer, db: str, log: Path) -> None:
+def _peers_killed_and_held_named(nodes: list[NatsServer], survivor: NatsServer, db: str, log: Path,
+                                 scenario: str) -> None:
     """The survivor's two peers SIGKILLed: its consumer `held` is named NO_LEADER in the server's
     own words (QUORUM_LOST) within NAMED_WITHIN, with the peers it lost, by name."""
     for node in nodes:
@@ -185,7 +187,7 @@ def _peers_killed_and_held_named(nodes: list[NatsServer], survivor: NatsServer, 
     killed = time.monotonic()
     said = _until(lambda: (v := _verdicts(db))["held"][0] == "NO_LEADER" and "QUORUM_LOST" in v["held"][1]
                   and v, timeout=NAMED_WITHIN + 15, message="held named NO_LEADER for its lost quorum")
-    _named_in_time(killed, log)
+    _named_in_time(killed, log, scenario)
     assert any(n.name in said["held"][1] for n in nodes if n is not survivor), said
 
 
@@ -221,7 +223,7 @@ def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_noth
         killed = time.monotonic()
         said = _until(lambda: (v := _verdicts(db))["solo"][0] == "NO_LEADER" and v, timeout=NAMED_WITHIN + 15,
                           message="solo, whose only server died, judged NO_LEADER")
-        _named_in_time(killed, tmp_path / "collector.log")
+        _named_in_time(killed, tmp_path / "collector.log", f"R1 stream's server SIGKILLed ({mode})")
         assert home in said["solo"][1] or "missing" in said["solo"][1], said["solo"]
         assert said["busy"][0] not in CLUSTER_RED and said["idle"][0] not in CLUSTER_RED, said  # re-elected, serving
         # Serving on two of three: each R3 consumer carries the finding that one more failure stops it.
@@ -235,7 +237,7 @@ def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_noth
         killed = time.monotonic()
         _until(lambda: all(v[0] in CLUSTER_RED for v in _verdicts(db).values()), timeout=NAMED_WITHIN + 15,
                    message="every consumer named for the cluster")
-        _named_in_time(killed, tmp_path / "collector.log")
+        _named_in_time(killed, tmp_path / "collector.log", f"quorum lost: two of three SIGKILLed ({mode})")
         # The Fleet says each failure once, above its rows: every consumer in exactly one block.
         blocks = _fleet_outages(monkeypatch, db, urls[-1])
         assert sorted(c for b in blocks for c in ("busy", "idle", "solo") if f" {c}" in b or f"({c}" in b) == \
@@ -259,7 +261,7 @@ def test_servers_killed_under_the_consumers_are_named_for_what_they_are_and_noth
                         if dt.datetime.fromisoformat(r["judged_at"]) > restarted}.keys() == {"busy", "idle", "solo"}
                and all(v[0] in CLUSTER_RED for v in _verdicts(db).values()), timeout=NAMED_WITHIN + 15,
                message="every consumer named by the restarted collector")
-        _named_in_time(again, tmp_path / "collector-again.log")
+        _named_in_time(again, tmp_path / "collector-again.log", f"collector restarted mid-outage ({mode})")
 
         # The servers come back: every consumer leaves its cluster verdict and none was dropped on
         # the way; the collector started mid-outage reads the capture stream durably again.
@@ -304,7 +306,8 @@ def test_a_leader_that_lost_its_quorum_is_named_in_the_servers_own_words(nodes, 
     try:
         wait_until(lambda: Path(db).exists() and {r["consumer"] for r in status_json(db)} == {"held"},
                    timeout=60, message="the consumer judged")
-        _peers_killed_and_held_named(nodes, survivor, db, tmp_path / "collector.log")
+        _peers_killed_and_held_named(nodes, survivor, db, tmp_path / "collector.log",
+                                     "a leader's peers SIGKILLed: QUORUM_LOST (list)")
         assert "lost its quorum (QUORUM_LOST)" in (tmp_path / "collector.log").read_text()
         _stays_named(db, {"held"}, cluster_hold, frozenset({"held"}))
     finally:
@@ -347,7 +350,8 @@ def test_a_server_hung_or_stopped_is_left_and_the_consumer_it_alone_serves_is_na
         signalled = time.monotonic()
         said = _until(lambda: (v := _verdicts(db))["solo"][0] == "NO_LEADER" and v, timeout=NAMED_WITHIN + 15,
                       message=f"solo, whose only server is {how}, judged NO_LEADER")
-        _named_in_time(signalled, tmp_path / "collector.log")
+        _named_in_time(signalled, tmp_path / "collector.log",
+                       f"the R1 stream's server {'hung (SIGSTOP)' if how == 'hung' else 'stopped (SIGTERM)'} ({mode})")
         assert home in said["solo"][1] or "missing" in said["solo"][1] or "placeholder" in said["solo"][1], said
         assert said["busy"][0] not in CLUSTER_RED and said["idle"][0] not in CLUSTER_RED, said
         _stays_named(db, {"solo"}, cluster_hold)
@@ -410,7 +414,8 @@ def test_a_lost_quorum_in_an_account_the_collector_is_not_in_is_named_from_the_s
     try:
         wait_until(lambda: Path(db).exists() and {(r["account"], r["consumer"]) for r in status_json(db)}
                    == {("BILLING", "held")}, timeout=60, message="BILLING's consumer judged")
-        _peers_killed_and_held_named(nodes, survivor, db, tmp_path / "collector.log")
+        _peers_killed_and_held_named(nodes, survivor, db, tmp_path / "collector.log",
+                                     "QUORUM_LOST in another account, from the system account's copy (JSZ)")
         _stays_named(db, {"held"}, cluster_hold, frozenset({"held"}))
     finally:
         collector.send_signal(signal.SIGTERM)

@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import said_named
 from tests.partition_scenario import CLUSTER_RED, CONSUMERS
 
 pytestmark = [
@@ -53,6 +54,10 @@ def record(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
     assert ran.returncode == 0 and out.exists(), f"the scenario failed ({ran.returncode}):\n{ran.stderr[-4000:]}"
     said: dict[str, Any] = json.loads(out.read_text())
     said["hold"] = hold
+    for view, consumer in (("majority list", "solo"), ("majority jsz", "solo"), ("minority jsz", "solo"),
+                           ("minority list", "busy")):
+        said_named(f"a minority cut off from its routes: {consumer} seen from the {view}", _first_named(said, view, consumer),
+                   NAMED_WITHIN)
     return said
 
 
