@@ -17,7 +17,7 @@ from jetwatch.collectors.list_pages import RawFingerprints, read_pages
 from jetwatch.collectors.state_columns import Fingerprints, add_consumers
 from jetwatch.core.jsapi import JetStreamAPI, JetStreamAPIError, NoReply, StreamNotFound
 from jetwatch.core.text import loads_storable
-from jetwatch.health.cluster import ANSWERED, API_UNAVAILABLE, NO_LEADER, Evidence, EvidenceKey
+from jetwatch.health.cluster import ANSWERED, API_UNAVAILABLE, NO_LEADER, OFFLINE, Evidence, EvidenceKey
 
 # While the API cannot list, at most this many consumers that the connected server led are asked
 # for one by one (each INFO answered by that server itself, in a millisecond or so).
@@ -123,7 +123,7 @@ class ConsumerListCollector:
         meanwhile; an exception: listing it failed), read straight into Arrow (list_pages.py);
         when anything on them is not plainly well formed, decoded and read page by page."""
         listed = [(stream, got) for stream, got in pages if isinstance(got, list)]
-        missing = self._missing(listed)
+        missing = self._missing(listed) + self._offline(listed)
         fingerprints: RawFingerprints = {}
         read = read_pages(listed, self.scope, self.clock(), self.name_filter, self.known_hashes,
                           self.raw_fingerprints, fingerprints)
@@ -142,6 +142,38 @@ class ConsumerListCollector:
         read.into(batch)
         return self._with_missing(batch, missing)
 
+    def _offline(self, pages: list[tuple[str, list[bytes]]]) -> list[tuple[str, str | None, Evidence]]:
+        """OFFLINE evidence from each CONSUMER.LIST reply's `offline` map (ADR-44): consumers a
+        running server holds but cannot load, with the server's reason (an API level or a setting
+        it does not support, as after a downgrade). Such a consumer stops its whole stream on a
+        single server, whose other consumers are then listed nowhere: a reply that lists none
+        puts the stream itself under the evidence (None in place of a consumer)."""
+        found: list[tuple[str, str | None, Evidence]] = []
+        for stream, raws in pages:
+            offline: dict[str, str] = {}
+            listed = 0
+            for raw in raws:
+                if b'"offline"' not in raw:
+                    listed += 1  # not decoded: a page without the word lists what it lists
+                    continue
+                try:
+                    page = loads_storable(raw)
+                except (ValueError, RecursionError):
+                    continue
+                listed += len(page.get("consumers") or ())
+                named = page.get("offline")
+                if isinstance(named, dict):
+                    offline.update({n: str(r) for n, r in named.items()
+                                    if isinstance(n, str) and n and self.name_filter.consumer_ok(n)})
+            for name, why in offline.items():
+                found.append((stream, name, Evidence(OFFLINE, f"the server holds it offline ({why})")))
+            if offline and not listed:
+                names = ", ".join(sorted(offline))
+                found.append((stream, None, Evidence(
+                    OFFLINE, f"its stream {stream} is stopped: the server cannot load its consumer {names} "
+                             f"({offline[min(offline)]}), and lists no other")))
+        return found
+
     def _missing(self, pages: list[tuple[str, list[bytes]]]) -> list[tuple[str, str]]:
         """(stream, consumer) of each consumer a CONSUMER.LIST reply names under `missing`: listed,
         but no server that leads it answered the list's gather (ADR-44). Only pages that carry the
@@ -158,16 +190,24 @@ class ConsumerListCollector:
                 found += [(stream, n) for n in names or () if isinstance(n, str) and n and self.name_filter.consumer_ok(n)]
         return found
 
-    def _with_missing(self, batch: SampleBatch, missing: list[tuple[str, str]]) -> SampleBatch:
-        """The consumers a listing named missing keep their last known state, each judged NO_LEADER;
-        so do those named missing before, of a stream that could not be listed now."""
+    def _with_missing(self, batch: SampleBatch, missing: list[tuple[str, str] | tuple[str, str | None, Evidence]]
+                      ) -> SampleBatch:
+        """The consumers a listing named missing keep their last known state, each judged NO_LEADER
+        (OFFLINE where the server said it cannot load them; a stream stopped so keeps all its
+        consumers'); so do those named before, of a stream that could not be listed now."""
         account = self.scope.account
         unlisted = {stream for _, stream in batch.failed_streams}
         self.leaderless = {key: ev for key, ev in self.leaderless.items() if key[1] in unlisted}
-        for stream, name in missing:  # dated from when the list was asked for: its leader was silent then
-            self.leaderless[(account, stream, name)] = Evidence(
-                NO_LEADER, "CONSUMER.LIST names it under missing (no server that leads it answered)",
-                held_s=self._took.get(stream, 0.0))
+        for entry in missing:  # dated from when the list was asked for: its leader was silent then
+            if len(entry) == 3:
+                stream, name, ev = entry
+                self.leaderless[(account, stream) if name is None else (account, stream, name)] = ev
+                if name is None:
+                    batch.failed_streams.append((account, stream))
+            elif (account, entry[0], entry[1]) not in self.leaderless:
+                self.leaderless[(account, entry[0], entry[1])] = Evidence(
+                    NO_LEADER, "CONSUMER.LIST names it under missing (no server that leads it answered)",
+                    held_s=self._took.get(entry[0], 0.0))
         batch.evidence.update(self.leaderless)
         return batch
 

@@ -44,7 +44,7 @@ class ConsumerAlert:
 
 
 CONSUMER_ALERTS: tuple[ConsumerAlert, ...] = (
-    ConsumerAlert("JetwatchConsumerNotServed", ("NO_LEADER", "API_UNAVAILABLE"), "critical"),
+    ConsumerAlert("JetwatchConsumerNotServed", ("NO_LEADER", "API_UNAVAILABLE", "OFFLINE"), "critical"),
     ConsumerAlert("JetwatchConsumerUnhealthy", ("STALLED", "NO_PULLERS", "PIN_IDLE", "SATURATED", "STREAM_FULL"), "critical"),
     ConsumerAlert("JetwatchConsumerUnhealthy", ("REDELIVERING", "LAGGING"), "warning"),
     ConsumerAlert("JetwatchConsumerLosingMessages", ("LOSING",), "critical"),

@@ -223,6 +223,12 @@ def _api_unavailable(numbers: Mapping[str, Any], c: Context) -> str:
             "server report jetstream` names those down; jetwatch keeps sampling and says when the API answers again")
 
 
+def _offline(numbers: Mapping[str, Any], c: Context) -> str:
+    return ("run it on a nats-server that supports what it needs (the reason names the API level or the setting the "
+            "server does not know): upgrade the server, or undo the downgrade; `nats server report jetstream` shows "
+            "each server's version; deleting and recreating the consumer loses its position")
+
+
 def _ok(numbers: Mapping[str, Any], c: Context) -> str:
     return "nothing to do"
 
@@ -233,7 +239,7 @@ def _collecting(numbers: Mapping[str, Any], c: Context) -> str:
 
 # One next step per verdict, by the name health/rules.py declares it under.
 NEXT_STEP: dict[str, Callable[[Mapping[str, Any], Context], str]] = {
-    "NO_LEADER": _no_leader, "API_UNAVAILABLE": _api_unavailable,
+    "NO_LEADER": _no_leader, "API_UNAVAILABLE": _api_unavailable, "OFFLINE": _offline,
     "NO_PULLERS": _no_pullers, "STALLED": _stalled, "PIN_IDLE": _pin_idle, "SATURATED": _saturated, "UNPINNED": _unpinned,
     "FLAPPING": _flapping, "REDELIVERING": _redelivering, "STREAM_FULL": _stream_full, "LOSING": _losing, "LAGGING": _lagging, "PAUSED": _paused,
     "OK": _ok, "COLLECTING": _collecting,

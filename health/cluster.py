@@ -19,6 +19,7 @@ from typing import Any
 
 NO_LEADER = "NO_LEADER"
 API_UNAVAILABLE = "API_UNAVAILABLE"
+OFFLINE = "OFFLINE"
 
 # Evidence keyed by (account, stream, consumer), (account, stream) or (account,): about one
 # consumer, every consumer of a stream, or every consumer of an account.
@@ -131,10 +132,15 @@ def finding(ev: Evidence, leader: object, as_of: object) -> dict[str, Any]:
     down = f"; servers not answering: {', '.join(ev.servers)}" if ev.servers else ""
     if ev.verdict == NO_LEADER:
         reason = f"{ev.headline}: {ev.seen}; {led}; {ev.stops} ({shown}){down}"
+    elif ev.verdict == OFFLINE:
+        reason = (f"a running server cannot load it: {ev.seen}; nothing is delivered or acknowledged until a server "
+                  f"that supports it runs it ({shown}); {led}")
     else:
         reason = (f"the cluster's JetStream API does not answer ({ev.seen}): this consumer's state is unknown "
                   f"({shown}); {led}; a consumer whose server still runs may still deliver{down}")
     numbers = {"leader": leader if isinstance(leader, str) else "", "servers": ", ".join(ev.servers)}
+    if ev.verdict == OFFLINE:
+        numbers["offline_reason"] = ev.seen
     return {"verdict": ev.verdict, "reason": reason, "numbers": numbers}
 
 
@@ -159,10 +165,10 @@ def outages(rows: Sequence[Mapping[str, Any]]) -> list[Outage]:
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for row in rows:
         verdict = row.get("verdict")
-        if verdict not in (NO_LEADER, API_UNAVAILABLE):
+        if verdict not in (NO_LEADER, API_UNAVAILABLE, OFFLINE):
             continue
         servers = _servers(row.get("findings"), verdict)
-        stream = row.get("stream") if verdict == NO_LEADER else None
+        stream = row.get("stream") if verdict != API_UNAVAILABLE else None
         groups.setdefault((row.get("cluster"), verdict, row.get("account"), stream, servers), []).append(row)
     found = []
     for (cluster, verdict, account, stream, servers), members in groups.items():
@@ -193,6 +199,10 @@ def outage_line(o: Outage, since: str, shown: int = 5) -> str:
     if o.verdict == NO_LEADER:
         return (f"{them} of stream {o.stream}{where} ({names}): no server leads {'them' if n != 1 else 'it'} since "
                 f"{since}{down}. Nothing is delivered or acknowledged until a leader is elected.")
+    if o.verdict == OFFLINE:
+        return (f"{them} of stream {o.stream}{where} ({names}): a running server cannot load "
+                f"{'them' if n != 1 else 'it'} since {since} (an asset it does not support, as after a downgrade). "
+                "Nothing is delivered or acknowledged until a server that supports it runs it.")
     account = f" of account {o.account}" if o.account else ""
     return (f"{them}{account}{where} ({names}): the cluster's JetStream API does not answer since {since}{down}. "
             "Their state is shown as last known, not judged.")

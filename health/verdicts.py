@@ -29,6 +29,9 @@ VERDICTS: tuple[Verdict, ...] = (
     Verdict("API_UNAVAILABLE", "red", "critical",
             "the cluster's JetStream API does not answer (its meta group has no leader): the consumer's state is "
             "unknown and shown as last known"),
+    Verdict("OFFLINE", "red", "critical",
+            "a running server holds the consumer (or its stream) but cannot load it, and says why (ADR-44: a "
+            "feature or API level it does not support, as after a downgrade): nothing is delivered or acknowledged"),
     Verdict("STALLED", "red", "critical",
             "work is handed out and none is acknowledged"),
     Verdict("NO_PULLERS", "red", "critical",
@@ -57,7 +60,7 @@ VERDICTS: tuple[Verdict, ...] = (
     Verdict("COLLECTING", "gray", "unknown",
             "too few samples in the window for a verdict yet"),
 )
-CLUSTER_VERDICTS: tuple[Verdict, ...] = VERDICTS[:2]  # judged from the cluster's evidence (health/cluster.py)
+CLUSTER_VERDICTS: tuple[Verdict, ...] = VERDICTS[:3]  # judged from the cluster's evidence (health/cluster.py)
 VERDICT_NAMES: tuple[str, ...] = tuple(v.name for v in VERDICTS)
 BY_NAME: dict[str, Verdict] = {v.name: v for v in VERDICTS}
 SEVERITY: dict[str, int] = {v.name: i for i, v in enumerate(VERDICTS)}

@@ -152,6 +152,10 @@ def _row(consumer: str, verdict: str, stream: str = "CQ", since: float | None = 
      [("API_UNAVAILABLE", None, ("a", "x"), 100.0, ("n1", "n2")), ("NO_LEADER", "ONE", ("y",), 100.0, ("n1", "n2"))]),
     # No since known: none invented.
     ([_row("a", "NO_LEADER", since=None)], [("NO_LEADER", "CQ", ("a",), None, ("n1", "n2"))]),
+    # A server that cannot load a consumer stops its stream: one outage of that stream, its own cause.
+    ([_row("new", "OFFLINE", stream="S2", servers=""), _row("old", "OFFLINE", stream="S2", servers=""),
+      _row("a", "NO_LEADER")],
+     [("OFFLINE", "S2", ("new", "old"), 100.0, ()), ("NO_LEADER", "CQ", ("a",), 100.0, ("n1", "n2"))]),
 ])
 def test_cluster_failures_are_grouped_into_one_outage_per_cause(rows, expected):
     got = cluster.outages(rows)
@@ -163,6 +167,13 @@ def test_an_outage_is_one_line_naming_its_consumers_since_and_servers():
     line = cluster.outage_line(outage, "03:12:04 (2 min ago)")
     assert line.startswith("7 consumers of stream CQ (a, b, c, d, e and 2 more): no server leads them since "
                            "03:12:04 (2 min ago); servers not answering: n1, n2."), line
+
+
+def test_an_offline_outage_says_a_running_server_cannot_load_them_not_that_servers_are_gone():
+    (outage,) = cluster.outages([_row(c, "OFFLINE", stream="S2", servers="") for c in ("new", "old")])
+    line = cluster.outage_line(outage, "03:12:04 (2 min ago)")
+    assert line.startswith("2 consumers of stream S2 (new, old): a running server cannot load them since 03:12:04"), line
+    assert "no server leads" not in line and "servers not answering" not in line
 
 
 def test_a_cycle_says_who_the_cluster_first_showed_it_cannot_serve_and_when_their_verdict_falls_due():
