@@ -58,6 +58,11 @@ ACTIONS: tuple[Action, ...] = (
            "shown, its alerts are held back until the silence expires or the verdict turns into another.",
            "Silence the alerts of {target} for {for_s} (its verdict stays shown), with the note: {note}",
            ("for_s", "note", "expect_verdict"), False, ("verdict", "until"), on="store"),
+    Action("forget", (),
+           "Forget a consumer the server no longer lists and no DELETED advisory said was removed (held with its "
+           "last known state): it leaves every page at the collector's next cycle.",
+           "Forget {target}, which the server no longer lists (it comes back if the server lists it again)",
+           (), False, ("verdict",), on="store"),
 )
 BY_NAME: dict[str, Action] = {a.name: a for a in ACTIONS}
 
@@ -160,7 +165,14 @@ def _silence(store: Store | None, target: ops.Target, params: Mapping[str, Any],
     return silences.silence(store, target, params, actor, action_id)
 
 
-_STORE_RUNNERS: dict[str, StoreRunner] = {"silence": _silence}
+def _forget(store: Store | None, target: ops.Target, params: Mapping[str, Any], actor: str,
+            action_id: str | None) -> ops.ActionResult:
+    from jetwatch.actions import forgets
+
+    return forgets.forget(store, target, params, actor, action_id)
+
+
+_STORE_RUNNERS: dict[str, StoreRunner] = {"silence": _silence, "forget": _forget}
 
 
 def perform_in_store(store: Store | None, name: str, target: ops.Target, params: Mapping[str, Any], actor: str,

@@ -274,12 +274,14 @@ class _Leaderless:
         elif clustered:
             self.unnamed.setdefault(key, set()).add(server)
 
-    def into(self, batch: SampleBatch, taken: set[tuple[str, str, str]]) -> None:
+    def into(self, batch: SampleBatch, taken: set[tuple[str, str, str]], silent: set[str]) -> None:
+        """`silent`: the servers that led before and did not answer now, whose consumers
+        JszCollector._keep_unanswered keeps and names."""
         for key in sorted(set(self.unnamed) - set(self.named) - taken):
             reporters = ", ".join(sorted(self.unnamed[key]))
             batch.evidence[key] = Evidence(NO_LEADER, f"its /jsz entry on {reporters} names no leader")
             batch.unanswered.append(key)
-        elsewhere = sorted(set(self.named) - taken)
+        elsewhere = sorted(key for key in set(self.named) - taken if self.named[key] not in silent)
         batch.unanswered.extend(elsewhere)
         if elsewhere:
             leaders = ", ".join(sorted({self.named[key] for key in elsewhere}))
@@ -368,7 +370,7 @@ class JszCollector:
                             continue
                         seen.add(key)
                         led.setdefault(report.server, set()).add(key)
-        leaderless.into(batch, seen)
+        leaderless.into(batch, seen, set(self.led) - {r.server for r in reports})
         self._keep_unanswered(batch, {r.server for r in reports}, led, seen, metas)
         self.raw_fingerprints = {}
         return batch
@@ -423,7 +425,7 @@ class JszCollector:
             return None
         self.raw_fingerprints = fingerprints
         read.into(batch)
-        leaderless.into(batch, seen)
+        leaderless.into(batch, seen, set(self.led) - {r.server for r in reports})
         self._keep_unanswered(batch, {r.server for r in reports}, led, seen,
                               {str(r.server): d.meta_cluster for r, d in zip(reports, docs)})
         return batch

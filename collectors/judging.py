@@ -38,7 +38,7 @@ from jetwatch.collectors.live_state import (
     stamps,
 )
 from jetwatch.health import cluster, easing, pull_rhythm
-from jetwatch.health.cluster import Evidence, EvidenceKey
+from jetwatch.health.cluster import UNLISTED, Evidence, EvidenceKey
 from jetwatch.health.columns import floats
 from jetwatch.health.config_findings import NONE, config_findings, held_resets, pull_findings
 from jetwatch.health.eta import ETA_COLUMNS, drain_eta_columns, lately
@@ -53,7 +53,7 @@ from jetwatch.health.rules import (
     rhythm_after,
     verdict_columns,
 )
-from jetwatch.health.verdicts import CLUSTER_VERDICTS
+from jetwatch.health.verdicts import CLUSTER_VERDICTS, VERDICTS
 from jetwatch.store.database import Store
 
 KEY = ["account", "stream", "consumer"]
@@ -469,10 +469,39 @@ def _settle(state: LiveState, live: np.ndarray, said: _Said, now_s: float, thres
         said.verdict[i], said.reason[i] = kept[i], state.kept_text["reason"][live[i]]
         said.findings[i] = state.kept_text["findings"][live[i]]
         said.onset[i] = np.nan
+    _say_unlisted(state, live, said)
     said.findings_json = _findings_json(said.findings)
     same = kept == said.verdict
     said.since = easing.since(said.onset, same & ~said.recreated, state.kept_since[live], now_s)
     said.unhealthy_since = easing.unhealthy_since(said.verdict, said.since, unkept, state.kept_unhealthy_since[live])
+
+
+HELD_UNLISTED = frozenset(v.name for v in VERDICTS if v.level in ("critical", "warning"))
+
+
+def _say_unlisted(state: LiveState, live: np.ndarray, said: _Said) -> None:
+    """A consumer the server no longer lists, and nothing said was removed (LiveState.unlisted),
+    says so: a verdict that alerted stays, with its last known words (nothing that was red turns
+    grey or vanishes); any other is not known any more (COLLECTING), never a fresh OK."""
+    for key, since in state.unlisted.items():
+        row = state.window.rows.get(key)
+        i = int(np.searchsorted(live, row)) if row is not None else len(live)
+        if i >= len(live) or live[i] != row:
+            continue
+        kept = state.kept_text["verdict"][row]
+        before = str(state.kept_text["reason"][row] if isinstance(kept, str) else said.reason[i])
+        before = before.split("; last known: ", 1)[1] if before.startswith(UNLISTED) else before
+        when = pd.Timestamp(since * 1e6, unit="us", tz="UTC")
+        reason = (f"{UNLISTED}{when:%Y-%m-%d %H:%M:%S} UTC, and no DELETED advisory said it was removed: kept until "
+                  f"it is listed again, removed, or forgotten (`jetwatch forget`); last known: {before}")
+        if kept in HELD_UNLISTED:
+            said.verdict[i], said.findings[i] = kept, state.kept_text["findings"][row]
+            said.judged_at[i] = state.kept_judged_at[row]
+        else:
+            said.verdict[i] = "COLLECTING"
+            said.findings[i] = [{"verdict": "COLLECTING", "reason": reason, "numbers": {"unlisted_since": since}}]
+            said.onset[i] = np.nan
+        said.reason[i] = reason
 
 
 def _changed(state: LiveState, live: np.ndarray, said: _Said) -> tuple[np.ndarray, np.ndarray]:

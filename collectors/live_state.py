@@ -13,7 +13,8 @@ committed (`commit`), so a failed write leaves it as the store is.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -112,6 +113,13 @@ class LiveState:
         self.configs: dict[tuple[str, str, str], tuple[Any, ...]] = {}
         # Since when the cluster has shown, without a break, that it cannot serve a consumer (judging.py).
         self.cluster_seen: dict[tuple[str, str, str], float] = {}
+        # Consumers the server no longer lists though nothing said they were removed, and since when
+        # (epoch seconds): kept live with their last known state until they are listed again, a
+        # DELETED advisory says so (`removed`), or an operator forgets them (also `removed`). Only
+        # those `holds` accepts (the collector's filters); without it, none are held.
+        self.unlisted: dict[tuple[str, str, str], float] = {}
+        self.removed: set[tuple[str, str, str]] = set()
+        self.holds: Callable[[tuple[str, str, str]], bool] | None = None
         self._numbers: dict[str, np.ndarray] = {}  # NUMERIC_STATE columns as floats, until they change
 
     def numbers(self, column: str) -> np.ndarray:
@@ -183,10 +191,12 @@ class LiveState:
     # -- a cycle ------------------------------------------------------------------------------
 
     def add(self, samples: Mapping[str, Sequence[Any]], accounts: Iterable[str] | None = None,
-            kept: Iterable[tuple[str, ...]] = (), configs: Sequence[Mapping[str, Any]] = ()) -> None:
-        """One stored cycle, as write_samples and write_configs store it: the configs that changed,
-        the samples into the window, and the live state of the sampled `accounts` replaced by the
-        samples, except what `kept` names (a stream, or one consumer) keeping its last state.
+            kept: Iterable[tuple[str, ...]] = (), configs: Sequence[Mapping[str, Any]] = (),
+            at: float | None = None) -> list[tuple[str, str, str]]:
+        """One cycle, as write_samples and write_configs store it: the configs that changed, the
+        samples into the window, and the live state of the sampled `accounts` replaced by the
+        samples, except what `kept` names (a stream, or one consumer) keeping its last state, and
+        the consumers held unlisted (see `unlisted`), which it returns: the store keeps them too.
         Without `accounts` (a caller that only appends samples) nothing leaves the live state."""
         if configs:
             rows = self.rows_of([(c["account"], c["stream"], c["consumer"]) for c in configs])
@@ -211,9 +221,12 @@ class LiveState:
                 for i in np.flatnonzero(leave):
                     key = self.window.keys[live[i]]
                     leave[i] = key[:2] not in streams and key not in singles
+            held = self._hold_unlisted(live, leave, rows, time.time() if at is None else at)
             self.live[live[leave]] = False
+        else:
+            held = []
         if len(rows) == 0:
-            return
+            return held
         self.live[rows] = True
         count = len(rows)
         for c in SAMPLE_STATE:
@@ -223,6 +236,31 @@ class LiveState:
                 column[:] = given
             self.state[c][rows] = column
         self._changed(SAMPLE_STATE)
+        return held
+
+    def _hold_unlisted(self, live: np.ndarray, leave: np.ndarray, rows: np.ndarray, at: float
+                       ) -> list[tuple[str, str, str]]:
+        """Of the live rows about to leave (`leave`, over `live`), those not sampled again that
+        nothing said were removed stay (their `leave` cleared): the consumers held unlisted."""
+        if self.holds is None:
+            return []
+        keys = self.window.keys
+        listed = np.zeros(len(keys), dtype=bool)
+        listed[rows] = True
+        for key in [k for k in self.unlisted if listed[self.window.rows[k]]]:
+            del self.unlisted[key]  # listed again
+        held = []
+        leaving = np.flatnonzero(leave)
+        for i in leaving[~listed[live[leaving]]]:  # not listed this cycle: few, mostly none
+            key = keys[live[i]]
+            if key in self.removed or not self.holds(key):
+                self.removed.discard(key)
+                self.unlisted.pop(key, None)
+                continue
+            self.unlisted.setdefault(key, at)
+            leave[i] = False
+            held.append(key)
+        return held
 
     def _configure(self, rows: range) -> None:
         """New rows (a consumer sampled again after its row was forgotten) take its kept config."""

@@ -27,6 +27,7 @@ from nats.aio.client import Client
 
 from jetwatch import sql
 from jetwatch.collectors.advisories import (
+    ADVISORY_PREFIX,
     Capture,
     CoreCapture,
     DurableCapture,
@@ -126,6 +127,10 @@ class Collector:
         self.cycles = 0
         self.thresholds = Thresholds.from_settings(settings)
         self.window: LiveState | None = None  # what judging needs, kept between cycles
+        # Consumers no longer listed that nothing said were removed (since when), and those a DELETED
+        # advisory or an operator said were: shared by every live state this collector judges with.
+        self.unlisted: dict[tuple[str, str, str], float] = {}
+        self.removed: set[tuple[str, str, str]] = set()
         self.rejects_total = 0
         self.reject_budget = RejectBudget()
         self.cycle_hooks: list[Callable[[Collector, JudgedCycle, float], Any]] = []
@@ -186,8 +191,8 @@ class Collector:
         self.scope = self._learned or await account_scope(self.nc)
         known = await self.write(writes.latest_config_hashes)
         self.store_id = await self.write(writes.store_id)
-        self.window = await asyncio.get_running_loop().run_in_executor(
-            self._writer, load_window, self.store, self.clock(), self.thresholds)
+        self.window = self._adopt(await asyncio.get_running_loop().run_in_executor(
+            self._writer, load_window, self.store, self.clock(), self.thresholds))
         # The window pass compiled (or loaded from numba's cache) now, on the writer thread outside
         # any transaction: left to the first judge, a cold start compiled it for seconds inside the
         # first cycle's write, holding the store's lock while every reader waited.
@@ -410,7 +415,8 @@ class Collector:
         if self.capture is not None:
             self.capture_pending = await self._capture_backlog(began)
             self.caught_up = self.capture_pending == 0
-        self.errors.settle(batch.errors + ([self.outputs.alert_failure] if self.outputs.alert_failure else []))
+        self.errors.settle(batch.errors + ([self.outputs.alert_failure] if self.outputs.alert_failure else [])
+                           + self._unlisted_words())
         if self.quorum is not None and self.quorum.lost:  # nothing to add most cycles: no set of every key built
             self._quorum_evidence(batch, self.server_now(now).timestamp(), time.monotonic() - began)
         state_rejects = self.reject_budget.admit("consumer_state", now, batch.rejects)
@@ -483,8 +489,18 @@ class Collector:
         pulls = self._pulls(server_now)
 
         def tx(con: duckdb.DuckDBPyConnection) -> tuple[LiveState, tuple[JudgedCycle, tuple[pd.DataFrame, dt.datetime]] | BaseException]:
+            if window is not None:
+                touched.append(True)
+            if self.unlisted:  # an operator may have forgotten some (an audited forget): they leave now
+                since = dt.datetime.fromtimestamp(min(self.unlisted.values()), dt.UTC)
+                self.removed.update((str(a), str(st), str(c)) for a, st, c in con.execute(
+                    sql.query("forgotten_since"), {"since": since}).fetchall())
             for cycle in pending:
-                writes.write_samples(con, cycle.accounts, cycle.samples, cycle.kept, cycle.at, cycle.arrow)
+                # Into the state first: it tells which consumers no longer listed it holds, and the
+                # store keeps them too (the state holds what the store holds).
+                held = [] if window is None else window.add(cycle.samples, cycle.accounts, cycle.kept, cycle.configs,
+                                                            at=cycle.server_now.timestamp())
+                writes.write_samples(con, cycle.accounts, cycle.samples, [*cycle.kept, *held], cycle.at, cycle.arrow)
                 writes.write_configs(con, cycle.configs)
                 writes.write_rejects(con, cycle.at, "consumer_state", cycle.rejects)
                 writes.write_dropped_rejects(con, cycle.dropped_rejects)
@@ -493,13 +509,9 @@ class Collector:
             writes.write_status(con, status)
             # Judged in the same transaction: a cycle's samples and their verdicts are kept together,
             # on one connection (opening the file and committing cost more than the judging).
-            if window is None:  # none yet, or dropped by a failed cycle: as the store now holds it
-                state = LiveState.seeded(con, server_now, thresholds.health_window)
-            else:
-                state = window
-                touched.append(True)
-                for cycle in pending:
-                    state.add(cycle.samples, cycle.accounts, cycle.kept, cycle.configs)
+            # None yet, or dropped by a failed cycle: as the store now holds it.
+            state = window if window is not None else self._adopt(LiveState.seeded(con, server_now,
+                                                                                   thresholds.health_window))
             try:
                 verdicts = judge(state, server_now, thresholds, event_counts(con, server_now, thresholds), pulls,
                                  newest.evidence, newest.cluster_findings)
@@ -623,6 +635,37 @@ class Collector:
             "clock_offset_seconds": self.clock_offset, "capture_warning": self.capture_warning,
         }
 
+    def _adopt(self, state: LiveState) -> LiveState:
+        """A live state this collector judges with: it holds the consumers no longer listed that
+        its filters watch, and shares what it knows of them across a state seeded again."""
+        state.holds = self._watched_key
+        state.unlisted, state.removed = self.unlisted, self.removed
+        return state
+
+    def _watched_key(self, key: tuple[str, str, str]) -> bool:
+        return self.name_filter.stream_ok(key[1]) and self.name_filter.consumer_ok(key[2])
+
+    def _unlisted_words(self) -> list[str]:
+        if not self.unlisted:
+            return []
+        names = [f"{stream}/{consumer}" for _, stream, consumer in sorted(self.unlisted)]
+        first = min(self.unlisted.values())
+        return [f"{len(names)} consumer(s) no longer listed by the server, and no DELETED advisory said they were "
+                f"removed ({', '.join(names[:5])}{' …' if len(names) > 5 else ''}), the first since "
+                f"{dt.datetime.fromtimestamp(first, dt.UTC):%H:%M:%S} UTC: kept with their last known state. If they "
+                "were deleted while no advisory was captured, `jetwatch forget` them"]
+
+    def _note_removals(self, rows: list[AdvisoryRow]) -> None:
+        """A DELETED advisory says a consumer was removed: once no longer listed, it leaves. A
+        CREATED one after it (the name used again) takes that back."""
+        for row in rows:
+            subject = row["subject"]
+            key = (str(row["account"]), str(row["stream"]), str(row["consumer"]))
+            if subject.startswith(f"{ADVISORY_PREFIX}DELETED."):
+                self.removed.add(key)
+            elif subject.startswith(f"{ADVISORY_PREFIX}CREATED."):
+                self.removed.discard(key)
+
     async def events_once(self) -> int:
         """Fetch, store, then acknowledge one batch of advisories; returns how many were read."""
         assert self.capture is not None
@@ -670,6 +713,7 @@ class Collector:
         for g in gaps:
             self.errors.report(f"{g['missed']} advisories lost from the capture stream (sequences {g['from_seq']}-"
                         f"{g['to_seq']}): {g['reason']}")
+        self._note_removals(rows)
         self.pin_counts.add(rows)
         self.drop_counts.add(rows)
         if self.pin_holders is not None:  # what CONNZ says of a timed-out holder's connection, asked apart

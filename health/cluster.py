@@ -49,6 +49,11 @@ class Evidence:
 ANSWERED = Evidence("ANSWERED", "its leader answered for it")
 
 
+# How the verdict of a consumer the server no longer lists (and nothing said was removed) opens:
+# the collector holds it with these words, and only such a consumer can be forgotten.
+UNLISTED = "not listed by the server since "
+
+
 # A peer a leader has not heard from for this long is gone to it, whatever its `current` says yet:
 # raft heartbeats come every second.
 PEER_SILENT_S = 5.0

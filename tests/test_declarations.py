@@ -26,7 +26,7 @@ from tests.test_dashboard import run_app
 
 def test_every_rule_gives_its_own_verdict_in_severity_order():
     cluster = len(verdicts.CLUSTER_VERDICTS)
-    assert VERDICT_NAMES[:cluster] == ("NO_LEADER", "API_UNAVAILABLE")  # above every rule: judged from evidence
+    assert VERDICT_NAMES[:cluster] == ("NO_LEADER", "API_UNAVAILABLE", "OFFLINE")  # above every rule: judged from evidence
     assert [r.verdict.name for r in RULES] == list(VERDICT_NAMES[cluster:cluster + len(RULES)])
     assert VERDICT_NAMES[cluster + len(RULES):] == ("OK", "COLLECTING")
     assert [SEVERITY[v] for v in VERDICT_NAMES] == list(range(len(VERDICTS)))

@@ -372,3 +372,46 @@ def test_the_numbers_judging_reads_follow_every_change_of_the_state():
     same_as_converted_afresh()
     cycle(15, {"a": 6, **{f"n{i}": i for i in range(100)}})  # the arrays grow
     cycle(20, {"a": 7, "b": 1})  # b again: its row new, its config the one kept
+
+
+def _cycle(state: LiveState, at: dt.datetime, consumers: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    samples = [_sample(at, "S1", c) for c in consumers]
+    columns = {k: [s[k] for s in samples] for k in _sample(at, "S1", "x")}
+    return state.add(columns, ["A"], (), CONFIGS[:2] if at == T0 else [], at=at.timestamp())
+
+
+def _live(state: LiveState) -> set[str]:
+    return {state.keys[r][2] for r in np.flatnonzero(state.live[:len(state.keys)])}
+
+
+@pytest.mark.parametrize(("removed", "watched", "expected_live", "expected_unlisted"), [
+    # No longer listed, nothing said it was removed: held, since the cycle it went.
+    (set(), True, {"a", "b"}, {"b": 5.0}),
+    # A DELETED advisory (or an operator) said it was removed: it leaves.
+    ({("A", "S1", "b")}, True, {"a"}, {}),
+    # Outside the collector's filters (a stream no longer included): it leaves.
+    (set(), False, {"a"}, {}),
+])
+def test_a_consumer_no_longer_listed_is_held_unless_something_said_it_was_removed(removed, watched, expected_live,
+                                                                                  expected_unlisted):
+    state = LiveState(TH.health_window)
+    state.holds = lambda key: watched
+    state.removed = set(removed)
+    _cycle(state, T0, ("a", "b"))
+    held = _cycle(state, T0 + dt.timedelta(seconds=5), ("a",))
+    assert _live(state) == expected_live
+    assert held == [("A", "S1", c) for c in expected_unlisted]
+    assert {k[2]: t - T0.timestamp() for k, t in state.unlisted.items()} == expected_unlisted
+    assert not state.removed  # a removal said is used once the consumer leaves
+
+
+def test_a_held_consumer_listed_again_is_no_longer_unlisted_and_without_holds_none_is_held():
+    state = LiveState(TH.health_window)
+    state.holds = lambda key: True
+    _cycle(state, T0, ("a", "b"))
+    _cycle(state, T0 + dt.timedelta(seconds=5), ("a",))
+    _cycle(state, T0 + dt.timedelta(seconds=10), ("a", "b"))
+    assert _live(state) == {"a", "b"} and state.unlisted == {}
+    plain = LiveState(TH.health_window)  # judging apart from a collector (seeded from a store): nothing held
+    _cycle(plain, T0, ("a", "b"))
+    assert _cycle(plain, T0 + dt.timedelta(seconds=5), ("a",)) == [] and _live(plain) == {"a"}

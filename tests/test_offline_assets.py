@@ -5,7 +5,8 @@ lists the consumer under `missing` and, with its reason, under `offline`, answer
 
 Both are OFFLINE in the server's own words (not NO_LEADER: no server is gone), stay listed with
 their last known state, and `check` is CRITICAL; once the server can load it again (the downgrade
-undone), both are served again. JSZ mode cannot see this: the server's /jsz lists neither."""
+undone), both are served again. The server's /jsz lists neither and says nothing of why: in JSZ
+mode they are kept as no longer listed, with no DELETED advisory (they used to vanish)."""
 
 from __future__ import annotations
 
@@ -39,16 +40,23 @@ def _restarted_with(server: NatsServer, consumer: str, level: str) -> None:
     server.start()
 
 
-def _check(db: str) -> tuple[int, str]:
+def _cli(*args: str) -> tuple[int, str]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = cli.main(["check", "--db", db])
+        code = cli.main(list(args))
     return code, out.getvalue()
 
 
-def test_a_consumer_the_server_cannot_load_is_offline_in_its_own_words_and_so_is_its_stopped_stream(tmp_path, run):
-    server = NatsServer(store_dir=tmp_path / "js", monitor_port=free_port()).start()
+def _check(db: str) -> tuple[int, str]:
+    return _cli("check", "--db", db)
+
+
+@pytest.mark.parametrize("mode", ["list", "jsz"])
+def test_a_consumer_the_server_cannot_load_is_offline_in_its_own_words_and_so_is_its_stopped_stream(tmp_path, run,
+                                                                                                   mode):
+    server = NatsServer(store_dir=tmp_path / "js", monitor_port=free_port(), name="s1").start()  # named: as in production
     db = str(tmp_path / "jetwatch.duckdb")
+    sampling = {"monitor_url": (server.monitor_url,)} if mode == "jsz" else {}
 
     def said() -> dict[str, dict]:
         return {r["consumer"]: r for r in status_json(db)}
@@ -62,12 +70,32 @@ def test_a_consumer_the_server_cannot_load_is_offline_in_its_own_words_and_so_is
         await publish(nc, "s2.job", 3)
         await nc.close()
         settings = collector_settings(server.url, db, ("S2",), health_window=6.0, health_min_samples=3,
-                                      health_min_span=1.0, no_leader_after=2.0)
+                                      health_min_span=1.0, no_leader_after=2.0, **sampling)
         async with collecting(settings):
             await eventually(lambda: {c: r["verdict"] for c, r in said().items()}.keys() == {"new", "old"}
                              and all(r["verdict"] != "COLLECTING" for r in said().values()), timeout=60,
                              message="both consumers judged")
             _restarted_with(server, "new", "99")  # a downgrade: the store asks more than this server knows
+            if mode == "jsz":
+                def all_unlisted() -> dict[str, dict] | None:
+                    now = said()
+                    return now if now.keys() == {"new", "old"} and all(
+                        r["reason"].startswith("not listed by the server since") for r in now.values()) else None
+
+                kept = await eventually(all_unlisted, timeout=60, message="both consumers kept as no longer listed")
+                assert all("no DELETED advisory" in r["reason"] for r in kept.values()), kept
+                code, text = _check(db)
+                assert code != 0, text
+                # An operator who knows it is gone for good forgets it (audited): it leaves, the other stays.
+                assert _cli("forget", "S2", "new", "--db", db, "--yes", "--actor", "oncall")[0] == 0
+                await eventually(lambda: said().keys() == {"old"}, timeout=30, message="the forgotten consumer gone")
+                _restarted_with(server, "new", "0")
+                await eventually(lambda: (now := said()).keys() == {"new", "old"} and not any(
+                    r["reason"].startswith("not listed") for r in now.values()), timeout=60,
+                    message="both consumers listed again (the forgotten one comes back)")
+                code, text = _cli("forget", "S2", "old", "--db", db, "--yes", "--actor", "oncall")
+                assert code == 1 and "the server still lists it" in text, text
+                return
             def all_offline() -> dict[str, dict] | None:
                 now = said()
                 return now if now.keys() == {"new", "old"} and all(r["verdict"] == "OFFLINE" for r in now.values()) else None

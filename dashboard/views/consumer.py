@@ -14,6 +14,7 @@ from jetwatch.actions.operations import THEN_CHOICES, Target
 from jetwatch.core.pin_announce import verification_words
 from jetwatch.dashboard import charts, data, dropped, operator, stores, tables, ui, url_state
 from jetwatch.health import advice, drops, failover, silences, thresholds
+from jetwatch.health.cluster import UNLISTED
 from jetwatch.store.database import StoreError, StoreMissing
 
 s = ui.settings()
@@ -120,6 +121,10 @@ def actions(row: pd.Series, verdict: pd.Series | None) -> None:
         "drain", target, cluster, then=then, timeout_s=timeout_s,
         stay_until=data.utcnow() + dt.timedelta(minutes=stay_minutes) if then == "stay-paused" else None))
     silence_action(target, verdict)
+    if verdict is not None and str(verdict["reason"]).startswith(UNLISTED):
+        st.button("Forget", key="action_forget", on_click=operator.request, args=("forget", target, cluster),
+                  help="the server no longer lists it and no DELETED advisory said it was removed: forget it if you "
+                       "know it is gone for good (it comes back if the server lists it again)")
 
 
 SILENCE_FOR = {"15 min": 900, "1 h": 3600, "4 h": 4 * 3600, "8 h": 8 * 3600, "24 h": 24 * 3600}
