@@ -6,7 +6,9 @@ lists the consumer under `missing` and, with its reason, under `offline`, answer
 Both are OFFLINE in the server's own words (not NO_LEADER: no server is gone), stay listed with
 their last known state, and `check` is CRITICAL; once the server can load it again (the downgrade
 undone), both are served again. The server's /jsz lists neither and says nothing of why: in JSZ
-mode they are kept as no longer listed, with no DELETED advisory (they used to vanish)."""
+mode they are kept as no longer listed, with no DELETED advisory (they used to vanish), until an
+operator forgets one (audited) or the server lists them again; a consumer the server removes and
+says so (DELETED) leaves at once."""
 
 from __future__ import annotations
 
@@ -112,6 +114,32 @@ def test_a_consumer_the_server_cannot_load_is_offline_in_its_own_words_and_so_is
             await eventually(lambda: (now := said()).keys() == {"new", "old"}
                              and all(r["verdict"] != "OFFLINE" for r in now.values()), timeout=60,
                              message="both consumers served again")
+
+    try:
+        run(scenario())
+    finally:
+        server.stop()
+
+
+def test_a_consumer_the_server_removes_for_inactivity_leaves_by_its_deleted_advisory(tmp_path, run):
+    """Not every consumer that leaves the listings is held: one the server removes says so (an
+    ephemeral consumer past its inactive_threshold sends DELETED), and it leaves every page."""
+    server = NatsServer(store_dir=tmp_path / "js", name="s1").start()
+    db = str(tmp_path / "jetwatch.duckdb")
+
+    async def scenario() -> None:
+        nc = await nats.connect(server.url)
+        api = JetStreamAPI(nc)
+        await api.add_stream({"name": "E2", "subjects": ["e2.>"]})
+        await make_consumer(api, "E2", "stays")
+        async with collecting(collector_settings(server.url, db, ("E2",))):
+            await api.request("CONSUMER.CREATE.E2.brief", {"stream_name": "E2", "config": {
+                "name": "brief", "ack_policy": "explicit", "inactive_threshold": 3_000_000_000}})
+            await eventually(lambda: {r["consumer"] for r in status_json(db)} == {"stays", "brief"}, timeout=30,
+                             message="both consumers listed")
+            await eventually(lambda: {r["consumer"] for r in status_json(db)} == {"stays"}, timeout=30,
+                             message="the removed consumer gone")
+        await nc.close()
 
     try:
         run(scenario())
