@@ -94,6 +94,8 @@ class JudgedCycle:
         # the earliest of those shown and not yet named is due: a cycle judged then names it.
         self.cluster_new: list[ClusterShown] = []
         self.cluster_due: float | None = None
+        # Consumers STALLED with their holders silent: CONNZ is asked whether those are gone or stopped.
+        self.silent_holders: list[tuple[str, str, str]] = []
 
     @property
     def consumers(self) -> pd.DataFrame:
@@ -289,6 +291,9 @@ class PullsAnnounced:
 
     by_consumer: Mapping[tuple[str, str, str], Sequence[Mapping[str, Any]]]
     server_version: str | None = None
+    # Of consumers whose holders went silent: the announcing workers CONNZ finds connected, and
+    # those whose connections closed (collectors/holder_connections.py).
+    holders: Mapping[tuple[str, str, str], tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
 
 
 PULL_LIMITS = ("priority_policy", "priority_timeout_ns", "max_ack_pending", "priority_groups")
@@ -441,6 +446,33 @@ def _cluster_verdicts(state: LiveState, live: np.ndarray, said: _Said, evidence:
         found = cluster.finding(ev, state.state["leader"][row], _as_of(state.state["ts"][row]))
         said.verdict[i], said.reason[i], said.findings[i] = ev.verdict, found["reason"], [found]
         said.onset[i] = first
+
+
+def _say_holders(state: LiveState, live: np.ndarray, said: _Said, pulls: PullsAnnounced | None
+                 ) -> list[tuple[str, str, str]]:
+    """The STALLED consumers whose holders went silent (returned), each told, where CONNZ said so,
+    whether the workers that announced their pulls are gone (connections closed) or only stopped."""
+    silent = []
+    for i in np.flatnonzero(said.verdict == "STALLED"):
+        found = said.findings[i]
+        if not isinstance(found, list) or not found or (found[0].get("numbers") or {}).get("holder") != "silent":
+            continue
+        key = state.keys[live[i]]
+        silent.append(key)
+        connected, gone = pulls.holders.get(key, ((), ())) if pulls is not None else ((), ())
+        if connected:
+            words = (f"; CONNZ: {', '.join(connected)} still connected: stopped, not gone (hung, or waiting on "
+                     "something)")
+            numbers = {"holders": "connected", "holders_named": ", ".join(connected)}
+        elif gone:
+            words = f"; CONNZ: {', '.join(gone)} gone (their connections closed)"
+            numbers = {"holders": "gone", "holders_named": ", ".join(gone)}
+        else:
+            continue
+        said.reason[i] = str(said.reason[i]) + words
+        said.findings[i] = [{**found[0], "reason": str(found[0].get("reason", "")) + words,
+                             "numbers": {**(found[0].get("numbers") or {}), **numbers}}, *found[1:]]
+    return silent
 
 
 def _as_of(ts: object) -> str | None:
@@ -649,6 +681,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
     live = np.flatnonzero(state.live[:len(state.keys)])
     now_s = now.timestamp()
     said = _said(state, live, now, thresholds, counts, pulls, cluster_findings or {})
+    silent = _say_holders(state, live, said, pulls)
     _cluster_verdicts(state, live, said, evidence or {}, now_s, thresholds)
     _settle(state, live, said, now_s, thresholds)
     changed, worded = _changed(state, live, said)
@@ -660,6 +693,7 @@ def judge(state: LiveState, now: dt.datetime, thresholds: Thresholds, counts: pd
                          _written(state, live, at, said), gone, _Remember(state, live, at, gone_rows, said, now_s))
     judged.numbers_only = ~worded[at]
     judged.cluster_new, judged.cluster_due = said.cluster_new, said.cluster_due
+    judged.silent_holders = silent
     judged.stamped = (None if np.isnan(state.stamped) else
                       micros(np.array([state.stamped]))[0].item().replace(tzinfo=dt.UTC))
     return judged

@@ -44,6 +44,7 @@ from jetwatch.collectors.dropped import DroppedReader, drops_in
 from jetwatch.collectors.error_state import ErrorState
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.gc_policy import GcPolicy
+from jetwatch.collectors.holder_connections import HolderConnections
 from jetwatch.collectors.jsz import HttpJsz, JszCollector, SystemJsz
 from jetwatch.collectors.judging import JudgedCycle, PullsAnnounced, event_counts, judge, keep, load_window
 from jetwatch.collectors.lag import LagReader, LagStats
@@ -154,6 +155,7 @@ class Collector:
         self._writing = asyncio.Lock()  # one write of cycles at a time (write_queued)
         self.pin_holders: PinHolderCapture | None = None  # who holds each pin, as announced
         self.pull_settings: PullSettingsCapture | None = None  # what the workers pull with, as announced
+        self.holders: HolderConnections | None = None  # whether a stalled consumer's silent workers are gone
         self.dropped: DroppedReader | None = None  # reads the messages consumers dropped
         self.unpin_requests: UnpinRequestCapture | None = None  # who asked for unpins (API audit advisory)
         self.quorum: QuorumWatch | None = None  # QUORUM_LOST and LEADER_ELECTED as published
@@ -249,6 +251,7 @@ class Collector:
         since = self.clock() - dt.timedelta(seconds=s.event_retention)
         await self.pin_holders.open(await self.write(lambda con: remembered_holders(con, since)))
         self.pull_settings = PullSettingsCapture(self.nc, connz, self.scope.account, self.write, self.clock)
+        self.holders = HolderConnections(connz) if connz is not None else None
         recent = self.clock() - CURRENT_FOR
         await self.pull_settings.open(await self.write(lambda con: recent_settings(con, recent)))
 
@@ -256,7 +259,8 @@ class Collector:
         """What judging reads of the workers' pull settings: those announced lately, and the server's version."""
         if self.pull_settings is None:
             return None
-        return PullsAnnounced(self.pull_settings.current(now), (self.nc._server_info or {}).get("version"))
+        return PullsAnnounced(self.pull_settings.current(now), (self.nc._server_info or {}).get("version"),
+                              self.holders.said if self.holders is not None else {})
 
     async def _open_capture(self) -> Capture:
         s = self.settings
@@ -604,7 +608,10 @@ class Collector:
                                  dict(self.pin_holders.holders) if self.pin_holders else {})
 
     async def _after_cycle(self, judged: JudgedCycle, seconds: float) -> None:
-        """Hand the cycle's verdicts to the exporters (metrics, alerts), if any are on."""
+        """Hand the cycle's verdicts to the exporters (metrics, alerts), if any are on; ask CONNZ
+        whether the silent holders of stalled consumers are gone or stopped, for the next cycle."""
+        if self.holders is not None and self.pull_settings is not None and (judged.silent_holders or self.holders.said):
+            self.holders.ask(judged.silent_holders, self.pull_settings.current(self.clock()), self.clock())
         for hook in self.cycle_hooks:
             try:
                 await hook(self, judged, seconds)

@@ -87,6 +87,13 @@ def _stalled(numbers: Mapping[str, Any], c: Context) -> str:
         by = numbers.get("redelivered_by")
         when = (f" at {dt.datetime.fromtimestamp(float(by), dt.UTC):%H:%M:%S} UTC, when ack_wait passes"
                 if by is not None else " once ack_wait passes")
+        named = numbers.get("holders_named")
+        if numbers.get("holders") == "gone":
+            return (f"the workers holding {_msgs(held)} are gone ({named}: their connections closed): start them "
+                    f"again (the server redelivers the held messages to them{when})")
+        if numbers.get("holders") == "connected":
+            return (f"the workers holding {_msgs(held)} are still connected and do nothing ({named}): look at what "
+                    f"they wait on (a thread dump), then restart them (the server redelivers the held messages{when})")
         return (f"the clients holding {_msgs(held)} stopped: nothing is acknowledged, delivered or pulled; start or "
                 f"restart the workers (the server redelivers the held messages to them{when})")
     if holder == "stopped":
