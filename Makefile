@@ -121,7 +121,7 @@ fuzz: $(STAMP) system-deps
 	$(PY) -m pytest -n auto --dist loadgroup -m "hypothesis and not heavy" --hypothesis-profile=explore
 
 # Every bench in turn, at its defaults; docs/benchmarks.md is then replaced with what they printed.
-bench: $(STAMP)
+bench: $(STAMP) system-deps
 	$(PY) -m bench.run_all
 
 # The verdicts as a detector: time to name each incident, false alarms over 30 minutes of look-alikes.

@@ -11,7 +11,7 @@ import sys
 from bench import report
 
 BENCHES = ("detector", "collect", "lag", "store_writes", "fleet", "verdicts", "pipeline", "scale", "consumer_page",
-           "fleet_page", "fleet_clusters", "pages", "cli")
+           "fleet_page", "fleet_clusters", "pages", "cli", "cluster_incidents")
 
 
 def run(name: str) -> report.Printed:
