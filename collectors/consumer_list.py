@@ -20,8 +20,10 @@ from jetwatch.core.text import loads_storable
 from jetwatch.health.cluster import ANSWERED, API_UNAVAILABLE, NO_LEADER, OFFLINE, Evidence, EvidenceKey
 
 # While the API cannot list, at most this many consumers that the connected server led are asked
-# for one by one (each INFO answered by that server itself, in a millisecond or so).
-ASKED_WHILE_UNLISTED = 1000
+# for one by one (each INFO answered by that server itself, in a millisecond or so), and for no
+# longer than this: a consumer without a quorum answers late or never, and the cycle goes on.
+ASKED_WHILE_UNLISTED = 256
+ASKED_FOR_AT_MOST_S = 2.0
 
 
 class ConsumerListCollector:
@@ -61,14 +63,24 @@ class ConsumerListCollector:
             if not (self.known_streams and unavailable(exc)):
                 raise
             batch = self._api_unavailable(exc, time.monotonic() - began)
-            await self._asked_one_by_one(batch)
+            if not isinstance(exc, NoReply):  # the server answers, its meta group does not: its own leaders may
+                await self._asked_one_by_one(batch)
             return batch
         names = [s for s in listed if self.name_filter.stream_ok(s)]
         self.known_streams = names
         batch = self.batch_from_pages(await self.fetch(names))
-        if not batch.failed_streams:
-            self._led = (batch.samples["stream"], batch.samples["consumer"], batch.samples["leader"])
+        self._remember_leaders(batch)
         return batch
+
+    def _remember_leaders(self, batch: SampleBatch) -> None:
+        """Who led each consumer, as this cycle sampled it; for a stream not listed now, as before."""
+        streams, consumers, leaders = batch.samples["stream"], batch.samples["consumer"], batch.samples["leader"]
+        failed = {stream for _, stream in batch.failed_streams}
+        if failed:  # rare: the lists merged (a whole fleet's, once)
+            kept = [(s, c, leader) for s, c, leader in zip(*self._led) if s in failed]
+            streams, consumers, leaders = ([*streams, *(k[0] for k in kept)], [*consumers, *(k[1] for k in kept)],
+                                           [*leaders, *(k[2] for k in kept)])
+        self._led = (streams, consumers, leaders)
 
     async def _asked_one_by_one(self, batch: SampleBatch) -> None:
         """While the API cannot list, the consumers the connected server led when last sampled are
@@ -86,11 +98,16 @@ class ConsumerListCollector:
             async with self._limit:
                 try:
                     return await self.api.consumer_info(stream, name)
-                except (NoReply, JetStreamAPIError, ValueError, RecursionError):
+                except Exception:  # no answer, a refusal, the connection going: not served as far as we know
                     return None
 
+        tasks = [asyncio.ensure_future(ask(s, c)) for s, c in led]
+        await asyncio.wait(tasks, timeout=ASKED_FOR_AT_MOST_S)
+        for task in tasks:
+            task.cancel()  # those still waiting are left: the API's silence stands for them
+        answers = [t.result() if t.done() and not t.cancelled() else None for t in tasks]
         now, account = self.clock(), self.scope.account
-        for (stream, name), info in zip(led, await asyncio.gather(*(ask(s, c) for s, c in led))):
+        for (stream, name), info in zip(led, answers):
             if not isinstance(info, dict) or not isinstance(info.get("cluster"), dict) or not info["cluster"].get("leader"):
                 continue
             try:
@@ -160,18 +177,21 @@ class ConsumerListCollector:
                     page = loads_storable(raw)
                 except (ValueError, RecursionError):
                     continue
+                if not isinstance(page, dict):
+                    continue
                 listed += len(page.get("consumers") or ())
                 named = page.get("offline")
                 if isinstance(named, dict):
                     offline.update({n: str(r) for n, r in named.items()
                                     if isinstance(n, str) and n and self.name_filter.consumer_ok(n)})
             for name, why in offline.items():
-                found.append((stream, name, Evidence(OFFLINE, f"the server holds it offline ({why})")))
+                found.append((stream, name, Evidence(OFFLINE, f"the server holds it offline ({why})",
+                                                     headline="a running server cannot load it")))
             if offline and not listed:
                 names = ", ".join(sorted(offline))
                 found.append((stream, None, Evidence(
-                    OFFLINE, f"its stream {stream} is stopped: the server cannot load its consumer {names} "
-                             f"({offline[min(offline)]}), and lists no other")))
+                    OFFLINE, f"the server cannot load its consumer {names} ({offline[min(offline)]}), and lists no "
+                             "other", headline=f"its stream {stream} is stopped")))
         return found
 
     def _missing(self, pages: list[tuple[str, list[bytes]]]) -> list[tuple[str, str]]:

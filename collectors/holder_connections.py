@@ -29,6 +29,9 @@ class HolderConnections:
     def __init__(self, connz: Connz) -> None:
         self.connz = connz
         self.said: dict[Key, Holders] = {}
+        # The announcements each stalled consumer's workers made when it was first asked about: a
+        # worker gone stops announcing, and what it announced last still names its connection.
+        self.announced: dict[Key, list[Mapping[str, Any]]] = {}
         self._task: asyncio.Task[None] | None = None
 
     def ask(self, keys: Sequence[Key], announced: Mapping[Key, Sequence[Mapping[str, Any]]], now: dt.datetime) -> None:
@@ -41,10 +44,11 @@ class HolderConnections:
     async def check(self, keys: Sequence[Key], announced: Mapping[Key, Sequence[Mapping[str, Any]]],
                     now: dt.datetime) -> None:
         said: dict[Key, Holders] = {}
+        self.announced = {key: _merged(self.announced.get(key, []), announced.get(key) or ()) for key in keys}
         for key in keys:
             connected: list[str] = []
             gone: list[str] = []
-            for row in announced.get(key) or ():
+            for row in self.announced[key]:
                 try:
                     found = await holder_exit(self.connz, "", row.get("client_id"), row.get("server_id"), now)
                 except Exception as exc:  # one connection not asked about costs that fact only
@@ -58,3 +62,9 @@ class HolderConnections:
                 said[key] = (tuple(sorted(set(connected))), tuple(sorted(set(gone) - set(connected))))
         self.said = said
         log.debug("CONNZ on the announced workers of %d stalled consumer(s): %s", len(keys), said)
+
+
+def _merged(before: Sequence[Mapping[str, Any]], now: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Each announcing connection once, its latest announcement kept."""
+    rows = {(r.get("server_id"), r.get("client_id"), r.get("name")): r for r in [*before, *now]}
+    return list(rows.values())

@@ -304,6 +304,7 @@ class JszCollector:
         # Consumers found without a leader: said so while nothing fresh is heard of them, even once
         # the cluster can no longer tell (its meta group lost its leader too).
         self.gone: dict[tuple[str, str, str], Evidence] = {}
+        self.cut_seen: dict[str, float] = {}  # servers seen cut off from the cluster, since when (monotonic)
 
     def remember(self, keys: Sequence[tuple[str, str, str]], leaders: Sequence[object]) -> None:
         """The consumers the store knew, each under the server that led it when last sampled, as if
@@ -476,18 +477,18 @@ class JszCollector:
                                      "leader", (server,), held)
 
 
-    @staticmethod
-    def _cut_off(batch: SampleBatch, led: dict[str, set[tuple[str, str, str]]], metas: dict[str, Any]) -> None:
+    def _cut_off(self, batch: SampleBatch, led: dict[str, set[tuple[str, str, str]]], metas: dict[str, Any]) -> None:
         """A server that answers and sees no meta leader, while the meta leader has not heard from it
         lately, is cut off from the rest of the cluster (a partition of its routes): what it leads
         is served to the clients connected to it alone, and no other server can take it over (an
-        R1 stream's consumers). Evidence about each, dated from when the meta leader last heard
-        from it, for as long as it lasts."""
+        R1 stream's consumers). Evidence about each once two cycles in a row show it (a server just
+        restarted sees no meta leader for a moment while the meta leader's last word of it is still
+        old), dated from the first of them."""
+        now = time.monotonic()
         meta_leader = next((server for server, m in metas.items() if isinstance(m, dict) and m.get("leader") == server),
                            None)
-        if meta_leader is None:
-            return
-        peers = {str(r.get("name")): r for r in _objects(metas[meta_leader].get("replicas"))}
+        peers = {str(r.get("name")): r for r in _objects(metas[meta_leader].get("replicas"))} if meta_leader else {}
+        cut: dict[str, float] = {}
         for server in sorted(set(led) & set(peers)):
             own, peer = metas.get(server), peers[server]
             if not isinstance(own, dict) or own.get("leader"):
@@ -495,13 +496,17 @@ class JszCollector:
             silent = silent_for(peer)
             if not (peer.get("offline") or peer.get("current") is False or silent >= PEER_SILENT_S):
                 continue
+            first = cut[server] = self.cut_seen.get(server, now)
+            if first == now:
+                continue  # seen once: the next cycle says whether it holds
             for key in led[server]:
                 batch.evidence.setdefault(key, Evidence(
                     NO_LEADER, f"its leader {server} is cut off from the rest of the cluster (it sees no meta leader, "
                                f"and the meta leader {meta_leader} has not heard from it for {silent:.0f} s)", (server,),
-                    held_s=silent, headline="no server the rest of the cluster reaches leads it",
+                    held_s=now - first, headline="no server the rest of the cluster reaches leads it",
                     stops=f"only clients connected to {server} reach it; nothing published or pulled through the "
                           "other servers does"))
+        self.cut_seen = cut
 
 
 def _meta_view(metas: dict[str, Any]) -> tuple[set[str], bool]:

@@ -527,13 +527,26 @@ def _say_unlisted(state: LiveState, live: np.ndarray, said: _Said) -> None:
         reason = (f"{UNLISTED}{when:%Y-%m-%d %H:%M:%S} UTC, and no DELETED advisory said it was removed: kept until "
                   f"it is listed again, removed, or forgotten (`jetwatch forget`); last known: {before}")
         if kept in HELD_UNLISTED:
-            said.verdict[i], said.findings[i] = kept, state.kept_text["findings"][row]
+            said.verdict[i], said.findings[i] = kept, _marked_unlisted(state.kept_text["findings"][row], since)
             said.judged_at[i] = state.kept_judged_at[row]
         else:
             said.verdict[i] = "COLLECTING"
             said.findings[i] = [{"verdict": "COLLECTING", "reason": reason, "numbers": {"unlisted_since": since}}]
             said.onset[i] = np.nan
         said.reason[i] = reason
+
+
+def _marked_unlisted(findings: object, since: float) -> object:
+    """Kept findings (JSON text) with `unlisted_since` in the first one's numbers: its next step
+    is then about a consumer the server no longer lists (health/advice.py), not its old verdict's."""
+    try:
+        found = json.loads(findings) if isinstance(findings, str) else findings
+    except ValueError:
+        return findings
+    if not isinstance(found, list) or not found or not isinstance(found[0], dict):
+        return findings
+    first = {**found[0], "numbers": {**(found[0].get("numbers") or {}), "unlisted_since": since}}
+    return [first, *found[1:]]
 
 
 def _changed(state: LiveState, live: np.ndarray, said: _Said) -> tuple[np.ndarray, np.ndarray]:

@@ -224,6 +224,9 @@ class LagReader:
         self._facts: asyncio.Task[None] | None = None  # STREAM.LIST, begun beside the cycle's sampling
         self._listed_last = False  # the last cycle had consumers of this account (their streams were listed)
         self.listing_failed = False  # the last stream listing failed: `streams` is older than it looks
+        # ... with no reply at all: the server does not answer now, and no read is sent this cycle
+        # (each would wait out its timeout, and the next cycle with it).
+        self.unanswered = False
 
     def begin(self) -> None:
         """Start the cycle's stream listing beside the sampling, where the last cycle needed one: in
@@ -251,9 +254,9 @@ class LagReader:
         except (NoReply, JetStreamAPIError, ValueError) as exc:
             log.warning("lag: listing streams failed (%s); may the collector's user publish to "
                         "$JS.API.STREAM.LIST? Ages are estimated from earlier reads meanwhile", exc)
-            self.listing_failed = True
+            self.listing_failed, self.unanswered = True, isinstance(exc, NoReply)
             return
-        self.streams, self.listing_failed = facts, False
+        self.streams, self.listing_failed, self.unanswered = facts, False, False
         now = self.clock()
         self.arrivals = {name: self._stream_rate.update(name, now, f.last_seq) for name, f in facts.items()}
         self._stream_rate.keep(set(facts))
@@ -442,7 +445,7 @@ class LagReader:
         if (mine and refresh) or self._facts is not None:  # one begun and not needed after all ends too
             await self._listed()
         self._listed_last = bool(mine)
-        if refresh:
+        if refresh and not self.unanswered:
             self._last_refresh = now
             reads = [t for t, due in wanted.items() if due and self._cached(t) is None]
             await self._fetch_all(reads, stats)

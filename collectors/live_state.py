@@ -221,7 +221,7 @@ class LiveState:
                 for i in np.flatnonzero(leave):
                     key = self.window.keys[live[i]]
                     leave[i] = key[:2] not in streams and key not in singles
-            held = self._hold_unlisted(live, leave, rows, time.time() if at is None else at)
+            held = self._hold_unlisted(live, leave, rows, at)
             self.live[live[leave]] = False
         else:
             held = []
@@ -238,26 +238,32 @@ class LiveState:
         self._changed(SAMPLE_STATE)
         return held
 
-    def _hold_unlisted(self, live: np.ndarray, leave: np.ndarray, rows: np.ndarray, at: float
+    def _hold_unlisted(self, live: np.ndarray, leave: np.ndarray, rows: np.ndarray, at: float | None
                        ) -> list[tuple[str, str, str]]:
         """Of the live rows about to leave (`leave`, over `live`), those not sampled again that
-        nothing said were removed stay (their `leave` cleared): the consumers held unlisted."""
+        nothing said were removed stay (their `leave` cleared): the consumers held unlisted, each
+        since its last sample (`at` where that is not known)."""
         if self.holds is None:
             return []
-        keys = self.window.keys
+        keys, index = self.window.keys, self.window.rows
         listed = np.zeros(len(keys), dtype=bool)
         listed[rows] = True
-        for key in [k for k in self.unlisted if listed[self.window.rows[k]]]:
-            del self.unlisted[key]  # listed again
+        for key in [k for k in self.unlisted if (r := index.get(k)) is None or listed[r] or not self.live[r]]:
+            del self.unlisted[key]  # listed again, or no longer held (its row gone with a state seeded again)
         held = []
         leaving = np.flatnonzero(leave)
-        for i in leaving[~listed[live[leaving]]]:  # not listed this cycle: few, mostly none
+        unlisted_now = leaving[~listed[live[leaving]]]  # not listed this cycle: few, mostly none
+        # What was said of a consumer that left before is spent (in place: the set is shared).
+        self.removed.difference_update([k for k in self.removed if (r := index.get(k)) is None or not self.live[r]])
+        for i in unlisted_now:
             key = keys[live[i]]
             if key in self.removed or not self.holds(key):
-                self.removed.discard(key)
                 self.unlisted.pop(key, None)
+                self.removed.discard(key)
                 continue
-            self.unlisted.setdefault(key, at)
+            if key not in self.unlisted:
+                last = epoch([self.state["ts"][live[i]]])[0]
+                self.unlisted[key] = last if last == last else (time.time() if at is None else at)
             leave[i] = False
             held.append(key)
         return held

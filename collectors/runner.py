@@ -495,15 +495,15 @@ class Collector:
         def tx(con: duckdb.DuckDBPyConnection) -> tuple[LiveState, tuple[JudgedCycle, tuple[pd.DataFrame, dt.datetime]] | BaseException]:
             if window is not None:
                 touched.append(True)
+            # None yet, or dropped by a failed cycle: as the store holds it before this cycle.
+            state = window if window is not None else self._adopt(LiveState.seeded(con, server_now,
+                                                                                   thresholds.health_window))
             if self.unlisted:  # an operator may have forgotten some (an audited forget): they leave now
-                since = dt.datetime.fromtimestamp(min(self.unlisted.values()), dt.UTC)
-                self.removed.update((str(a), str(st), str(c)) for a, st, c in con.execute(
-                    sql.query("forgotten_since"), {"since": since}).fetchall())
+                self._forgotten(con)
             for cycle in pending:
                 # Into the state first: it tells which consumers no longer listed it holds, and the
                 # store keeps them too (the state holds what the store holds).
-                held = [] if window is None else window.add(cycle.samples, cycle.accounts, cycle.kept, cycle.configs,
-                                                            at=cycle.server_now.timestamp())
+                held = state.add(cycle.samples, cycle.accounts, cycle.kept, cycle.configs)
                 writes.write_samples(con, cycle.accounts, cycle.samples, [*cycle.kept, *held], cycle.at, cycle.arrow)
                 writes.write_configs(con, cycle.configs)
                 writes.write_rejects(con, cycle.at, "consumer_state", cycle.rejects)
@@ -513,9 +513,6 @@ class Collector:
             writes.write_status(con, status)
             # Judged in the same transaction: a cycle's samples and their verdicts are kept together,
             # on one connection (opening the file and committing cost more than the judging).
-            # None yet, or dropped by a failed cycle: as the store now holds it.
-            state = window if window is not None else self._adopt(LiveState.seeded(con, server_now,
-                                                                                   thresholds.health_window))
             try:
                 verdicts = judge(state, server_now, thresholds, event_counts(con, server_now, thresholds), pulls,
                                  newest.evidence, newest.cluster_findings)
@@ -652,6 +649,18 @@ class Collector:
     def _watched_key(self, key: tuple[str, str, str]) -> bool:
         return self.name_filter.stream_ok(key[1]) and self.name_filter.consumer_ok(key[2])
 
+    def _forgotten(self, con: duckdb.DuckDBPyConnection) -> None:
+        """The consumers held unlisted that an operator forgot (an audited forget made after it was
+        last listed, its time on this collector's clock set to the server's): they leave now. A
+        forget older than that is of an earlier absence, and one of a consumer not held is moot."""
+        offset = self.clock_offset or 0.0
+        since = dt.datetime.fromtimestamp(min(self.unlisted.values()) - offset, dt.UTC)
+        for account, stream, consumer, ts in con.execute(sql.query("forgotten_since"), {"since": since}).fetchall():
+            key = (str(account), str(stream), str(consumer))
+            unlisted = self.unlisted.get(key)
+            if unlisted is not None and pd.Timestamp(ts).timestamp() + offset >= unlisted:
+                self.removed.add(key)
+
     def _unlisted_words(self) -> list[str]:
         if not self.unlisted:
             return []
@@ -665,11 +674,13 @@ class Collector:
     def _note_removals(self, rows: list[AdvisoryRow]) -> None:
         """A DELETED advisory says a consumer was removed: once no longer listed, it leaves. A
         CREATED one after it (the name used again) takes that back."""
+        known = self.window.window.rows if self.window is not None else {}
         for row in rows:
             subject = row["subject"]
             key = (str(row["account"]), str(row["stream"]), str(row["consumer"]))
             if subject.startswith(f"{ADVISORY_PREFIX}DELETED."):
-                self.removed.add(key)
+                if key in known:  # one never sampled (an ephemeral come and gone between cycles) has nothing to end
+                    self.removed.add(key)
             elif subject.startswith(f"{ADVISORY_PREFIX}CREATED."):
                 self.removed.discard(key)
 

@@ -254,7 +254,12 @@ NEXT_STEP: dict[str, Callable[[Mapping[str, Any], Context], str]] = {
 
 
 def next_step(verdict: str, numbers: Mapping[str, Any] | None, context: Context) -> str:
-    """The next step for a verdict (its finding's numbers, the consumer's context), in words."""
+    """The next step for a verdict (its finding's numbers, the consumer's context), in words. For a
+    consumer the server no longer lists, whatever its last verdict: find out whether it exists."""
+    if numbers and numbers.get("unlisted_since") is not None:
+        return ("check that it still exists (`nats consumer info` on it): the server no longer lists it and no "
+                "DELETED advisory said it was removed; if it was deleted, `jetwatch forget` it; if it exists, its "
+                "server cannot load it or is unreachable (`nats server report jetstream`)")
     return NEXT_STEP[verdict](numbers or {}, context)
 
 

@@ -138,8 +138,8 @@ def finding(ev: Evidence, leader: object, as_of: object) -> dict[str, Any]:
     if ev.verdict == NO_LEADER:
         reason = f"{ev.headline}: {ev.seen}; {led}; {ev.stops} ({shown}){down}"
     elif ev.verdict == OFFLINE:
-        reason = (f"a running server cannot load it: {ev.seen}; nothing is delivered or acknowledged until a server "
-                  f"that supports it runs it ({shown}); {led}")
+        reason = (f"{ev.headline}: {ev.seen}; nothing is delivered or acknowledged until a server that supports it "
+                  f"runs it ({shown}); {led}")
     else:
         reason = (f"the cluster's JetStream API does not answer ({ev.seen}): this consumer's state is unknown "
                   f"({shown}); {led}; a consumer whose server still runs may still deliver{down}")

@@ -33,11 +33,19 @@ import pytest
 from tests.helpers import said_named
 from tests.partition_scenario import CLUSTER_RED, CONSUMERS
 
+
+def _can_partition() -> bool:
+    """Root with the tools, allowed to make a network namespace (a container without
+    CAP_SYS_ADMIN is not)."""
+    if os.geteuid() != 0 or not all(shutil.which(c) for c in ("unshare", "nft", "ip", "setpriv")):
+        return False
+    return subprocess.run(["unshare", "-n", "true"], capture_output=True, timeout=30).returncode == 0
+
+
 pytestmark = [
     pytest.mark.cluster, pytest.mark.serial, pytest.mark.xdist_group("partition"), pytest.mark.timeout(1200),
-    pytest.mark.skipif(os.geteuid() != 0 or not all(shutil.which(c) for c in ("unshare", "nft", "ip", "setpriv")),
-                       reason="needs root, util-linux (unshare, setpriv), nftables and iproute2 for a partition "
-                              "inside a network namespace"),
+    pytest.mark.skipif(not _can_partition(), reason="needs root allowed to make a network namespace, util-linux "
+                       "(unshare, setpriv), nftables and iproute2 for a partition inside one"),
 ]
 
 NAMED_WITHIN = 30.0  # seconds from the cut

@@ -385,8 +385,8 @@ def _live(state: LiveState) -> set[str]:
 
 
 @pytest.mark.parametrize(("removed", "watched", "expected_live", "expected_unlisted"), [
-    # No longer listed, nothing said it was removed: held, since the cycle it went.
-    (set(), True, {"a", "b"}, {"b": 5.0}),
+    # No longer listed, nothing said it was removed: held, since its last sample.
+    (set(), True, {"a", "b"}, {"b": 0.0}),
     # A DELETED advisory (or an operator) said it was removed: it leaves.
     ({("A", "S1", "b")}, True, {"a"}, {}),
     # Outside the collector's filters (a stream no longer included): it leaves.
@@ -396,8 +396,8 @@ def test_a_consumer_no_longer_listed_is_held_unless_something_said_it_was_remove
                                                                                   expected_unlisted):
     state = LiveState(TH.health_window)
     state.holds = lambda key: watched
-    state.removed = set(removed)
     _cycle(state, T0, ("a", "b"))
+    state.removed.update(removed)  # a DELETED advisory about a consumer it knows
     held = _cycle(state, T0 + dt.timedelta(seconds=5), ("a",))
     assert _live(state) == expected_live
     assert held == [("A", "S1", c) for c in expected_unlisted]

@@ -86,6 +86,7 @@ def test_a_consumer_the_server_cannot_load_is_offline_in_its_own_words_and_so_is
 
                 kept = await eventually(all_unlisted, timeout=60, message="both consumers kept as no longer listed")
                 assert all("no DELETED advisory" in r["reason"] for r in kept.values()), kept
+                assert all(r["next_step"].startswith("check that it still exists") for r in kept.values()), kept
                 code, text = _check(db)
                 assert code != 0, text
                 # An operator who knows it is gone for good forgets it (audited): it leaves, the other stays.
