@@ -483,7 +483,8 @@ class JszCollector:
         is served to the clients connected to it alone, and no other server can take it over (an
         R1 stream's consumers). Evidence about each once two cycles in a row show it (a server just
         restarted sees no meta leader for a moment while the meta leader's last word of it is still
-        old), dated from the first of them."""
+        old), dated from when the meta leader last heard from it: since then nothing of it was served
+        through the rest of the cluster."""
         now = time.monotonic()
         meta_leader = next((server for server, m in metas.items() if isinstance(m, dict) and m.get("leader") == server),
                            None)
@@ -503,7 +504,7 @@ class JszCollector:
                 batch.evidence.setdefault(key, Evidence(
                     NO_LEADER, f"its leader {server} is cut off from the rest of the cluster (it sees no meta leader, "
                                f"and the meta leader {meta_leader} has not heard from it for {silent:.0f} s)", (server,),
-                    held_s=now - first, headline="no server the rest of the cluster reaches leads it",
+                    held_s=silent, headline="no server the rest of the cluster reaches leads it",
                     stops=f"only clients connected to {server} reach it; nothing published or pulled through the "
                           "other servers does"))
         self.cut_seen = cut

@@ -49,6 +49,7 @@ pytestmark = [
 ]
 
 NAMED_WITHIN = 30.0  # seconds from the cut
+MINORITY_SEES_IT_ALONE = 15.0  # the minority server's own time to stop forwarding into the cut (seen: up to 20 s)
 
 
 @pytest.fixture(scope="module")
@@ -119,10 +120,12 @@ def test_the_r1_consumer_still_working_on_the_minority_is_never_red_where_only_t
     assert record["acked_at_heal"]["solo"] > record["acked_at_cut"]["solo"] + 10, "the local worker stopped working"
     for m in record["timeline"]:
         assert m[view]["solo"]["verdict"] not in CLUSTER_RED, _story(record, view)
-    # Seen from the minority alone, a cut and the loss of both peers look the same: no quorum.
+    # Seen from the minority alone, a cut and the loss of both peers look the same: no quorum. The
+    # server there says so only once its own raft timeouts pass (its requests are forwarded into the
+    # cut until then), which the collector cannot hasten: the deadline adds that wait.
     for consumer in ("busy", "idle"):
         named = _first_named(record, view, consumer)
-        assert named is not None and named <= NAMED_WITHIN, _story(record, view)
+        assert named is not None and named <= NAMED_WITHIN + MINORITY_SEES_IT_ALONE, _story(record, view)
 
 
 def test_the_jsz_view_from_the_minority_names_its_server_cut_off(record):
