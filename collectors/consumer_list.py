@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer
+from jetwatch.collectors.consumer_state import MalformedState, SampleBatch, Scope, add_consumer, note_quorum
 from jetwatch.collectors.filters import NameFilter
 from jetwatch.collectors.list_pages import RawFingerprints, read_pages
 from jetwatch.collectors.state_columns import Fingerprints, add_consumers
@@ -115,7 +115,11 @@ class ConsumerListCollector:
             except MalformedState as exc:
                 batch.reject(f"CONSUMER.INFO.{stream}.{name}", exc, info, account, stream)
                 continue
-            batch.evidence[(account, stream, name)] = ANSWERED
+            key = (account, stream, name)
+            # A leader whose peers are gone answers as leader for seconds before it steps down: what
+            # it says of its replicas decides (no quorum: NO_LEADER's evidence, not served).
+            note_quorum(batch, key, info["cluster"].get("replicas"))
+            batch.evidence.setdefault(key, ANSWERED)
 
     def _api_unavailable(self, exc: Exception, waited: float) -> SampleBatch:
         """A cycle in which the account's streams could not even be named: every stream listed
